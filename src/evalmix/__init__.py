@@ -1,0 +1,73 @@
+"""evalmix: honest uncertainty for LLM-evaluation results.
+
+Read a long-format eval table once (:func:`read`), then set model-based and
+design-based intervals side by side.
+
+Heavy back ends (PyMC, Bambi, statsmodels) are imported only when used; the names
+below are resolved lazily so ``import evalmix`` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from evalmix.data import EvalTable, read
+from evalmix.errors import (
+    ConvergenceWarning,
+    DroppedRowsWarning,
+    EvalmixError,
+    EvalmixWarning,
+    FewClustersWarning,
+    InvalidOptionError,
+    InvalidTableError,
+    SingularFitWarning,
+    TooFewClustersError,
+)
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it (imported on first access)
+_LAZY: dict[str, str] = {
+    "interval": "evalmix.inference.api",
+    "IntervalResult": "evalmix.inference.result",
+    "compare_all": "evalmix.inference.compare",
+    "design_effect": "evalmix.design.effect",
+    "fit": "evalmix.models.api",
+    "ModelFit": "evalmix.models.result",
+    "analyze": "evalmix.compare.analyze",
+    "Report": "evalmix.report.report",
+    "power": "evalmix.plan.power",
+    "mde": "evalmix.plan.power",
+    "n_clusters_for_power": "evalmix.plan.power",
+    "sim": "evalmix.sim",
+}
+
+__all__ = [
+    "EvalTable",
+    "read",
+    "EvalmixError",
+    "EvalmixWarning",
+    "InvalidTableError",
+    "InvalidOptionError",
+    "TooFewClustersError",
+    "FewClustersWarning",
+    "ConvergenceWarning",
+    "DroppedRowsWarning",
+    "SingularFitWarning",
+    "__version__",
+    *_LAZY,
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        module = importlib.import_module(_LAZY[name])
+        value = module if module.__name__ == f"evalmix.{name}" else getattr(module, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'evalmix' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

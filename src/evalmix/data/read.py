@@ -1,0 +1,591 @@
+"""Read a long-format eval table from a file or DataFrame and validate it once.
+
+:func:`read` is the only way to build an :class:`~evalmix.data.table.EvalTable`. It
+collects *every* problem it finds and raises them together in one
+:class:`~evalmix.errors.InvalidTableError`, each naming the column and a fix. The
+caller's DataFrame is never modified.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from evalmix.data.table import (
+    OUTCOME_TYPES,
+    RESERVED_NAMES,
+    TIE_POLICIES,
+    EvalTable,
+    Roles,
+)
+from evalmix.errors import (
+    DroppedRowsWarning,
+    EvalmixError,
+    InvalidOptionError,
+    InvalidTableError,
+    check_option,
+)
+
+__all__ = ["read", "load_frame"]
+
+_TRUE = {"true", "t", "yes", "y", "correct", "pass", "passed"}
+_FALSE = {"false", "f", "no", "n", "incorrect", "fail", "failed"}
+_A = {"a", "model_a", "1", "1.0"}
+_B = {"b", "model_b", "0", "0.0"}
+_TIE = {"tie", "draw", "equal", "0.5", "=", "tie (equal)"}
+_ROLE_KEYS = ("outcome", "condition", "model_a", "model_b", "first_shown", "position",
+              "clusters", "ties")
+
+
+def load_frame(source: str | os.PathLike[str] | pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """Load ``source`` (CSV/TSV, Parquet, JSONL or a DataFrame) without modifying it."""
+    if isinstance(source, pd.DataFrame):
+        return source, "DataFrame"
+    if not isinstance(source, str | os.PathLike):
+        raise EvalmixError(
+            f"source must be a file path or a pandas DataFrame, got {type(source).__name__}"
+        )
+    path = Path(source)
+    if not path.exists():
+        raise EvalmixError(f"no such file: {str(path)!r}; check the path")
+    suffixes = "".join(path.suffixes[-2:]).lower()
+    suffix = path.suffix.lower()
+    if suffix in {".csv", ".txt"} or suffixes.endswith(".csv.gz"):
+        frame = pd.read_csv(path)
+    elif suffix == ".tsv":
+        frame = pd.read_csv(path, sep="\t")
+    elif suffix in {".parquet", ".pq"}:
+        frame = pd.read_parquet(path)
+    elif suffix in {".jsonl", ".ndjson"}:
+        frame = pd.read_json(path, lines=True)
+    elif suffix == ".json":
+        try:
+            frame = pd.read_json(path, lines=True)
+        except ValueError:
+            frame = pd.read_json(path)
+    else:
+        raise EvalmixError(
+            f"cannot read {str(path)!r}: unknown file type {suffix!r}; use .csv, .tsv, "
+            ".parquet, .jsonl, or load it yourself and pass the DataFrame"
+        )
+    return frame, str(path)
+
+
+def _load_roles(path: str | os.PathLike[str]) -> dict[str, Any]:
+    p = Path(path)
+    if not p.exists():
+        raise EvalmixError(f"roles file {str(p)!r} does not exist")
+    try:
+        with p.open("rb") as fh:
+            spec = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise EvalmixError(f"roles file {str(p)!r} is not valid TOML: {exc}") from exc
+    unknown = sorted(set(spec) - set(_ROLE_KEYS))
+    if unknown:
+        raise EvalmixError(
+            f"roles file {str(p)!r} has unknown keys {unknown}; allowed keys: "
+            f"{', '.join(_ROLE_KEYS)} (clusters is a table: [clusters] judge = \"judge\")"
+        )
+    return spec
+
+
+def _is_missing_label(values: pd.Series) -> np.ndarray:
+    miss = values.isna().to_numpy()
+    as_str = values.astype("string")
+    empty = (as_str.str.strip() == "").fillna(False).to_numpy(dtype=bool)
+    return miss | empty
+
+
+def _mixed_types(values: pd.Series) -> list[str]:
+    if values.dtype != object:
+        return []
+    kinds = {type(v).__name__ for v in values.dropna().to_numpy()}
+    kinds = {"int" if k.startswith("int") else "float" if k.startswith("float") else k
+             for k in kinds}
+    return sorted(kinds) if len(kinds) > 1 else []
+
+
+def _examples(values: pd.Series | np.ndarray, n: int = 3) -> str:
+    vals = pd.unique(np.asarray(values, dtype=object))[:n]
+    return ", ".join(repr(v) for v in vals)
+
+
+def _rows(mask: np.ndarray, n: int = 5) -> str:
+    idx = np.flatnonzero(mask)[:n]
+    more = "" if mask.sum() <= n else ", ..."
+    return ", ".join(str(i) for i in idx) + more
+
+
+def _parse_scores(
+    raw: pd.Series, column: str, outcome_type: str, problems: list[str]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
+    """Return (y, na_mask, unparsed_mask, outcome_type)."""
+    na = raw.isna().to_numpy()
+    if pd.api.types.is_bool_dtype(raw.dtype):
+        y = raw.astype(float).to_numpy()
+        unparsed = np.zeros(len(raw), dtype=bool)
+    elif pd.api.types.is_numeric_dtype(raw.dtype):
+        y = raw.to_numpy(dtype=float, na_value=np.nan)
+        unparsed = np.zeros(len(raw), dtype=bool)
+        bad = ~na & ~np.isfinite(y)
+        if bad.any():
+            problems.append(
+                f"outcome column {column!r} has {int(bad.sum())} infinite values (rows "
+                f"{_rows(bad)}); fix: replace them with NaN to drop them, or correct them"
+            )
+    else:
+        text = raw.astype("string").str.strip().str.lower()
+        y = pd.to_numeric(text, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        y = np.where(text.isin(_TRUE).fillna(False).to_numpy(dtype=bool), 1.0, y)
+        y = np.where(text.isin(_FALSE).fillna(False).to_numpy(dtype=bool), 0.0, y)
+        na = na | (text == "").fillna(False).to_numpy(dtype=bool) | text.isin(
+            {"na", "nan", "none", "null"}).fillna(False).to_numpy(dtype=bool)
+        unparsed = ~na & np.isnan(y)
+        if unparsed.any() and unparsed.sum() == (~na).sum():
+            problems.append(
+                f"outcome column {column!r} is not numeric (values such as "
+                f"{_examples(raw[unparsed])}); fix: pass a 0/1, proportion or numeric "
+                "score column, or for pairwise judgments also pass model_a=, model_b="
+            )
+            return y, na, np.zeros(len(raw), dtype=bool), "numeric"
+    ok = ~na & ~unparsed & np.isfinite(y)
+    vals = y[ok]
+    if outcome_type == "auto":
+        if vals.size and np.isin(vals, (0.0, 1.0)).all():
+            outcome_type = "binary"
+        elif vals.size and (vals >= 0).all() and (vals <= 1).all():
+            outcome_type = "proportion"
+        else:
+            outcome_type = "numeric"
+    elif outcome_type == "binary":
+        bad = ok & ~np.isin(y, (0.0, 1.0))
+        if bad.any():
+            problems.append(
+                f"outcome column {column!r} must be binary (0/1 or True/False) but has "
+                f"{int(bad.sum())} other values (e.g. {_examples(raw[bad])}); fix: recode "
+                "it to 0/1, or use outcome_type='proportion' or 'numeric'"
+            )
+    elif outcome_type == "proportion":
+        bad = ok & ((y < 0) | (y > 1))
+        if bad.any():
+            problems.append(
+                f"outcome column {column!r} must be a proportion in [0, 1] but has "
+                f"{int(bad.sum())} values outside it (e.g. {_examples(raw[bad])}); fix: "
+                "rescale it, or use outcome_type='numeric'"
+            )
+    return y, na, unparsed, outcome_type
+
+
+def _parse_pairwise(
+    raw: pd.Series, a_names: np.ndarray, b_names: np.ndarray, column: str, problems: list[str]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return (verdict codes: 1 a, 0 b, 0.5 tie, NaN; na_mask; unparsed_mask)."""
+    n = len(raw)
+    na = raw.isna().to_numpy()
+    if pd.api.types.is_numeric_dtype(raw.dtype) and not pd.api.types.is_bool_dtype(raw.dtype):
+        v = raw.to_numpy(dtype=float, na_value=np.nan)
+        bad = ~na & ~np.isin(v, (0.0, 0.5, 1.0))
+        if bad.any():
+            problems.append(
+                f"pairwise outcome column {column!r} must be 'a'/'b'/'tie' or 1/0/0.5 but "
+                f"has {int(bad.sum())} other values (e.g. {_examples(raw[bad])}); fix: "
+                "recode it (1 = model_a wins, 0 = model_b wins, 0.5 = tie)"
+            )
+        return np.where(bad, np.nan, v), na, np.zeros(n, dtype=bool)
+    text = raw.astype("string").str.strip()
+    low = text.str.lower()
+    v = np.full(n, np.nan)
+    v[low.isin(_A).fillna(False).to_numpy(dtype=bool)] = 1.0
+    v[low.isin(_B).fillna(False).to_numpy(dtype=bool)] = 0.0
+    v[low.isin(_TIE).fillna(False).to_numpy(dtype=bool)] = 0.5
+    t = text.to_numpy(dtype=object, na_value=None)
+    v[(t == a_names) & np.isnan(v)] = 1.0
+    v[(t == b_names) & np.isnan(v)] = 0.0
+    na = na | low.isin({"", "na", "nan", "none", "null"}).fillna(False).to_numpy(dtype=bool)
+    unparsed = ~na & np.isnan(v)
+    if unparsed.any() and unparsed.sum() == (~na).sum():
+        problems.append(
+            f"pairwise outcome column {column!r} has no value evalmix can read (e.g. "
+            f"{_examples(raw[unparsed])}); expected 'a', 'b', 'tie' (or 1/0/0.5, or the "
+            "winning model's name)"
+        )
+        unparsed = np.zeros(n, dtype=bool)
+    return v, na, unparsed
+
+
+def _parse_first_shown(
+    raw: pd.Series, a_names: np.ndarray, b_names: np.ndarray, column: str, problems: list[str]
+) -> np.ndarray:
+    text = raw.astype("string").str.strip()
+    low = text.str.lower()
+    out = np.full(len(raw), np.nan)
+    out[low.isin({"a", "model_a", "ab"}).fillna(False).to_numpy(dtype=bool)] = 1.0
+    out[low.isin({"b", "model_b", "ba"}).fillna(False).to_numpy(dtype=bool)] = 0.0
+    t = text.to_numpy(dtype=object, na_value=None)
+    out[(t == a_names) & np.isnan(out)] = 1.0
+    out[(t == b_names) & np.isnan(out)] = 0.0
+    bad = np.isnan(out)
+    if bad.any():
+        problems.append(
+            f"first_shown column {column!r} must say which answer was shown first ('a' or "
+            f"'b', or the model's name) but {int(bad.sum())} rows do not (e.g. "
+            f"{_examples(raw[bad])}, rows {_rows(bad)}); fix: recode them to 'a'/'b'"
+        )
+    return out
+
+
+def _match_pairs(keys: pd.DataFrame, a_first: np.ndarray) -> np.ndarray:
+    """Pair the k-th AB record of a comparison with its k-th BA record."""
+    key_id = keys.groupby(list(keys.columns), sort=False, dropna=False).ngroup().to_numpy()
+    order = np.where(np.isnan(a_first), -1, a_first).astype(int)
+    frame = pd.DataFrame({"k": key_id, "o": order})
+    rank = frame.groupby(["k", "o"], sort=False).cumcount().to_numpy()
+    return pd.DataFrame({"k": key_id, "r": rank}).groupby(["k", "r"], sort=False).ngroup().to_numpy()
+
+
+def read(
+    source: str | os.PathLike[str] | pd.DataFrame,
+    *,
+    outcome: str | None = None,
+    condition: str | None = None,
+    model_a: str | None = None,
+    model_b: str | None = None,
+    first_shown: str | None = None,
+    position: str | None = None,
+    clusters: Mapping[str, str] | None = None,
+    ties: Literal["exclude", "half", "separate"] | None = None,
+    roles: str | os.PathLike[str] | None = None,
+    outcome_type: Literal["auto", "binary", "proportion", "numeric"] = "auto",
+    unmatched: Literal["error", "drop"] = "error",
+) -> EvalTable:
+    """Read and validate a long-format eval table.
+
+    Parameters
+    ----------
+    source : path or pandas.DataFrame
+        CSV/TSV, Parquet, JSONL file, or a DataFrame (never modified).
+    outcome : str
+        Column with the score (scores tables) or the verdict (pairwise tables:
+        ``'a'``/``'b'``/``'tie'``/NA, 1/0/0.5, or the winning model's name).
+    condition : str, optional
+        Column with the condition or model being scored.
+    model_a, model_b : str, optional
+        Columns naming the two compared models; giving them makes the table pairwise.
+    first_shown : str, optional
+        Pairwise: column saying whose answer was shown first (``'a'``/``'b'``); enables
+        AB/BA matching and position-bias terms.
+    position : str, optional
+        Scores tables: a position covariate column.
+    clusters : mapping of role name to column, optional
+        Cluster factors, e.g. ``{"scenario": "scenario_id", "judge": "judge"}``. Role
+        names are free (scenario, persona, author, judge, item, passage, template,
+        epoch, ...) but may not be one of the canonical column names.
+    ties : {"exclude", "half", "separate"}, default "half"
+        Pairwise tie policy: drop ties (counted), score them 0.5, or keep them as a third
+        outcome.
+    roles : path, optional
+        TOML file with the same keys (``outcome``, ``condition``, ..., ``ties`` and a
+        ``[clusters]`` table). Keyword arguments override it.
+    outcome_type : {"auto", "binary", "proportion", "numeric"}
+        Scores tables: force the outcome type ("binary" makes non-0/1 values an error).
+    unmatched : {"error", "drop"}
+        Pairwise with ``first_shown``: what to do with AB records lacking a BA record
+        (or vice versa).
+
+    Returns
+    -------
+    EvalTable
+
+    Raises
+    ------
+    InvalidTableError
+        Listing every problem found, each with the column and a fix.
+
+    Examples
+    --------
+    >>> import pandas as pd, evalmix
+    >>> df = pd.DataFrame({"q": ["q1", "q1", "q2", "q2"], "correct": [1, 0, 1, 1]})
+    >>> t = evalmix.read(df, outcome="correct", clusters={"item": "q"})
+    >>> t.n_obs, t.outcome_type
+    (4, 'binary')
+    """
+    spec: dict[str, Any] = _load_roles(roles) if roles is not None else {}
+    given = {"outcome": outcome, "condition": condition, "model_a": model_a,
+             "model_b": model_b, "first_shown": first_shown, "position": position,
+             "ties": ties}
+    for key, value in given.items():
+        if value is not None:
+            spec[key] = value
+    if clusters is not None:
+        if not isinstance(clusters, Mapping):
+            raise EvalmixError(
+                "clusters must map role names to columns, e.g. "
+                f"{{'item': 'item_id'}}; got {type(clusters).__name__}"
+            )
+        spec["clusters"] = {**spec.get("clusters", {}), **dict(clusters)}
+    ties_policy = spec.get("ties", "half")
+    check_option("ties", ties_policy, TIE_POLICIES)
+    check_option("outcome_type", outcome_type, OUTCOME_TYPES)
+    check_option("unmatched", unmatched, ("error", "drop"))
+    if spec.get("outcome") is None:
+        raise InvalidOptionError(
+            "outcome= is required: name the column that holds the score or verdict"
+        )
+
+    frame, source_name = load_frame(source)
+    role_map = Roles(
+        outcome=str(spec["outcome"]),
+        condition=spec.get("condition"),
+        model_a=spec.get("model_a"),
+        model_b=spec.get("model_b"),
+        first_shown=spec.get("first_shown"),
+        position=spec.get("position"),
+        clusters={str(k): str(v) for k, v in dict(spec.get("clusters", {})).items()},
+    )
+    return _validate(frame, role_map, ties_policy, outcome_type, unmatched, source_name)
+
+
+def _validate(
+    frame: pd.DataFrame,
+    roles: Roles,
+    ties: str,
+    outcome_type: str,
+    unmatched: str,
+    source: str,
+) -> EvalTable:
+    problems: list[str] = []
+    pairwise = roles.model_a is not None or roles.model_b is not None
+
+    # ---- structure of the role mapping
+    if pairwise and (roles.model_a is None or roles.model_b is None):
+        missing = "model_b" if roles.model_b is None else "model_a"
+        problems.append(
+            f"{missing}= is missing: a pairwise table needs both model_a= and model_b= "
+            "columns (or neither, for a scores table)"
+        )
+    if roles.first_shown is not None and not pairwise:
+        problems.append(
+            f"first_shown={roles.first_shown!r} was given without model_a=/model_b=; "
+            "first_shown only applies to pairwise tables (use position= for scores tables)"
+        )
+    for role in roles.clusters:
+        if role in RESERVED_NAMES or not role.isidentifier():
+            problems.append(
+                f"cluster role name {role!r} is not allowed (it is reserved or not an "
+                "identifier); rename the role, e.g. clusters={'item': "
+                f"{roles.clusters[role]!r}}}"
+            )
+    used = [roles.outcome, roles.condition, roles.model_a, roles.model_b,
+            roles.first_shown, roles.position, *roles.clusters.values()]
+    used = [c for c in used if c is not None]
+    seen: dict[str, int] = {}
+    for c in used:
+        seen[c] = seen.get(c, 0) + 1
+    for c, k in seen.items():
+        if k > 1:
+            problems.append(
+                f"column {c!r} is given {k} roles; each column may play one role "
+                "(copy the column under a new name if you really need it twice)"
+            )
+
+    # ---- columns exist
+    columns = set(map(str, frame.columns))
+    missing_cols = [c for c in dict.fromkeys(used) if c not in columns]
+    for c in missing_cols:
+        avail = ", ".join(repr(x) for x in list(frame.columns)[:12])
+        problems.append(
+            f"column {c!r} is not in the table; available columns: {avail}. "
+            "Fix the column name in read(...) or in the roles file"
+        )
+    if len(frame) == 0:
+        problems.append("the table is empty (0 rows); check the file or the filter that made it")
+    if problems and (missing_cols or len(frame) == 0):
+        raise InvalidTableError(problems)
+
+    n = len(frame)
+    has = lambda c: c is not None and c in columns  # noqa: E731
+
+    # ---- id columns: NaN/empty, mixed types
+    id_cols = [(f"cluster factor {r!r}", c) for r, c in roles.clusters.items()]
+    id_cols += [(role, getattr(roles, role)) for role in ("condition", "model_a", "model_b")
+                if has(getattr(roles, role))]
+    for what, c in id_cols:
+        values = frame[c]
+        miss = _is_missing_label(values)
+        if miss.any():
+            problems.append(
+                f"{what} (column {c!r}) has {int(miss.sum())} missing or empty ids (rows "
+                f"{_rows(miss)}); fix: fill them (e.g. df[{c!r}].fillna('unknown')) or drop "
+                "those rows"
+            )
+        mixed = _mixed_types(values)
+        if mixed:
+            problems.append(
+                f"{what} (column {c!r}) mixes value types ({', '.join(mixed)}), so equal-"
+                f"looking ids may differ; fix: df[{c!r}] = df[{c!r}].astype(str)"
+            )
+
+    # ---- single-level cluster factors
+    for role, c in roles.clusters.items():
+        nlev = frame[c].nunique(dropna=True)
+        if nlev == 1:
+            problems.append(
+                f"cluster factor {role!r} (column {c!r}) has a single level "
+                f"({frame[c].dropna().iloc[0]!r}); one cluster carries no clustering "
+                "information. Fix: drop it from clusters="
+            )
+
+    # ---- duplicated rows
+    try:
+        dup = frame.duplicated(keep=False).to_numpy()
+    except TypeError:  # unhashable cells: check the columns we use
+        dup = frame[list(dict.fromkeys(used))].astype(str).duplicated(keep=False).to_numpy()
+    if dup.any():
+        problems.append(
+            f"{int(dup.sum())} rows are exact duplicates of another row (rows {_rows(dup)}); "
+            "if they are repeated samples, add a column numbering them and pass it as a "
+            "cluster role (e.g. clusters={'epoch': 'sample'}); otherwise df.drop_duplicates()"
+        )
+
+    out: dict[str, Any] = {"row": np.arange(n, dtype=np.int64)}
+    n_na = n_unparsed = n_tie_excluded = n_unmatched = n_ties = 0
+    pairs_read: dict[str, int] = {}
+
+    if pairwise and roles.model_a is not None and roles.model_b is not None:
+        a_names = frame[roles.model_a].astype("string").str.strip().to_numpy(
+            dtype=object, na_value=None)
+        b_names = frame[roles.model_b].astype("string").str.strip().to_numpy(
+            dtype=object, na_value=None)
+        same = (a_names == b_names) & pd.notna(a_names)
+        if same.any():
+            problems.append(
+                f"{int(same.sum())} rows compare a model with itself ({roles.model_a!r} equals "
+                f"{roles.model_b!r}, rows {_rows(same)}); fix: drop those rows"
+            )
+        verdict, na, unparsed = _parse_pairwise(
+            frame[roles.outcome], a_names, b_names, roles.outcome, problems)
+        if roles.first_shown is not None:
+            a_first = _parse_first_shown(
+                frame[roles.first_shown], a_names, b_names, roles.first_shown, problems)
+            keys = pd.DataFrame({"model_a": a_names, "model_b": b_names})
+            for c in [roles.condition, *roles.clusters.values()]:
+                if c is not None:
+                    keys[c] = frame[c].to_numpy()
+            pair = _match_pairs(keys, a_first)
+            counts = np.bincount(pair)
+            size = counts[pair]
+            lone = (size == 1) & ~np.isnan(a_first)
+            pairs_read = {"comparisons": int(counts.size),
+                          "both_orders": int((counts == 2).sum()),
+                          "one_order_only": int((counts == 1).sum())}
+            if lone.any() and unmatched == "error":
+                problems.append(
+                    f"{int(lone.sum())} records have no partner in the other order (an AB "
+                    f"record without its BA record or vice versa; rows {_rows(lone)}); fix: "
+                    "add the column that tells repeated runs apart as a cluster role, remove "
+                    "the unmatched records, or pass unmatched='drop'"
+                )
+        else:
+            a_first = np.full(n, np.nan)
+            pair = np.full(n, -1, dtype=np.int64)
+            lone = np.zeros(n, dtype=bool)
+            pairs_read = {}
+        out.update(model_a=a_names, model_b=b_names, a_first=a_first, pair_id=pair)
+        keep = ~na & ~unparsed
+        n_na, n_unparsed = int(na.sum()), int(unparsed.sum())
+        if unmatched == "drop":
+            n_unmatched = int((lone & keep).sum())
+            keep &= ~lone
+        is_tie = keep & (verdict == 0.5)
+        n_ties = int(is_tie.sum())
+        verdict_label = np.where(verdict == 1.0, "a", np.where(verdict == 0.0, "b", "tie"))
+        if ties == "exclude":
+            n_tie_excluded = n_ties
+            keep &= ~is_tie
+            y = verdict
+            kind_type = "binary"
+        elif ties == "half":
+            y = verdict
+            kind_type = "binary" if n_ties == 0 else "proportion"
+        else:  # separate
+            y = np.where(verdict == 1.0, 1.0, 0.0)
+            kind_type = "binary"
+        out.update(y=y, verdict=verdict_label)
+        if outcome_type == "numeric":
+            problems.append(
+                "outcome_type='numeric' does not apply to pairwise tables; leave it 'auto'"
+            )
+        kind = "pairwise"
+    else:
+        y, na, unparsed, kind_type = _parse_scores(
+            frame[roles.outcome], roles.outcome, outcome_type, problems)
+        out["y"] = y
+        keep = ~na & ~unparsed
+        n_na, n_unparsed = int(na.sum()), int(unparsed.sum())
+        if ties != "half" and roles.model_a is None:
+            pass  # tie policy is irrelevant to scores tables
+        kind = "scores"
+
+    if not keep.any() and not problems:
+        problems.append(
+            f"no usable outcome in column {roles.outcome!r}: all {n} rows are NA or "
+            "unparsed; check the column"
+        )
+    if has(roles.condition):
+        out["condition"] = frame[roles.condition].astype("string").str.strip().to_numpy(
+            dtype=object, na_value=None)
+    if has(roles.position):
+        pos = frame[roles.position]
+        if pos.isna().any():
+            problems.append(
+                f"position column {roles.position!r} has {int(pos.isna().sum())} missing "
+                "values; fix: fill or drop them"
+            )
+        out["position"] = pos.to_numpy()
+    for role, c in roles.clusters.items():
+        out[role] = frame[c].astype("string").str.strip().to_numpy(dtype=object, na_value=None)
+
+    if problems:
+        raise InvalidTableError(problems)
+
+    data = pd.DataFrame(out).loc[keep].reset_index(drop=True)
+    for col in ("condition", "model_a", "model_b", "verdict", *roles.clusters):
+        if col in data.columns:
+            data[col] = data[col].astype(str)
+    # a factor can collapse to one level after rows are dropped
+    collapsed = [r for r in roles.clusters if data[r].nunique() < 2]
+    if collapsed:
+        raise InvalidTableError([
+            f"cluster factor {r!r} (column {roles.clusters[r]!r}) has one level left after "
+            "dropping NA/unparsed rows; drop it from clusters=" for r in collapsed
+        ])
+    dropped = {k: v for k, v in {
+        "na_outcome": n_na, "unparsed_outcome": n_unparsed,
+        "tie_excluded": n_tie_excluded, "unmatched_pair": n_unmatched}.items() if v}
+    if dropped:
+        parts = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in dropped.items())
+        warnings.warn(
+            f"dropped {sum(dropped.values())} of {n} rows ({parts}); they are counted in "
+            "table.dropped and in the design summary",
+            DroppedRowsWarning,
+            stacklevel=3,
+        )
+    return EvalTable(
+        data=data,
+        kind=kind,  # type: ignore[arg-type]
+        outcome_type=kind_type,  # type: ignore[arg-type]
+        roles=roles,
+        ties=ties,  # type: ignore[arg-type]
+        n_raw=n,
+        dropped=dropped,
+        n_ties=n_ties,
+        source=source,
+        pairs_read=pairs_read,
+    )

@@ -1,0 +1,216 @@
+"""Design summary of an :class:`~evalmix.data.table.EvalTable`.
+
+Rows, levels per factor, cluster sizes, which factors are crossed or nested, AB/BA
+balance and dropped rows, as a frozen result with ``.tidy()``-style frames, a dict for
+JSON and a Markdown rendering.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+if TYPE_CHECKING:
+    from evalmix.data.table import EvalTable
+
+__all__ = ["DesignSummary", "summarize", "factor_relation"]
+
+
+def factor_relation(a: np.ndarray, b: np.ndarray) -> tuple[str, float]:
+    """How two factors (integer codes) relate, and the share of level pairs observed.
+
+    Returns ``("nested", s)`` if every level of ``a`` occurs with one level of ``b``
+    (``a`` nested in ``b``), ``("contains", s)`` for the reverse, ``("crossed", 1.0)``
+    if every combination occurs, ``("partially crossed", s)`` otherwise.
+    """
+    na, nb = int(a.max()) + 1, int(b.max()) + 1
+    combos = np.unique(a.astype(np.int64) * nb + b)
+    share = combos.size / (na * nb)
+    if combos.size == na and nb > 1 and na >= nb:
+        return "nested", share
+    if combos.size == nb and na > 1 and nb >= na:
+        return "contains", share
+    if combos.size == na * nb:
+        return "crossed", 1.0
+    return "partially crossed", share
+
+
+@dataclass(frozen=True)
+class DesignSummary:
+    """What the table looks like as a design (see :meth:`EvalTable.describe`)."""
+
+    kind: str
+    outcome_type: str
+    ties: str
+    n_raw: int
+    n_obs: int
+    dropped: Mapping[str, int]
+    n_ties: int
+    outcome_mean: float
+    factors: pd.DataFrame
+    relations: pd.DataFrame
+    conditions: pd.DataFrame
+    pairs: Mapping[str, Any] = field(default_factory=dict)
+    roles: Mapping[str, Any] = field(default_factory=dict)
+    source: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        def records(df: pd.DataFrame) -> list[dict[str, Any]]:
+            return json.loads(df.to_json(orient="records"))
+
+        return {
+            "source": self.source,
+            "kind": self.kind,
+            "outcome_type": self.outcome_type,
+            "ties": self.ties if self.kind == "pairwise" else None,
+            "rows_raw": self.n_raw,
+            "rows_used": self.n_obs,
+            "dropped": dict(self.dropped),
+            "dropped_total": int(sum(self.dropped.values())),
+            "ties_count": self.n_ties,
+            "outcome_mean": self.outcome_mean,
+            "roles": dict(self.roles),
+            "factors": records(self.factors),
+            "relations": records(self.relations),
+            "conditions": records(self.conditions),
+            "pairs": dict(self.pairs),
+        }
+
+    def to_json(self, indent: int = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def to_markdown(self) -> str:
+        lines = ["## Design summary", ""]
+        lines.append(f"- Source: `{self.source}`")
+        lines.append(f"- Kind: {self.kind} ({self.outcome_type} outcome"
+                     + (f", ties: {self.ties}" if self.kind == "pairwise" else "") + ")")
+        lines.append(f"- Rows: {self.n_raw:,} read, {self.n_obs:,} used")
+        if self.dropped:
+            parts = ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in self.dropped.items())
+            lines.append(f"- Dropped: {sum(self.dropped.values()):,} ({parts})")
+        else:
+            lines.append("- Dropped: none")
+        if self.kind == "pairwise":
+            lines.append(f"- Ties among rows read: {self.n_ties:,}")
+        lines.append(f"- Mean outcome: {self.outcome_mean:.4f}")
+        if self.pairs:
+            p = self.pairs
+            if p.get("order_known"):
+                lines.append(
+                    f"- AB/BA as read: {p['comparisons']:,} comparisons, {p['both_orders']:,} "
+                    f"in both orders, {p['one_order_only']:,} in one order only"
+                )
+                lines.append(
+                    f"- AB/BA as used: {p['used_both_orders']:,} complete pairs, "
+                    f"{p['used_one_order_only']:,} with one record left after dropping; "
+                    f"model_a shown first in {p['share_a_first']:.1%} of rows"
+                )
+            else:
+                lines.append("- AB/BA: presentation order not given")
+        lines += ["", "### Cluster factors", ""]
+        lines.append(_md_table(self.factors))
+        if len(self.relations):
+            lines += ["", "### How the factors relate", "", _md_table(self.relations)]
+        if len(self.conditions):
+            lines += ["", "### Conditions / models", "", _md_table(self.conditions)]
+        return "\n".join(lines) + "\n"
+
+    def __str__(self) -> str:
+        return self.to_markdown()
+
+
+def _md_table(df: pd.DataFrame) -> str:
+    if df.empty:
+        return "_none_"
+    cols = list(df.columns)
+    out = ["| " + " | ".join(cols) + " |", "|" + "|".join(" --- " for _ in cols) + "|"]
+    for row in df.itertuples(index=False):
+        cells = []
+        for v in row:
+            if isinstance(v, float):
+                cells.append(f"{v:.4g}")
+            else:
+                cells.append(str(v))
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def summarize(table: EvalTable) -> DesignSummary:
+    """Build the :class:`DesignSummary` of ``table``."""
+    rows = []
+    for role in table.clusters:
+        codes = table.codes(role)
+        sizes = np.bincount(codes)
+        rows.append({
+            "factor": role,
+            "column": table.roles.clusters[role],
+            "levels": int(sizes.size),
+            "size_min": int(sizes.min()),
+            "size_median": float(np.median(sizes)),
+            "size_max": int(sizes.max()),
+        })
+    factors = pd.DataFrame(rows, columns=["factor", "column", "levels", "size_min",
+                                          "size_median", "size_max"])
+    rel_rows = []
+    for r1, r2 in combinations(table.clusters, 2):
+        relation, share = factor_relation(table.codes(r1), table.codes(r2))
+        if relation == "nested":
+            text = f"{r1} nested in {r2}"
+        elif relation == "contains":
+            text = f"{r2} nested in {r1}"
+        else:
+            text = relation
+        rel_rows.append({"factor_1": r1, "factor_2": r2, "relation": text,
+                         "share_of_combinations": round(share, 4)})
+    relations = pd.DataFrame(rel_rows, columns=["factor_1", "factor_2", "relation",
+                                                "share_of_combinations"])
+    d = table.data
+    if table.kind == "pairwise":
+        g = d.groupby(["model_a", "model_b"], sort=True)
+        conditions = g["y"].agg(rows="size", mean_y="mean").reset_index()
+        conditions = conditions.rename(columns={"mean_y": "mean_score_a"})
+        pairs: dict[str, Any] = {"order_known": table.has_order}
+        if table.has_order:
+            # comparisons as read (before NA rows were dropped), then as used
+            pid = d["pair_id"].to_numpy()
+            per = np.bincount(pd.factorize(pid)[0])
+            pairs.update(
+                comparisons=int(table.pairs_read.get("comparisons", per.size)),
+                both_orders=int(table.pairs_read.get("both_orders", (per == 2).sum())),
+                one_order_only=int(table.pairs_read.get("one_order_only", (per == 1).sum())),
+                used_both_orders=int((per == 2).sum()),
+                used_one_order_only=int((per == 1).sum()),
+                share_a_first=float(d["a_first"].mean()),
+            )
+        vc = d["verdict"].value_counts()
+        pairs["verdicts"] = {k: int(vc.get(k, 0)) for k in ("a", "b", "tie")}
+    elif table.has_condition:
+        conditions = d.groupby("condition", sort=True)["y"].agg(
+            rows="size", mean="mean").reset_index()
+        pairs = {}
+    else:
+        conditions = pd.DataFrame()
+        pairs = {}
+    return DesignSummary(
+        kind=table.kind,
+        outcome_type=table.outcome_type,
+        ties=table.ties,
+        n_raw=table.n_raw,
+        n_obs=table.n_obs,
+        dropped=dict(table.dropped),
+        n_ties=table.n_ties,
+        outcome_mean=float(np.mean(table.y)) if table.n_obs else float("nan"),
+        factors=factors,
+        relations=relations,
+        conditions=conditions,
+        pairs=pairs,
+        roles=table.roles.to_dict(),
+        source=table.source,
+    )

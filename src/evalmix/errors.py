@@ -1,0 +1,80 @@
+"""One error root and one warning root for evalmix.
+
+Every exception evalmix raises on purpose derives from :class:`EvalmixError`; every
+warning derives from :class:`EvalmixWarning`. Messages say what was found, what was
+expected, and what to do next.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = [
+    "EvalmixError",
+    "InvalidTableError",
+    "InvalidOptionError",
+    "TooFewClustersError",
+    "EvalmixWarning",
+    "FewClustersWarning",
+    "ConvergenceWarning",
+    "DroppedRowsWarning",
+    "SingularFitWarning",
+    "check_option",
+]
+
+
+class EvalmixError(Exception):
+    """Root of every error evalmix raises on purpose."""
+
+
+class InvalidTableError(EvalmixError, ValueError):
+    """The input table failed validation.
+
+    ``problems`` lists every problem found (validation reports all of them at once).
+    """
+
+    def __init__(self, problems: Sequence[str]):
+        self.problems = tuple(problems)
+        n = len(self.problems)
+        head = f"the eval table has {n} problem{'s' if n != 1 else ''}:"
+        super().__init__("\n".join([head, *(f"  - {p}" for p in self.problems)]))
+
+
+class InvalidOptionError(EvalmixError, ValueError):
+    """An option got a value outside its allowed set."""
+
+
+class TooFewClustersError(EvalmixError, ValueError):
+    """A method cannot give a trustworthy answer with this few clusters."""
+
+
+class EvalmixWarning(UserWarning):
+    """Root of every warning evalmix emits."""
+
+
+class FewClustersWarning(EvalmixWarning):
+    """Few clusters: sandwich and bootstrap intervals may under-cover."""
+
+
+class ConvergenceWarning(EvalmixWarning):
+    """MCMC or an optimiser did not converge (R-hat, ESS, divergences, gradients)."""
+
+
+class DroppedRowsWarning(EvalmixWarning):
+    """Rows were dropped while reading (NA or unparsed outcomes, excluded ties)."""
+
+
+class SingularFitWarning(EvalmixWarning):
+    """A variance component was estimated at (or near) zero."""
+
+
+def check_option(name: str, value: object, allowed: Sequence[object]) -> None:
+    """Raise :class:`InvalidOptionError` if ``value`` is not one of ``allowed``.
+
+    Examples
+    --------
+    >>> check_option("ties", "half", ("exclude", "half", "separate"))
+    """
+    if value not in allowed:
+        choices = ", ".join(repr(a) for a in allowed)
+        raise InvalidOptionError(f"{name}={value!r} is not allowed; choose one of {choices}")

@@ -1,0 +1,103 @@
+"""The frozen result every interval method returns, and its tidy row."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["IntervalResult", "TIDY_COLUMNS", "tidy_frame"]
+
+#: Fixed columns of a tidy interval row (one estimand x contrast x method x cluster level).
+TIDY_COLUMNS: tuple[str, ...] = (
+    "estimand", "contrast", "method", "cluster", "estimate", "se", "lo", "hi", "level",
+    "df", "n_clusters", "n_obs", "reps", "seed", "p_value", "null", "ci_type", "paired",
+)
+
+
+@dataclass(frozen=True)
+class IntervalResult:
+    """One interval: an estimand, by one method, at one cluster level.
+
+    Attributes
+    ----------
+    estimand : str
+        ``mean``, ``win_rate``, ``controlled_win_rate``, ``difference`` or ``coef``.
+    contrast : str
+        What is estimated, e.g. ``"overall"``, ``"gpt-4"``, ``"treatment - control"``,
+        ``"position"``.
+    method : str
+        ``naive``, ``wilson``, ``CR0``, ``CR1``, ``CR2``, ``CR3``, ``bootstrap``, ``wild``.
+    cluster : str
+        ``""`` (rows independent), a role name, or roles joined by ``+`` (multiway).
+    estimate, se, lo, hi : float
+        Point estimate, standard error (NaN where a method has none), interval bounds.
+    level : float
+    df : float
+        Degrees of freedom of the t reference (``inf`` for normal, NaN for bootstrap
+        percentile intervals).
+    n_clusters, n_obs : int
+    reps : int
+        Bootstrap replicates (0 for analytic methods).
+    seed : int or None
+    p_value : float
+        Two-sided p-value against ``null`` (NaN where not computed).
+    null : float
+        The null value used for ``p_value`` and decisions (0 for differences and
+        coefficients, 0.5 for win rates).
+    ci_type : str
+        ``"t"``, ``"normal"``, ``"wilson"``, ``"percentile"``, ``"bca"``,
+        ``"studentized"``, ``"test-inversion"``.
+    paired : bool or None
+        For ``difference``: whether the paired (per-item) estimator was used.
+    details : Mapping
+        Method-specific extras (e.g. bootstrap draws summary, weights type).
+    """
+
+    estimand: str
+    contrast: str
+    method: str
+    cluster: str
+    estimate: float
+    se: float
+    lo: float
+    hi: float
+    level: float
+    df: float
+    n_clusters: int
+    n_obs: int
+    reps: int = 0
+    seed: int | str | None = None
+    p_value: float = float("nan")
+    null: float = 0.0
+    ci_type: str = "t"
+    paired: bool | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def width(self) -> float:
+        return self.hi - self.lo
+
+    def tidy(self) -> pd.DataFrame:
+        """One-row DataFrame with :data:`TIDY_COLUMNS`."""
+        row = {k: v for k, v in asdict(self).items() if k in TIDY_COLUMNS}
+        return pd.DataFrame([row], columns=list(TIDY_COLUMNS))
+
+    def __str__(self) -> str:
+        cl = self.cluster or "none"
+        df = "" if not np.isfinite(self.df) else f", df={self.df:.3g}"
+        return (
+            f"{self.estimand} [{self.contrast}] by {self.method} (cluster: {cl}): "
+            f"{self.estimate:.4g}, {self.level:.0%} CI [{self.lo:.4g}, {self.hi:.4g}], "
+            f"se={self.se:.3g}{df}, clusters={self.n_clusters}, n={self.n_obs}"
+        )
+
+
+def tidy_frame(results: list[IntervalResult]) -> pd.DataFrame:
+    """Stack results into one tidy DataFrame."""
+    if not results:
+        return pd.DataFrame(columns=list(TIDY_COLUMNS))
+    return pd.concat([r.tidy() for r in results], ignore_index=True)

@@ -1,0 +1,57 @@
+"""Shared pieces of the simulators."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from evalmix.errors import EvalmixError
+
+SeedLike = int | np.random.Generator | None
+
+
+def as_generator(seed: SeedLike) -> np.random.Generator:
+    """A ``numpy.random.Generator`` from an int seed, a Generator, or None."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if seed is not None and not isinstance(seed, int | np.integer):
+        raise EvalmixError(f"seed must be an int or numpy.random.Generator, got {seed!r}")
+    return np.random.default_rng(seed)
+
+
+def seed_record(seed: SeedLike) -> int | str | None:
+    """What to record of a seed in a result (ints as is, Generators by type)."""
+    if seed is None or isinstance(seed, int | np.integer):
+        return None if seed is None else int(seed)
+    return "Generator"
+
+
+@dataclass(frozen=True)
+class SimResult:
+    """A simulated table plus the truth it was drawn from.
+
+    Attributes
+    ----------
+    data : pandas.DataFrame
+        Long-format table in the schema :func:`evalmix.read` accepts.
+    truth : Mapping
+        True parameters and true estimands (see the simulator's docstring).
+    read_kwargs : Mapping
+        Keyword arguments for :func:`evalmix.read` that map the columns to roles.
+    seed : int or None
+    """
+
+    data: pd.DataFrame
+    truth: Mapping[str, Any]
+    read_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    seed: int | str | None = None
+
+    def table(self, **overrides: Any):  # -> EvalTable
+        """The simulated data read into an :class:`~evalmix.data.table.EvalTable`."""
+        from evalmix.data import read
+
+        return read(self.data, **{**self.read_kwargs, **overrides})
