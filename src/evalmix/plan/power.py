@@ -1,0 +1,574 @@
+"""Analytic power, minimum detectable effect and number of clusters for clustered evals.
+
+An eval with ``K`` clusters (scenarios, passages, prompts) of ``m`` items each has, for
+its mean, win rate or paired difference, the variance
+
+    Var(estimate) = sd^2 / (K m) * DEFF,     DEFF = 1 + ((1 + CV^2) m - 1) rho
+
+(Kish 1965; CV is the coefficient of variation of the cluster sizes, 0 for equal sizes,
+Eldridge et al. 2006). The test is the cluster-robust t test with ``K - 1`` degrees of
+freedom, so power comes from the noncentral t distribution with noncentrality
+``effect / sqrt(Var)`` (the exact power of the t test on cluster means when those are
+normal and the clusters equal-sized). Optional fully crossed random factors (judges,
+personas) with few levels add ``icc_f sd^2 / n_f`` each, which no number of clusters can
+remove.
+
+All functions broadcast their numeric arguments, so arrays give whole power curves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from scipy import optimize, stats
+
+from evalmix.errors import EvalmixError, check_option
+
+__all__ = ["PowerResult", "power", "mde", "n_clusters_for_power", "design_variance",
+           "power_from_ncp"]
+
+Estimand = Literal["mean", "win_rate", "difference"]
+Alternative = Literal["two-sided", "larger", "smaller"]
+Distribution = Literal["t", "normal"]
+
+ESTIMANDS: tuple[str, ...] = ("mean", "win_rate", "difference")
+ALTERNATIVES: tuple[str, ...] = ("two-sided", "larger", "smaller")
+DISTRIBUTIONS: tuple[str, ...] = ("t", "normal")
+
+TIDY_COLUMNS: tuple[str, ...] = (
+    "estimand", "effect", "n_clusters", "cluster_size", "size_cv", "icc", "sd", "level",
+    "alternative", "distribution", "deff", "n_eff", "se", "df", "ncp", "power", "target_power",
+    "solved_for",
+)
+
+
+@dataclass(frozen=True, eq=False)
+class PowerResult:
+    """Power of the cluster-robust t test for one design or a broadcast grid of designs.
+
+    Every numeric attribute is a numpy array of the common broadcast shape (0-d for a
+    single design). ``solved_for`` says which quantity was solved for: ``"power"``
+    (:func:`power`), ``"effect"`` (:func:`mde`) or ``"n_clusters"``
+    (:func:`n_clusters_for_power`).
+
+    Attributes
+    ----------
+    effect : array
+        Effect on the estimand's scale (mean minus null; win rate minus 0.5; paired
+        difference).
+    n_clusters, cluster_size, size_cv, icc, sd, level : array
+        The design (``cluster_size`` is the mean size when sizes vary).
+    deff : array
+        Design effect ``Var(estimate) / (sd^2 / N)``.
+    n_eff : array
+        Effective number of independent items, ``N / deff``.
+    se, df, ncp : array
+        Standard error of the estimate, degrees of freedom (``K - 1``; inf for the
+        normal reference) and noncentrality ``effect / se``.
+    power : array
+        Probability of rejecting the null at ``level``.
+    target_power : array
+        The requested power (NaN when power was computed, not solved for).
+    crossed : mapping
+        Crossed factors ``{name: (icc, n_levels)}`` included in the variance.
+    """
+
+    estimand: str
+    alternative: str
+    distribution: str
+    solved_for: str
+    effect: np.ndarray
+    n_clusters: np.ndarray
+    cluster_size: np.ndarray
+    size_cv: np.ndarray
+    icc: np.ndarray
+    sd: np.ndarray
+    level: np.ndarray
+    deff: np.ndarray
+    n_eff: np.ndarray
+    se: np.ndarray
+    df: np.ndarray
+    ncp: np.ndarray
+    power: np.ndarray
+    target_power: np.ndarray
+    crossed: Mapping[str, tuple[float, int]] = field(default_factory=dict)
+
+    @property
+    def mde(self) -> np.ndarray:
+        """The minimum detectable effect (``effect`` of a result from :func:`mde`)."""
+        return self.effect
+
+    def tidy(self) -> pd.DataFrame:
+        """One row per design in the broadcast grid, columns :data:`TIDY_COLUMNS`."""
+        arrays = {k: np.ravel(getattr(self, k)) for k in TIDY_COLUMNS
+                  if k not in ("estimand", "alternative", "distribution", "solved_for")}
+        n = max(a.size for a in arrays.values())
+        frame = pd.DataFrame({k: np.broadcast_to(a, (n,)) if a.size == 1 else a
+                              for k, a in arrays.items()})
+        frame["estimand"] = self.estimand
+        frame["alternative"] = self.alternative
+        frame["distribution"] = self.distribution
+        frame["solved_for"] = self.solved_for
+        for name, (icc_f, levels_f) in self.crossed.items():
+            frame[f"icc_{name}"] = icc_f
+            frame[f"levels_{name}"] = levels_f
+        cols = list(TIDY_COLUMNS) + [c for c in frame.columns if c not in TIDY_COLUMNS]
+        return frame[cols]
+
+    def __str__(self) -> str:
+        head = (f"PowerResult({self.estimand}, {self.alternative}, {self.distribution}"
+                f" reference, solved for {self.solved_for})")
+        frame = self.tidy()
+        show = ["effect", "n_clusters", "cluster_size", "icc", "deff", "se", "df", "power"]
+        return head + "\n" + frame[show].to_string(index=False, float_format="{:.4g}".format)
+
+
+# ---------------------------------------------------------------- pure array functions
+
+def design_variance(
+    *,
+    n_clusters: Any,
+    cluster_size: Any,
+    icc: Any,
+    sd: Any,
+    size_cv: Any = 0.0,
+    crossed: Mapping[str, tuple[float, int]] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Variance of a cluster-sampled mean and its design effect.
+
+    ``Var = sd^2 [rho (1 + CV^2) / K + (1 - rho - sum_f rho_f) / (K m) + sum_f rho_f / n_f]``,
+    which for no crossed factors is ``sd^2 / (K m) * (1 + ((1 + CV^2) m - 1) rho)``.
+
+    Returns
+    -------
+    variance, deff : arrays
+        ``deff = variance / (sd^2 / (K m))``.
+
+    References
+    ----------
+    Kish, L. (1965). *Survey Sampling*. Wiley. ISBN 0-471-48900-X.
+    Eldridge, S. M., Ashby, D., & Kerry, S. (2006). Sample size for cluster randomized
+    trials: effect of coefficient of variation of cluster size and analysis method.
+    *International Journal of Epidemiology*, 35(5), 1292-1300.
+    https://doi.org/10.1093/ije/dyl129
+    """
+    k = np.asarray(n_clusters, dtype=float)
+    m = np.asarray(cluster_size, dtype=float)
+    rho = np.asarray(icc, dtype=float)
+    s2 = np.asarray(sd, dtype=float) ** 2
+    cv2 = np.asarray(size_cv, dtype=float) ** 2
+    crossed_share = 0.0
+    crossed_var = 0.0
+    for icc_f, levels_f in (crossed or {}).values():
+        crossed_share = crossed_share + icc_f
+        crossed_var = crossed_var + icc_f / levels_f
+    var = s2 * (rho * (1 + cv2) / k + (1 - rho - crossed_share) / (k * m) + crossed_var)
+    return var, var / (s2 / (k * m))
+
+
+def power_from_ncp(
+    ncp: Any, df: Any, level: Any, alternative: str = "two-sided"
+) -> np.ndarray:
+    """Power of a t test (``df`` finite) or z test (``df = inf``) with noncentrality ``ncp``.
+
+    Two-sided: ``P(T' > t_c) + P(T' < -t_c)`` with ``T' ~ nct(df, ncp)`` and
+    ``t_c = t_{1 - (1 - level)/2, df}``; one-sided tests use ``t_{level, df}``.
+    """
+    ncp, df, level = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (ncp, df, level)))
+    alpha = 1 - level
+    two = alternative == "two-sided"
+    q = 1 - alpha / 2 if two else 1 - alpha
+    sign = -1.0 if alternative == "smaller" else 1.0
+    out = np.empty(ncp.shape, dtype=float)
+    normal = ~np.isfinite(df)
+    if normal.any():
+        zc = stats.norm.ppf(q[normal])
+        d = sign * ncp[normal]
+        out[normal] = stats.norm.sf(zc - d) + (stats.norm.cdf(-zc - d) if two else 0.0)
+    t = ~normal
+    if t.any():
+        tc = stats.t.ppf(q[t], df[t])
+        d = sign * ncp[t]
+        with np.errstate(all="ignore"):
+            upper = stats.nct.sf(tc, df[t], d)
+            lower = stats.nct.cdf(-tc, df[t], d) if two else np.zeros_like(d)
+        # scipy's noncentral t returns NaN for a negligible far tail at large |ncp|;
+        # the normal tail is as negligible there
+        upper = np.where(np.isfinite(upper), upper, stats.norm.sf(tc - d))
+        lower = np.where(np.isfinite(lower), lower, stats.norm.cdf(-tc - d) if two else 0.0)
+        out[t] = upper + lower
+    return out
+
+
+# ---------------------------------------------------------------- validation helpers
+
+def _sizes_summary(cluster_sizes: Sequence[int] | np.ndarray) -> tuple[int, float, float]:
+    sizes = np.asarray(cluster_sizes, dtype=float)
+    if sizes.ndim != 1 or sizes.size < 2 or (sizes < 1).any():
+        raise EvalmixError(
+            f"cluster_sizes must be a 1-D list of at least 2 sizes >= 1, got {sizes!r}; "
+            "pass cluster_size= and size_cv= for a hypothetical design")
+    m_bar = sizes.mean()
+    return sizes.size, float(m_bar), float(sizes.std() / m_bar)
+
+
+def _check_design(n_clusters, cluster_size, icc, sd, level, size_cv, crossed,
+                  min_clusters: float = 2) -> None:
+    if np.any(np.asarray(n_clusters, dtype=float) < min_clusters):
+        raise EvalmixError(f"n_clusters must be at least {min_clusters} (the t test has K - 1 "
+                           f"degrees of freedom), got {n_clusters!r}")
+    if np.any(np.asarray(cluster_size, dtype=float) < 1):
+        raise EvalmixError(f"cluster_size must be at least 1, got {cluster_size!r}")
+    rho = np.asarray(icc, dtype=float)
+    share = sum(float(v[0]) for v in (crossed or {}).values())
+    if np.any(rho < 0) or np.any(rho + share >= 1):
+        raise EvalmixError(f"icc must be in [0, 1) and icc + crossed ICCs below 1, got icc={icc!r}"
+                           f" and crossed ICCs summing to {share}")
+    if sd is not None and np.any(np.asarray(sd, dtype=float) <= 0):
+        raise EvalmixError(f"sd must be positive, got {sd!r}")
+    lv = np.asarray(level, dtype=float)
+    if np.any((lv <= 0) | (lv >= 1)):
+        raise EvalmixError(f"level must be in (0, 1), got {level!r}")
+    if np.any(np.asarray(size_cv, dtype=float) < 0):
+        raise EvalmixError(f"size_cv must be >= 0, got {size_cv!r}")
+    for name, value in (crossed or {}).items():
+        if len(value) != 2 or value[1] < 1 or not 0 <= value[0] < 1:
+            raise EvalmixError(f"crossed[{name!r}] must be (icc in [0, 1), n_levels >= 1), "
+                               f"got {value!r}")
+
+
+def _null(estimand: str, null: float | None) -> float:
+    if null is not None:
+        return float(null)
+    return 0.5 if estimand == "win_rate" else 0.0
+
+
+def _sd(estimand: str, sd: Any, effect: Any, null: float) -> np.ndarray:
+    """The SD of one observation; for win rates by default sqrt(p (1 - p)) at p = null + effect."""
+    if sd is not None:
+        return np.asarray(sd, dtype=float)
+    if estimand == "win_rate":
+        p = null + np.asarray(effect, dtype=float)
+        if np.any((p <= 0) | (p >= 1)):
+            raise EvalmixError(f"win rate null + effect must be in (0, 1), got {p!r}")
+        return np.sqrt(p * (1 - p))
+    raise EvalmixError(
+        f"sd is required for estimand={estimand!r}: the SD of one score (mean) or of one "
+        "per-item difference (difference); for a proportion p use sqrt(p (1 - p))")
+
+
+def _prepare(estimand, alternative, distribution, n_clusters, cluster_size, cluster_sizes,
+             size_cv):
+    check_option("estimand", estimand, ESTIMANDS)
+    check_option("alternative", alternative, ALTERNATIVES)
+    check_option("distribution", distribution, DISTRIBUTIONS)
+    if cluster_sizes is not None:
+        k_sizes, cluster_size, size_cv = _sizes_summary(cluster_sizes)
+        if n_clusters is None:
+            n_clusters = k_sizes
+    return n_clusters, cluster_size, size_cv
+
+
+def _result(*, estimand, alternative, distribution, solved_for, effect, n_clusters,
+            cluster_size, size_cv, icc, sd, level, crossed, target_power) -> PowerResult:
+    var, deff = design_variance(n_clusters=n_clusters, cluster_size=cluster_size, icc=icc,
+                                sd=sd, size_cv=size_cv, crossed=crossed)
+    se = np.sqrt(var)
+    k = np.asarray(n_clusters, dtype=float)
+    df = k - 1 if distribution == "t" else np.full(np.shape(k), np.inf)
+    eff = np.asarray(effect, dtype=float)
+    ncp = eff / se
+    pw = power_from_ncp(ncp, df, level, alternative)
+    arrays = np.broadcast_arrays(eff, k, np.asarray(cluster_size, dtype=float),
+                                 np.asarray(size_cv, dtype=float), np.asarray(icc, dtype=float),
+                                 np.asarray(sd, dtype=float), np.asarray(level, dtype=float),
+                                 deff, se, df, ncp, pw, np.asarray(target_power, dtype=float))
+    (eff, k, m, cv, rho, sd_, lv, deff, se, df, ncp, pw, tp) = (np.array(a) for a in arrays)
+    return PowerResult(
+        estimand=estimand, alternative=alternative, distribution=distribution,
+        solved_for=solved_for, effect=eff, n_clusters=k, cluster_size=m, size_cv=cv, icc=rho,
+        sd=sd_, level=lv, deff=deff, n_eff=k * m / deff, se=se, df=df, ncp=ncp, power=pw,
+        target_power=tp, crossed=dict(crossed or {}))
+
+
+# ---------------------------------------------------------------- public API
+
+def power(
+    effect: Any = None,
+    *,
+    n_clusters: Any = None,
+    cluster_size: Any = 1,
+    icc: Any = 0.0,
+    sd: Any = None,
+    level: Any = 0.95,
+    estimand: Estimand = "mean",
+    alternative: Alternative = "two-sided",
+    size_cv: Any = 0.0,
+    cluster_sizes: Sequence[int] | np.ndarray | None = None,
+    crossed: Mapping[str, tuple[float, int]] | None = None,
+    null: float | None = None,
+    distribution: Distribution = "t",
+) -> PowerResult:
+    """Power of the cluster-robust t test of a mean, win rate or paired difference.
+
+    Parameters
+    ----------
+    effect : float or array
+        True value minus the null: mean minus ``null`` (default 0), win rate minus 0.5,
+        or the paired difference (treatment minus control).
+    n_clusters : int or array
+        Number of clusters ``K`` (scenarios, passages). Defaults to ``len(cluster_sizes)``.
+    cluster_size : float or array
+        Items per cluster ``m`` (mean size when ``size_cv > 0``).
+    icc : float or array
+        Intra-cluster correlation of the scores; for ``estimand="difference"`` the ICC of
+        the per-item differences (difference ICC).
+    sd : float or array
+        SD of one score (``mean``) or of one per-item difference (``difference``). For
+        ``win_rate`` it defaults to ``sqrt(p (1 - p))`` at ``p = 0.5 + effect`` (pass it
+        when ties lower the variance).
+    level : float
+        Confidence level; the test has size ``1 - level``.
+    estimand : {"mean", "win_rate", "difference"}
+    alternative : {"two-sided", "larger", "smaller"}
+    size_cv : float or array
+        Coefficient of variation of cluster sizes (unequal-size design effect).
+    cluster_sizes : sequence of int, optional
+        Actual sizes of a design; sets ``cluster_size``, ``size_cv`` and by default
+        ``n_clusters``.
+    crossed : mapping, optional
+        Fully crossed random factors ``{name: (icc, n_levels)}`` (e.g. ``{"judge": (0.03,
+        3)}``) whose levels do not grow with ``K``; each adds ``icc sd^2 / n_levels``.
+    null : float, optional
+        Null value (defaults: 0.5 for win rates, 0 otherwise); only used to set the
+        default ``sd`` for win rates.
+    distribution : {"t", "normal"}
+        ``"t"``: t(K - 1) critical values and the noncentral t (default); ``"normal"``:
+        the large-sample z approximation.
+
+    Returns
+    -------
+    PowerResult
+
+    References
+    ----------
+    Kish, L. (1965). *Survey Sampling*. Wiley. ISBN 0-471-48900-X.
+    Donner, A., & Klar, N. (2000). *Design and Analysis of Cluster Randomization Trials
+    in Health Research*. Arnold. ISBN 0-340-69153-0.
+    Eldridge, S. M., Ashby, D., & Kerry, S. (2006). https://doi.org/10.1093/ije/dyl129
+    Hemming, K., Girling, A. J., Sitch, A. J., Marsh, J., & Lilford, R. J. (2011). Sample
+    size calculations for cluster randomised controlled trials with a fixed number of
+    clusters. *BMC Medical Research Methodology*, 11, 102.
+    https://doi.org/10.1186/1471-2288-11-102
+    Miller, E. (2024). Adding error bars to evals. arXiv:2411.00640.
+    https://doi.org/10.48550/arXiv.2411.00640
+
+    Examples
+    --------
+    >>> import evalmix
+    >>> res = evalmix.power(0.05, n_clusters=[20, 40, 80], cluster_size=10, icc=0.1,
+    ...                     sd=0.45)
+    >>> res.power.round(2).tolist()
+    [0.19, 0.35, 0.61]
+    """
+    n_clusters, cluster_size, size_cv = _prepare(estimand, alternative, distribution,
+                                                 n_clusters, cluster_size, cluster_sizes,
+                                                 size_cv)
+    if effect is None or n_clusters is None:
+        raise EvalmixError("power needs effect= and n_clusters= (or cluster_sizes=)")
+    _check_design(n_clusters, cluster_size, icc, sd, level, size_cv, crossed)
+    null_value = _null(estimand, null)
+    sd_ = _sd(estimand, sd, effect, null_value)
+    return _result(estimand=estimand, alternative=alternative, distribution=distribution,
+                   solved_for="power", effect=effect, n_clusters=n_clusters,
+                   cluster_size=cluster_size, size_cv=size_cv, icc=icc, sd=sd_, level=level,
+                   crossed=crossed, target_power=np.nan)
+
+
+def _solve_ncp(target: float, df: float, level: float, alternative: str) -> float:
+    """The noncentrality at which the test reaches ``target`` power."""
+    if not (1 - level) < target < 1:  # power at ncp = 0 is the size 1 - level
+        return float("nan")
+
+    sign = -1.0 if alternative == "smaller" else 1.0
+
+    def f(d: float) -> float:
+        return float(power_from_ncp(sign * d, df, level, alternative)[()] - target)
+
+    hi = 1.0
+    while f(hi) < 0:
+        hi *= 2
+        if hi > 1e6:
+            return float("nan")
+    return float(optimize.brentq(f, 0.0, hi, xtol=1e-12, rtol=1e-12))
+
+
+def mde(
+    power: Any = 0.8,
+    *,
+    n_clusters: Any = None,
+    cluster_size: Any = 1,
+    icc: Any = 0.0,
+    sd: Any = None,
+    level: Any = 0.95,
+    estimand: Estimand = "mean",
+    alternative: Alternative = "two-sided",
+    size_cv: Any = 0.0,
+    cluster_sizes: Sequence[int] | np.ndarray | None = None,
+    crossed: Mapping[str, tuple[float, int]] | None = None,
+    null: float | None = None,
+    distribution: Distribution = "t",
+) -> PowerResult:
+    """Minimum detectable effect: the effect at which the test reaches ``power``.
+
+    Same design arguments as :func:`power`. The effect is positive (negative for
+    ``alternative="smaller"``). For win rates with the default ``sd`` the SD depends on
+    the effect and the equation is solved numerically; NaN marks designs that cannot
+    reach the power. ``result.mde`` (= ``result.effect``) holds the answer.
+
+    References
+    ----------
+    Bloom, H. S. (1995). Minimum detectable effects: a simple way to report the
+    statistical power of experimental designs. *Evaluation Review*, 19(5), 547-556.
+    https://doi.org/10.1177/0193841X9501900504
+
+    Examples
+    --------
+    >>> import evalmix
+    >>> float(evalmix.mde(0.8, n_clusters=50, cluster_size=10, icc=0.1, sd=0.5).mde)
+    0.0880...
+    """
+    n_clusters, cluster_size, size_cv = _prepare(estimand, alternative, distribution,
+                                                 n_clusters, cluster_size, cluster_sizes,
+                                                 size_cv)
+    if n_clusters is None:
+        raise EvalmixError("mde needs n_clusters= (or cluster_sizes=)")
+    _check_design(n_clusters, cluster_size, icc, sd, level, size_cv, crossed)
+    target = np.asarray(power, dtype=float)
+    null_value = _null(estimand, null)
+    k = np.asarray(n_clusters, dtype=float)
+    df_all = k - 1 if distribution == "t" else np.full(np.shape(k), np.inf)
+    sign = -1.0 if alternative == "smaller" else 1.0
+    if estimand == "win_rate" and sd is None:
+        bshape = np.broadcast_shapes(target.shape, k.shape, np.shape(cluster_size),
+                                     np.shape(icc), np.shape(level), np.shape(size_cv))
+        b = [np.broadcast_to(np.asarray(v, dtype=float), bshape)
+             for v in (target, k, cluster_size, icc, level, size_cv)]
+        effect = np.full(bshape, np.nan)
+        room = (1 - null_value) if sign > 0 else null_value
+        for idx in np.ndindex(bshape):
+            tp, kk, mm, rr, lv, cv = (a[idx] for a in b)
+
+            def gap(e: float) -> float:
+                p = null_value + sign * e
+                v, _ = design_variance(n_clusters=kk, cluster_size=mm, icc=rr,
+                                       sd=np.sqrt(p * (1 - p)), size_cv=cv, crossed=crossed)
+                d = sign * e / np.sqrt(v)
+                df = kk - 1 if distribution == "t" else np.inf
+                return float(power_from_ncp(d, df, lv, alternative)[()] - tp)
+
+            hi = room * (1 - 1e-9)
+            if gap(hi) < 0 or not (1 - lv) < tp < 1:
+                continue
+            effect[idx] = sign * optimize.brentq(gap, 1e-12, hi, xtol=1e-14)
+        p_alt = null_value + effect
+        sd_ = np.sqrt(p_alt * (1 - p_alt))  # NaN where the power cannot be reached
+    else:
+        sd_ = _sd(estimand, sd, 0.0, null_value)
+        var, _ = design_variance(n_clusters=n_clusters, cluster_size=cluster_size, icc=icc,
+                                 sd=sd_, size_cv=size_cv, crossed=crossed)
+        tgt, df_b, lv_b = np.broadcast_arrays(target, df_all, np.asarray(level, dtype=float))
+        cache: dict[tuple[float, float, float], float] = {}
+        ncp = np.empty(tgt.shape)
+        for idx in np.ndindex(tgt.shape):
+            key = (float(tgt[idx]), float(df_b[idx]), float(lv_b[idx]))
+            if key not in cache:
+                cache[key] = _solve_ncp(*key, alternative)
+            ncp[idx] = cache[key]
+        effect = sign * ncp * np.sqrt(var)
+    return _result(estimand=estimand, alternative=alternative, distribution=distribution,
+                   solved_for="effect", effect=effect, n_clusters=n_clusters,
+                   cluster_size=cluster_size, size_cv=size_cv, icc=icc, sd=sd_, level=level,
+                   crossed=crossed, target_power=target)
+
+
+def n_clusters_for_power(
+    power: Any = 0.8,
+    *,
+    effect: Any = None,
+    cluster_size: Any = 1,
+    icc: Any = 0.0,
+    sd: Any = None,
+    level: Any = 0.95,
+    estimand: Estimand = "mean",
+    alternative: Alternative = "two-sided",
+    size_cv: Any = 0.0,
+    crossed: Mapping[str, tuple[float, int]] | None = None,
+    null: float | None = None,
+    distribution: Distribution = "t",
+    max_clusters: int = 1_000_000,
+) -> PowerResult:
+    """Smallest number of clusters ``K`` whose test reaches ``power``.
+
+    Answers "how many scenarios do I need". Same design arguments as :func:`power`;
+    ``result.n_clusters`` holds ``K`` (NaN where even ``max_clusters`` clusters fall short,
+    e.g. when a crossed factor with few levels caps the power) and ``result.power`` the
+    power reached. Power rises with ``K`` at fixed ``m``, so an integer bisection finds it.
+
+    References
+    ----------
+    Hemming, K., Girling, A. J., Sitch, A. J., Marsh, J., & Lilford, R. J. (2011).
+    https://doi.org/10.1186/1471-2288-11-102
+
+    Examples
+    --------
+    >>> import evalmix
+    >>> int(evalmix.n_clusters_for_power(0.8, effect=0.05, cluster_size=10, icc=0.1,
+    ...                                  sd=0.45).n_clusters)
+    123
+    """
+    check_option("estimand", estimand, ESTIMANDS)
+    check_option("alternative", alternative, ALTERNATIVES)
+    check_option("distribution", distribution, DISTRIBUTIONS)
+    if effect is None:
+        raise EvalmixError("n_clusters_for_power needs effect=")
+    _check_design(2, cluster_size, icc, sd, level, size_cv, crossed)
+    null_value = _null(estimand, null)
+    sd_ = _sd(estimand, sd, effect, null_value)
+    target = np.asarray(power, dtype=float)
+    shape = np.broadcast_shapes(target.shape, np.shape(effect), np.shape(cluster_size),
+                                np.shape(icc), np.shape(sd_), np.shape(level), np.shape(size_cv))
+
+    def pw(k: np.ndarray) -> np.ndarray:
+        return _result(estimand=estimand, alternative=alternative, distribution=distribution,
+                       solved_for="power", effect=effect, n_clusters=k,
+                       cluster_size=cluster_size, size_cv=size_cv, icc=icc, sd=sd_,
+                       level=level, crossed=crossed, target_power=np.nan).power
+
+    lo = np.full(shape, 2.0)
+    hi = np.full(shape, float(max_clusters))
+    reachable = pw(hi) >= target
+    done_lo = pw(lo) >= target
+    # invariant: pw(lo) < target <= pw(hi) for the undecided cells
+    while True:
+        open_ = reachable & ~done_lo & (hi - lo > 1)
+        if not open_.any():
+            break
+        mid = np.floor((lo + hi) / 2)
+        ok = pw(mid) >= target
+        hi = np.where(open_ & ok, mid, hi)
+        lo = np.where(open_ & ~ok, mid, lo)
+    k = np.where(done_lo, lo, hi)
+    k = np.where(reachable, k, np.nan)
+    res = _result(estimand=estimand, alternative=alternative, distribution=distribution,
+                  solved_for="n_clusters", effect=effect,
+                  n_clusters=np.where(np.isfinite(k), k, float(max_clusters)),
+                  cluster_size=cluster_size, size_cv=size_cv, icc=icc, sd=sd_, level=level,
+                  crossed=crossed, target_power=target)
+    unreachable = ~np.broadcast_to(reachable, res.power.shape)
+    object.__setattr__(res, "n_clusters", np.where(unreachable, np.nan, res.n_clusters))
+    return res
