@@ -1,0 +1,168 @@
+"""Analytic power (evalmix.plan.power) against closed forms, statsmodels and simulation.
+
+References:
+- statsmodels ``TTestPower`` (one-sample t test, noncentral t): a cluster of size 1 with
+  ICC 0 is one independent observation, so our power must equal it to solver precision.
+- Simulation: the cluster-robust (CR1, intercept-only) t test with K - 1 df run on data
+  drawn from the design itself; analytic and simulated power must agree within Monte
+  Carlo error (exact for normal cluster means with equal sizes, approximate otherwise).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+from statsmodels.stats.power import TTestPower
+
+import evalmix
+from evalmix.errors import EvalmixError, InvalidOptionError
+from evalmix.plan.power import design_variance, mde, n_clusters_for_power, power
+
+#: statsmodels and scipy use the same noncentral t; differences are solver tolerance.
+CLOSED_FORM_TOL = 1e-6
+#: simulation reps; Monte Carlo SE of a power near 0.5 is sqrt(.25 / 4000) = 0.008
+SIM_REPS = 4000
+#: agreement in Monte Carlo SEs (4 SE: a false alarm about 1 in 16,000 per check)
+MC_Z = 4.0
+#: extra allowance where the noncentral t is an approximation (binary scores, unequal
+#: sizes: CR1 variance is not exactly scaled chi-square), measured at about 0.01-0.02
+APPROX_ALLOWANCE = 0.025
+
+
+def test_icc_zero_single_items_equals_statsmodels_ttestpower():
+    for effect, k in [(0.2, 30), (0.5, 12), (0.35, 60)]:
+        ours = float(power(effect, n_clusters=k, cluster_size=1, icc=0.0, sd=1.0).power)
+        ref = TTestPower().power(effect_size=effect, nobs=k, alpha=0.05)
+        assert abs(ours - ref) < CLOSED_FORM_TOL
+        for alt, sm_alt in [("larger", "larger"), ("smaller", "smaller")]:
+            e = effect if alt == "larger" else -effect
+            ours = float(power(e, n_clusters=k, sd=1.0, alternative=alt).power)
+            ref = TTestPower().power(effect_size=e, nobs=k, alpha=0.05, alternative=sm_alt)
+            assert abs(ours - ref) < CLOSED_FORM_TOL
+
+
+def test_icc_zero_cluster_power_uses_effective_sample():
+    # ICC 0: clusters of m behave like K m independent items except for the t(K - 1) df;
+    # with the normal reference the power is the z-test power with n = K m exactly.
+    res = power(0.1, n_clusters=40, cluster_size=5, icc=0.0, sd=1.0, distribution="normal")
+    z = stats.norm.ppf(0.975)
+    ncp = 0.1 * np.sqrt(200)
+    assert abs(float(res.power) - (stats.norm.sf(z - ncp) + stats.norm.cdf(-z - ncp))) < 1e-12
+    assert float(res.deff) == pytest.approx(1.0)
+
+
+def test_design_effect_closed_forms():
+    # equal sizes: Kish 1 + (m - 1) rho
+    _, deff = design_variance(n_clusters=30, cluster_size=20, icc=0.05, sd=1.0)
+    assert float(deff) == pytest.approx(1 + 19 * 0.05, rel=1e-12)
+    # unequal sizes: 1 + ((1 + CV^2) m_bar - 1) rho, from the actual sizes
+    sizes = np.array([2, 4, 8, 10, 26])
+    res = power(0.1, cluster_sizes=sizes, icc=0.2, sd=1.0)
+    cv2 = sizes.var() / sizes.mean() ** 2
+    assert float(res.deff) == pytest.approx(1 + ((1 + cv2) * sizes.mean() - 1) * 0.2, rel=1e-12)
+    # that formula is the exact variance of the item-weighted mean
+    exact = (0.2 * (sizes**2).sum() + 0.8 * sizes.sum()) / sizes.sum() ** 2
+    assert float(res.se) ** 2 == pytest.approx(exact, rel=1e-12)
+
+
+def test_mde_inverts_power_and_n_clusters_is_minimal():
+    res = mde([0.5, 0.8, 0.9], n_clusters=[[8], [25], [100]], cluster_size=12, icc=0.08, sd=2.0)
+    back = power(res.mde, n_clusters=[[8], [25], [100]], cluster_size=12, icc=0.08, sd=2.0)
+    np.testing.assert_allclose(back.power, np.broadcast_to([0.5, 0.8, 0.9], (3, 3)), atol=1e-8)
+    wr = mde(0.8, n_clusters=[15, 60], cluster_size=10, icc=0.1, estimand="win_rate")
+    back = power(wr.mde, n_clusters=[15, 60], cluster_size=10, icc=0.1, estimand="win_rate")
+    np.testing.assert_allclose(back.power, 0.8, atol=1e-8)
+    kres = n_clusters_for_power(0.8, effect=0.05, cluster_size=[1, 10, 50], icc=0.1, sd=0.45)
+    k = kres.n_clusters
+    assert np.all(kres.power >= 0.8)
+    below = power(0.05, n_clusters=k - 1, cluster_size=[1, 10, 50], icc=0.1, sd=0.45).power
+    assert np.all(below < 0.8)
+
+
+def test_crossed_factor_caps_power():
+    # 3 judges with ICC 0.05: no number of scenarios removes their variance
+    capped = n_clusters_for_power(0.8, effect=0.05, cluster_size=10, icc=0.1, sd=0.45,
+                                  crossed={"judge": (0.05, 3)})
+    assert np.isnan(capped.n_clusters)
+    v_big, _ = design_variance(n_clusters=1e9, cluster_size=10, icc=0.1, sd=1.0,
+                               crossed={"judge": (0.05, 3)})
+    assert float(v_big) == pytest.approx(0.05 / 3, rel=1e-6)
+
+
+def test_bad_options_raise():
+    with pytest.raises(InvalidOptionError, match="win_rate"):
+        power(0.1, n_clusters=10, sd=1, estimand="median")
+    with pytest.raises(EvalmixError, match="sd is required"):
+        power(0.1, n_clusters=10)
+    with pytest.raises(EvalmixError, match="at least 2"):
+        power(0.1, n_clusters=1, sd=1)
+    assert evalmix.power is power
+
+
+# ------------------------------------------------------------------ simulation checks
+
+def _cr1_reject(sums: np.ndarray, sizes: np.ndarray, null: float, level: float = 0.95):
+    """Intercept-only CR1 t test on per-cluster sums, stacked over replications."""
+    k = sizes.size
+    n = sizes.sum()
+    est = sums.sum(axis=1) / n
+    scores = sums - sizes[None, :] * est[:, None]
+    se = np.sqrt(k / (k - 1) * (scores**2).sum(axis=1)) / n
+    t = (est - null) / se
+    return np.abs(t) > stats.t.ppf(1 - (1 - level) / 2, k - 1)
+
+
+def _check(simulated: np.ndarray, analytic: float, allowance: float = 0.0) -> None:
+    p_hat = simulated.mean()
+    mcse = np.sqrt(analytic * (1 - analytic) / simulated.size)
+    assert abs(p_hat - analytic) < MC_Z * mcse + allowance, (p_hat, analytic, mcse)
+
+
+def test_power_matches_simulation_normal_equal_sizes():
+    # normal random-intercept scores: the noncentral t is exact here
+    rng = np.random.default_rng(11)
+    k, m, rho, sd, effect = 10, 5, 0.2, 1.0, 0.45
+    a = rng.normal(0, np.sqrt(rho) * sd, (SIM_REPS, k))
+    e = rng.normal(0, np.sqrt((1 - rho) * m) * sd, (SIM_REPS, k))  # sums of m residuals
+    sums = m * (effect + a) + e
+    analytic = float(power(effect, n_clusters=k, cluster_size=m, icc=rho, sd=sd).power)
+    _check(_cr1_reject(sums, np.full(k, m), 0.0), analytic)
+
+
+def test_power_matches_simulation_beta_binomial_mean():
+    # accuracy 0.62 vs null 0.55 with beta-binomial clusters (ICC exact)
+    rng = np.random.default_rng(12)
+    k, m, rho, p, null = 30, 10, 0.1, 0.62, 0.55
+    scale = (1 - rho) / rho
+    pk = rng.beta(p * scale, (1 - p) * scale, (SIM_REPS, k))
+    sums = rng.binomial(m, pk).astype(float)
+    analytic = float(power(p - null, n_clusters=k, cluster_size=m, icc=rho,
+                           sd=np.sqrt(p * (1 - p))).power)
+    assert 0.3 < analytic < 0.9
+    _check(_cr1_reject(sums, np.full(k, m), null), analytic, APPROX_ALLOWANCE)
+
+
+def test_power_matches_simulation_unequal_sizes_paired_difference():
+    # per-item differences d = delta + a_k + e with difference ICC 0.15, unequal sizes
+    rng = np.random.default_rng(13)
+    sizes = np.maximum(1, np.round(rng.gamma(2.0, 4.0, 40))).astype(int)
+    rho, sd, delta = 0.15, 1.0, 0.22
+    a = rng.normal(0, np.sqrt(rho) * sd, (SIM_REPS, sizes.size))
+    e = rng.normal(0, 1, (SIM_REPS, sizes.size)) * np.sqrt((1 - rho) * sizes) * sd
+    sums = sizes * (delta + a) + e
+    analytic = float(power(delta, cluster_sizes=sizes, icc=rho, sd=sd,
+                           estimand="difference").power)
+    assert 0.3 < analytic < 0.9
+    _check(_cr1_reject(sums, sizes.astype(float), 0.0), analytic, APPROX_ALLOWANCE)
+
+
+def test_win_rate_power_matches_simulation():
+    # win rate 0.58 vs 0.5, beta-binomial clusters of 8 comparisons, ICC 0.05
+    rng = np.random.default_rng(14)
+    k, m, rho, p = 40, 8, 0.05, 0.58
+    scale = (1 - rho) / rho
+    sums = rng.binomial(m, rng.beta(p * scale, (1 - p) * scale, (SIM_REPS, k))).astype(float)
+    analytic = float(power(p - 0.5, n_clusters=k, cluster_size=m, icc=rho,
+                           estimand="win_rate").power)
+    _check(_cr1_reject(sums, np.full(k, m), 0.5), analytic, APPROX_ALLOWANCE)
