@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import tomllib
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -44,55 +44,103 @@ _ROLE_KEYS = ("outcome", "condition", "model_a", "model_b", "first_shown", "posi
               "clusters", "ties")
 
 
-def load_frame(source: str | os.PathLike[str] | pd.DataFrame) -> tuple[pd.DataFrame, str]:
-    """Load ``source`` (CSV/TSV, Parquet, JSONL or a DataFrame) without modifying it."""
+def load_frame(
+    source: str | os.PathLike[str] | pd.DataFrame,
+    *,
+    text_columns: Iterable[str] = (),
+) -> tuple[pd.DataFrame, str]:
+    """Load ``source`` (CSV/TSV, Parquet, JSONL or a DataFrame) without modifying it.
+
+    ``text_columns`` (id columns) are read from CSV files as text, so ids such as
+    ``"007"`` and ``"7"`` stay distinct; JSON values keep their JSON types (no
+    coercion of numeric-looking strings or dates). A DataFrame is returned as is.
+    """
     if isinstance(source, pd.DataFrame):
         return source, "DataFrame"
     if not isinstance(source, str | os.PathLike):
         raise EvalmixError(
-            f"source must be a file path or a pandas DataFrame, got {type(source).__name__}"
+            f"source must be a file path or a pandas DataFrame, got {type(source).__name__}; "
+            "pass a path to a .csv/.tsv/.parquet/.jsonl file or a DataFrame"
         )
     path = Path(source)
     if not path.exists():
         raise EvalmixError(f"no such file: {str(path)!r}; check the path")
-    suffixes = "".join(path.suffixes[-2:]).lower()
-    suffix = path.suffix.lower()
-    if suffix in {".csv", ".txt"} or suffixes.endswith(".csv.gz"):
-        frame = pd.read_csv(path)
-    elif suffix == ".tsv":
-        frame = pd.read_csv(path, sep="\t")
-    elif suffix in {".parquet", ".pq"}:
-        frame = pd.read_parquet(path)
-    elif suffix in {".jsonl", ".ndjson"}:
-        frame = pd.read_json(path, lines=True)
-    elif suffix == ".json":
-        try:
-            frame = pd.read_json(path, lines=True)
-        except ValueError:
-            frame = pd.read_json(path)
-    else:
+    if path.is_dir():
+        raise EvalmixError(f"{str(path)!r} is a folder; pass the path of one table file")
+    name = path.name.lower()
+    if name.endswith(".gz"):
+        name = name[:-3]
+    text = {c: str for c in text_columns}
+    try:
+        if name.endswith((".csv", ".txt")):
+            frame = pd.read_csv(path, dtype=text or None)
+        elif name.endswith(".tsv"):
+            frame = pd.read_csv(path, sep="\t", dtype=text or None)
+        elif name.endswith((".parquet", ".pq")):
+            frame = pd.read_parquet(path)
+        elif name.endswith((".jsonl", ".ndjson")):
+            frame = pd.read_json(path, lines=True, dtype=False)
+        elif name.endswith(".json"):
+            try:
+                frame = pd.read_json(path, lines=True, dtype=False)
+            except ValueError:
+                frame = pd.read_json(path, dtype=False)
+        else:
+            raise EvalmixError(
+                f"cannot read {str(path)!r}: unknown file type {path.suffix!r}; use .csv, "
+                ".tsv, .parquet, .jsonl, or load it yourself and pass the DataFrame"
+            )
+    except EvalmixError:
+        raise
+    except pd.errors.EmptyDataError as exc:
+        raise InvalidTableError([
+            f"the file {str(path)!r} is empty (no header, 0 rows); check the file"
+        ]) from exc
+    except (ValueError, OSError, pd.errors.ParserError, ImportError) as exc:
         raise EvalmixError(
-            f"cannot read {str(path)!r}: unknown file type {suffix!r}; use .csv, .tsv, "
-            ".parquet, .jsonl, or load it yourself and pass the DataFrame"
-        )
+            f"could not read {str(path)!r} ({type(exc).__name__}: {exc}); check that the "
+            "file is a valid table of its type, or load it yourself and pass the DataFrame"
+        ) from exc
     return frame, str(path)
+
+
+_ROLE_STR_KEYS = ("outcome", "condition", "model_a", "model_b", "first_shown", "position",
+                  "ties")
 
 
 def _load_roles(path: str | os.PathLike[str]) -> dict[str, Any]:
     p = Path(path)
-    if not p.exists():
-        raise EvalmixError(f"roles file {str(p)!r} does not exist")
+    if not p.is_file():
+        raise EvalmixError(f"roles file {str(p)!r} does not exist; check the path")
     try:
         with p.open("rb") as fh:
             spec = tomllib.load(fh)
-    except tomllib.TOMLDecodeError as exc:
-        raise EvalmixError(f"roles file {str(p)!r} is not valid TOML: {exc}") from exc
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise EvalmixError(
+            f"roles file {str(p)!r} is not valid TOML: {exc}; see docs/examples/roles.toml"
+        ) from exc
+    problems = []
     unknown = sorted(set(spec) - set(_ROLE_KEYS))
     if unknown:
-        raise EvalmixError(
-            f"roles file {str(p)!r} has unknown keys {unknown}; allowed keys: "
-            f"{', '.join(_ROLE_KEYS)} (clusters is a table: [clusters] judge = \"judge\")"
+        problems.append(
+            f"unknown keys {unknown}; allowed keys: {', '.join(_ROLE_KEYS)} (clusters is "
+            'a table: [clusters] judge = "judge")'
         )
+    for key in _ROLE_STR_KEYS:
+        if key in spec and not isinstance(spec[key], str):
+            problems.append(
+                f"{key} must be a column name in quotes, e.g. {key} = \"{key}\"; got "
+                f"{spec[key]!r}"
+            )
+    if "clusters" in spec:
+        cl = spec["clusters"]
+        if not isinstance(cl, dict) or not all(isinstance(v, str) for v in cl.values()):
+            problems.append(
+                "clusters must be a table mapping role names to column names, e.g. "
+                f'[clusters] item = "item_id"; got {cl!r}'
+            )
+    if problems:
+        raise EvalmixError(f"roles file {str(p)!r}: " + "; ".join(problems))
     return spec
 
 
@@ -107,8 +155,8 @@ def _mixed_types(values: pd.Series) -> list[str]:
     if values.dtype != object:
         return []
     kinds = {type(v).__name__ for v in values.dropna().to_numpy()}
-    kinds = {"int" if k.startswith("int") else "float" if k.startswith("float") else k
-             for k in kinds}
+    kinds = {"int" if k.startswith(("int", "uint")) else "float" if k.startswith("float")
+             else k.rstrip("_") for k in kinds}
     return sorted(kinds) if len(kinds) > 1 else []
 
 
@@ -241,13 +289,35 @@ def _parse_first_shown(
     return out
 
 
-def _match_pairs(keys: pd.DataFrame, a_first: np.ndarray) -> np.ndarray:
-    """Pair the k-th AB record of a comparison with its k-th BA record."""
+def _match_pairs(
+    a_names: np.ndarray, b_names: np.ndarray, others: list[np.ndarray], a_first: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Pair the k-th AB record of a comparison with its k-th BA record.
+
+    A comparison is the unordered pair of models plus every other key (condition and
+    cluster labels), so ``(X, Y, X shown first)`` pairs with ``(Y, X, Y shown first)``
+    as well as with ``(X, Y, Y shown first)``. Returns ``(pair_id, swapped)`` where
+    ``swapped`` marks records that list the two models in the opposite order to the
+    first record of their comparison.
+    """
+    a = np.asarray([str(v) for v in a_names], dtype=object)
+    b = np.asarray([str(v) for v in b_names], dtype=object)
+    a_is_lo = a <= b
+    lo = np.where(a_is_lo, a, b)
+    hi = np.where(a_is_lo, b, a)
+    keys = pd.DataFrame({"lo": lo, "hi": hi,
+                         **{f"k{i}": np.asarray(o, dtype=object) for i, o in enumerate(others)}})
     key_id = keys.groupby(list(keys.columns), sort=False, dropna=False).ngroup().to_numpy()
-    order = np.where(np.isnan(a_first), -1, a_first).astype(int)
-    frame = pd.DataFrame({"k": key_id, "o": order})
-    rank = frame.groupby(["k", "o"], sort=False).cumcount().to_numpy()
-    return pd.DataFrame({"k": key_id, "r": rank}).groupby(["k", "r"], sort=False).ngroup().to_numpy()
+    # which model of the unordered pair was shown first: 1 = the alphabetically first
+    lo_first = np.where(a_first == 1.0, a_is_lo, ~a_is_lo).astype(np.int64)
+    order = np.where(np.isnan(a_first), -1, lo_first)
+    rank = pd.DataFrame({"k": key_id, "o": order}).groupby(
+        ["k", "o"], sort=False).cumcount().to_numpy()
+    pair = pd.DataFrame({"k": key_id, "r": rank}).groupby(
+        ["k", "r"], sort=False).ngroup().to_numpy().astype(np.int64)
+    first_a = pd.Series(a).groupby(key_id).transform("first").to_numpy()
+    swapped = first_a != a
+    return pair, swapped
 
 
 def read(
@@ -336,20 +406,68 @@ def read(
     check_option("unmatched", unmatched, ("error", "drop"))
     if spec.get("outcome") is None:
         raise InvalidOptionError(
-            "outcome= is required: name the column that holds the score or verdict"
+            "outcome= is required: name the column that holds the score or verdict, "
+            "e.g. evalmix.read(df, outcome='correct')"
         )
-
-    frame, source_name = load_frame(source)
     role_map = Roles(
         outcome=str(spec["outcome"]),
-        condition=spec.get("condition"),
-        model_a=spec.get("model_a"),
-        model_b=spec.get("model_b"),
-        first_shown=spec.get("first_shown"),
-        position=spec.get("position"),
+        condition=_name(spec.get("condition")),
+        model_a=_name(spec.get("model_a")),
+        model_b=_name(spec.get("model_b")),
+        first_shown=_name(spec.get("first_shown")),
+        position=_name(spec.get("position")),
         clusters={str(k): str(v) for k, v in dict(spec.get("clusters", {})).items()},
     )
+    text_columns = [c for c in (role_map.condition, role_map.model_a, role_map.model_b,
+                                role_map.first_shown, *role_map.clusters.values())
+                    if c is not None]
+    frame, source_name = load_frame(source, text_columns=text_columns)
     return _validate(frame, role_map, ties_policy, outcome_type, unmatched, source_name)
+
+
+def _name(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def _role_problems(roles: Roles, pairwise: bool) -> list[str]:
+    """Problems with the role mapping itself (before looking at the data)."""
+    problems: list[str] = []
+    if pairwise and (roles.model_a is None or roles.model_b is None):
+        given, missing = (("model_a", "model_b") if roles.model_b is None
+                          else ("model_b", "model_a"))
+        problems.append(
+            f"{given}={getattr(roles, given)!r} was given without {missing}=: a pairwise "
+            "table needs both model_a= and model_b= columns (or neither, for a scores table)"
+        )
+    if roles.first_shown is not None and not pairwise:
+        problems.append(
+            f"first_shown={roles.first_shown!r} was given without model_a=/model_b=; "
+            "first_shown only applies to pairwise tables (use position= for scores tables)"
+        )
+    for role, col in roles.clusters.items():
+        if role in RESERVED_NAMES:
+            problems.append(
+                f"cluster role name {role!r} (column {col!r}) is reserved for a canonical "
+                f"column of the eval table; rename the role, e.g. clusters={{'item': {col!r}}}"
+            )
+        elif not role.isidentifier():
+            problems.append(
+                f"cluster role name {role!r} (column {col!r}) is not a valid name (use "
+                f"letters, digits and _), e.g. clusters={{'item': {col!r}}}"
+            )
+    used = [roles.outcome, roles.condition, roles.model_a, roles.model_b,
+            roles.first_shown, roles.position, *roles.clusters.values()]
+    counts: dict[str, int] = {}
+    for c in used:
+        if c is not None:
+            counts[c] = counts.get(c, 0) + 1
+    for c, k in counts.items():
+        if k > 1:
+            problems.append(
+                f"column {c!r} is given {k} roles; each column may play one role "
+                "(copy the column under a new name if you really need it twice)"
+            )
+    return problems
 
 
 def _validate(
@@ -360,64 +478,54 @@ def _validate(
     unmatched: str,
     source: str,
 ) -> EvalTable:
-    problems: list[str] = []
     pairwise = roles.model_a is not None or roles.model_b is not None
+    problems = _role_problems(roles, pairwise)
 
-    # ---- structure of the role mapping
-    if pairwise and (roles.model_a is None or roles.model_b is None):
-        missing = "model_b" if roles.model_b is None else "model_a"
+    # ---- columns exist (matched by their string name)
+    colmap: dict[str, Any] = {}
+    dup_names: set[str] = set()
+    for c in frame.columns:
+        key = str(c)
+        if key in colmap:
+            dup_names.add(key)
+        colmap[key] = c
+    used = [c for c in (roles.outcome, roles.condition, roles.model_a, roles.model_b,
+                        roles.first_shown, roles.position, *roles.clusters.values())
+            if c is not None]
+    for c in sorted(dup_names & set(used)):
         problems.append(
-            f"{missing}= is missing: a pairwise table needs both model_a= and model_b= "
-            "columns (or neither, for a scores table)"
+            f"column name {c!r} occurs more than once in the table; rename the copies "
+            "so each column has a unique name"
         )
-    if roles.first_shown is not None and not pairwise:
-        problems.append(
-            f"first_shown={roles.first_shown!r} was given without model_a=/model_b=; "
-            "first_shown only applies to pairwise tables (use position= for scores tables)"
-        )
-    for role in roles.clusters:
-        if role in RESERVED_NAMES or not role.isidentifier():
+    missing_cols = [c for c in dict.fromkeys(used) if c not in colmap]
+    if missing_cols:
+        avail = ", ".join(repr(str(x)) for x in list(frame.columns)[:15])
+        more = ", ..." if frame.shape[1] > 15 else ""
+        for c in missing_cols:
             problems.append(
-                f"cluster role name {role!r} is not allowed (it is reserved or not an "
-                "identifier); rename the role, e.g. clusters={'item': "
-                f"{roles.clusters[role]!r}}}"
+                f"column {c!r} is not in the table (available columns: {avail or 'none'}"
+                f"{more}); fix the column name in read(...) or in the roles file"
             )
-    used = [roles.outcome, roles.condition, roles.model_a, roles.model_b,
-            roles.first_shown, roles.position, *roles.clusters.values()]
-    used = [c for c in used if c is not None]
-    seen: dict[str, int] = {}
-    for c in used:
-        seen[c] = seen.get(c, 0) + 1
-    for c, k in seen.items():
-        if k > 1:
-            problems.append(
-                f"column {c!r} is given {k} roles; each column may play one role "
-                "(copy the column under a new name if you really need it twice)"
-            )
-
-    # ---- columns exist
-    columns = set(map(str, frame.columns))
-    missing_cols = [c for c in dict.fromkeys(used) if c not in columns]
-    for c in missing_cols:
-        avail = ", ".join(repr(x) for x in list(frame.columns)[:12])
-        problems.append(
-            f"column {c!r} is not in the table; available columns: {avail}. "
-            "Fix the column name in read(...) or in the roles file"
-        )
-    if len(frame) == 0:
+    n = len(frame)
+    if n == 0:
         problems.append("the table is empty (0 rows); check the file or the filter that made it")
-    if problems and (missing_cols or len(frame) == 0):
+    if n == 0 or dup_names & set(used):
         raise InvalidTableError(problems)
 
-    n = len(frame)
-    has = lambda c: c is not None and c in columns  # noqa: E731
+    def col(name: str | None) -> pd.Series | None:
+        if name is None or name not in colmap:
+            return None
+        return frame[colmap[name]]
 
-    # ---- id columns: NaN/empty, mixed types
-    id_cols = [(f"cluster factor {r!r}", c) for r, c in roles.clusters.items()]
-    id_cols += [(role, getattr(roles, role)) for role in ("condition", "model_a", "model_b")
-                if has(getattr(roles, role))]
-    for what, c in id_cols:
-        values = frame[c]
+    # ---- id columns: NaN/empty, mixed types, single level
+    labels: dict[str, np.ndarray] = {}
+    id_cols = [(f"cluster factor {r!r}", r, c) for r, c in roles.clusters.items()]
+    id_cols += [(role, role, getattr(roles, role)) for role in
+                ("condition", "model_a", "model_b") if getattr(roles, role) is not None]
+    for what, key, c in id_cols:
+        values = col(c)
+        if values is None:
+            continue
         miss = _is_missing_label(values)
         if miss.any():
             problems.append(
@@ -431,22 +539,22 @@ def _validate(
                 f"{what} (column {c!r}) mixes value types ({', '.join(mixed)}), so equal-"
                 f"looking ids may differ; fix: df[{c!r}] = df[{c!r}].astype(str)"
             )
-
-    # ---- single-level cluster factors
+        labels[key] = values.astype("string").str.strip().to_numpy(dtype=object, na_value=None)
     for role, c in roles.clusters.items():
-        nlev = frame[c].nunique(dropna=True)
-        if nlev == 1:
+        if role not in labels:
+            continue
+        lev = pd.unique(labels[role][pd.notna(labels[role])])
+        if lev.size == 1:
             problems.append(
-                f"cluster factor {role!r} (column {c!r}) has a single level "
-                f"({frame[c].dropna().iloc[0]!r}); one cluster carries no clustering "
-                "information. Fix: drop it from clusters="
+                f"cluster factor {role!r} (column {c!r}) has a single level ({lev[0]!r}); "
+                "one cluster carries no clustering information. Fix: drop it from clusters="
             )
 
     # ---- duplicated rows
     try:
         dup = frame.duplicated(keep=False).to_numpy()
-    except TypeError:  # unhashable cells: check the columns we use
-        dup = frame[list(dict.fromkeys(used))].astype(str).duplicated(keep=False).to_numpy()
+    except TypeError:  # unhashable cells: compare their text
+        dup = frame.astype(str).duplicated(keep=False).to_numpy()
     if dup.any():
         problems.append(
             f"{int(dup.sum())} rows are exact duplicates of another row (rows {_rows(dup)}); "
@@ -457,114 +565,130 @@ def _validate(
     out: dict[str, Any] = {"row": np.arange(n, dtype=np.int64)}
     n_na = n_unparsed = n_tie_excluded = n_unmatched = n_ties = 0
     pairs_read: dict[str, int] = {}
+    raw_outcome = col(roles.outcome)
+    keep = np.ones(n, dtype=bool)
+    kind_type = "numeric"
+    n_problems_before_outcome = len(problems)
 
-    if pairwise and roles.model_a is not None and roles.model_b is not None:
-        a_names = frame[roles.model_a].astype("string").str.strip().to_numpy(
-            dtype=object, na_value=None)
-        b_names = frame[roles.model_b].astype("string").str.strip().to_numpy(
-            dtype=object, na_value=None)
-        same = (a_names == b_names) & pd.notna(a_names)
-        if same.any():
-            problems.append(
-                f"{int(same.sum())} rows compare a model with itself ({roles.model_a!r} equals "
-                f"{roles.model_b!r}, rows {_rows(same)}); fix: drop those rows"
-            )
-        verdict, na, unparsed = _parse_pairwise(
-            frame[roles.outcome], a_names, b_names, roles.outcome, problems)
-        if roles.first_shown is not None:
-            a_first = _parse_first_shown(
-                frame[roles.first_shown], a_names, b_names, roles.first_shown, problems)
-            keys = pd.DataFrame({"model_a": a_names, "model_b": b_names})
-            for c in [roles.condition, *roles.clusters.values()]:
-                if c is not None:
-                    keys[c] = frame[c].to_numpy()
-            pair = _match_pairs(keys, a_first)
-            counts = np.bincount(pair)
-            size = counts[pair]
-            lone = (size == 1) & ~np.isnan(a_first)
-            pairs_read = {"comparisons": int(counts.size),
-                          "both_orders": int((counts == 2).sum()),
-                          "one_order_only": int((counts == 1).sum())}
-            if lone.any() and unmatched == "error":
-                problems.append(
-                    f"{int(lone.sum())} records have no partner in the other order (an AB "
-                    f"record without its BA record or vice versa; rows {_rows(lone)}); fix: "
-                    "add the column that tells repeated runs apart as a cluster role, remove "
-                    "the unmatched records, or pass unmatched='drop'"
-                )
-        else:
-            a_first = np.full(n, np.nan)
-            pair = np.full(n, -1, dtype=np.int64)
-            lone = np.zeros(n, dtype=bool)
-            pairs_read = {}
-        out.update(model_a=a_names, model_b=b_names, a_first=a_first, pair_id=pair)
-        keep = ~na & ~unparsed
-        n_na, n_unparsed = int(na.sum()), int(unparsed.sum())
-        if unmatched == "drop":
-            n_unmatched = int((lone & keep).sum())
-            keep &= ~lone
-        is_tie = keep & (verdict == 0.5)
-        n_ties = int(is_tie.sum())
-        verdict_label = np.where(verdict == 1.0, "a", np.where(verdict == 0.0, "b", "tie"))
-        if ties == "exclude":
-            n_tie_excluded = n_ties
-            keep &= ~is_tie
-            y = verdict
-            kind_type = "binary"
-        elif ties == "half":
-            y = verdict
-            kind_type = "binary" if n_ties == 0 else "proportion"
-        else:  # separate
-            y = np.where(verdict == 1.0, 1.0, 0.0)
-            kind_type = "binary"
-        out.update(y=y, verdict=verdict_label)
+    if pairwise:
+        kind = "pairwise"
+        a_names, b_names = labels.get("model_a"), labels.get("model_b")
         if outcome_type == "numeric":
             problems.append(
-                "outcome_type='numeric' does not apply to pairwise tables; leave it 'auto'"
+                "outcome_type='numeric' does not apply to pairwise tables (their outcome is "
+                "a verdict); leave it 'auto'"
             )
-        kind = "pairwise"
+        if a_names is not None and b_names is not None:
+            same = (a_names == b_names) & pd.notna(a_names)
+            if same.any():
+                problems.append(
+                    f"{int(same.sum())} rows compare a model with itself ({roles.model_a!r} "
+                    f"equals {roles.model_b!r}, rows {_rows(same)}); fix: drop those rows"
+                )
+        if a_names is not None and b_names is not None and raw_outcome is not None:
+            verdict, na, unparsed = _parse_pairwise(
+                raw_outcome, a_names, b_names, roles.outcome, problems)
+            if roles.first_shown is not None and col(roles.first_shown) is not None:
+                a_first = _parse_first_shown(
+                    col(roles.first_shown), a_names, b_names, roles.first_shown, problems)
+                others = [labels[k] for k in ("condition", *roles.clusters) if k in labels]
+                pair, swapped = _match_pairs(a_names, b_names, others, a_first)
+                counts = np.bincount(pair)
+                lone = (counts[pair] == 1) & ~np.isnan(a_first)
+                pairs_read = {"comparisons": int(counts.size),
+                              "both_orders": int((counts == 2).sum()),
+                              "one_order_only": int((counts == 1).sum())}
+                if swapped.any():
+                    pairs_read["swapped_records"] = int(swapped.sum())
+                if lone.any() and unmatched == "error":
+                    problems.append(
+                        f"{int(lone.sum())} records have no partner in the other order (an AB "
+                        f"record without its BA record or vice versa; rows {_rows(lone)}); "
+                        f"first_shown is column {roles.first_shown!r}. Fix: add the column that "
+                        "tells repeated runs apart as a cluster role, remove the unmatched "
+                        "records, or pass unmatched='drop'"
+                    )
+                too_many = counts[pair] > 2
+                if too_many.any():  # pragma: no cover - matching makes pairs of <= 2
+                    problems.append("internal error: a pair with more than two records")
+            else:
+                a_first = np.full(n, np.nan)
+                pair = np.full(n, -1, dtype=np.int64)
+                lone = np.zeros(n, dtype=bool)
+            out.update(model_a=a_names, model_b=b_names, a_first=a_first, pair_id=pair)
+            keep = ~na & ~unparsed
+            n_na, n_unparsed = int(na.sum()), int(unparsed.sum())
+            if unmatched == "drop":
+                n_unmatched = int((lone & keep).sum())
+                keep &= ~lone
+            is_tie = keep & (verdict == 0.5)
+            n_ties = int(is_tie.sum())
+            verdict_label = np.where(verdict == 1.0, "a",
+                                     np.where(verdict == 0.0, "b", "tie")).astype(object)
+            if ties == "exclude":
+                n_tie_excluded = n_ties
+                keep &= ~is_tie
+                y = verdict
+                kind_type = "binary"
+            elif ties == "half":
+                y = verdict
+                kind_type = "binary" if n_ties == 0 else "proportion"
+                if outcome_type == "binary" and n_ties:
+                    problems.append(
+                        f"outcome_type='binary' but the pairwise outcome column "
+                        f"{roles.outcome!r} has {n_ties} ties, which ties='half' scores 0.5; "
+                        "fix: pass ties='exclude' or ties='separate' (or drop outcome_type)"
+                    )
+            else:  # separate
+                y = np.where(verdict == 1.0, 1.0, 0.0)
+                kind_type = "binary"
+            out.update(y=y, verdict=verdict_label)
     else:
-        y, na, unparsed, kind_type = _parse_scores(
-            frame[roles.outcome], roles.outcome, outcome_type, problems)
-        out["y"] = y
-        keep = ~na & ~unparsed
-        n_na, n_unparsed = int(na.sum()), int(unparsed.sum())
-        if ties != "half" and roles.model_a is None:
-            pass  # tie policy is irrelevant to scores tables
         kind = "scores"
+        if raw_outcome is not None:
+            y, na, unparsed, kind_type = _parse_scores(
+                raw_outcome, roles.outcome, outcome_type, problems)
+            out["y"] = y
+            keep = ~na & ~unparsed
+            n_na, n_unparsed = int(na.sum()), int(unparsed.sum())
 
-    if not keep.any() and not problems:
+    outcome_ok = not any(roles.outcome in p for p in problems[n_problems_before_outcome:])
+    if raw_outcome is not None and "y" in out and not keep.any() and outcome_ok:
+        reasons = {"NA": n_na, "unparsed": n_unparsed, "tie (excluded)": n_tie_excluded,
+                   "unmatched": n_unmatched}
+        why = ", ".join(f"{v} {k}" for k, v in reasons.items() if v)
         problems.append(
-            f"no usable outcome in column {roles.outcome!r}: all {n} rows are NA or "
-            "unparsed; check the column"
+            f"no usable outcome in column {roles.outcome!r}: all {n} rows would be "
+            f"dropped ({why}); check the column and the tie policy"
         )
-    if has(roles.condition):
-        out["condition"] = frame[roles.condition].astype("string").str.strip().to_numpy(
-            dtype=object, na_value=None)
-    if has(roles.position):
-        pos = frame[roles.position]
-        if pos.isna().any():
+    if "condition" in labels:
+        out["condition"] = labels["condition"]
+    pos = col(roles.position)
+    if pos is not None:
+        bad_pos = _is_missing_label(pos)
+        if bad_pos.any():
             problems.append(
-                f"position column {roles.position!r} has {int(pos.isna().sum())} missing "
-                "values; fix: fill or drop them"
+                f"position column {roles.position!r} has {int(bad_pos.sum())} missing "
+                f"values (rows {_rows(bad_pos)}); fix: fill or drop them"
             )
         out["position"] = pos.to_numpy()
-    for role, c in roles.clusters.items():
-        out[role] = frame[c].astype("string").str.strip().to_numpy(dtype=object, na_value=None)
+    for role in roles.clusters:
+        if role in labels:
+            out[role] = labels[role]
 
     if problems:
         raise InvalidTableError(problems)
 
     data = pd.DataFrame(out).loc[keep].reset_index(drop=True)
-    for col in ("condition", "model_a", "model_b", "verdict", *roles.clusters):
-        if col in data.columns:
-            data[col] = data[col].astype(str)
+    for name in ("condition", "model_a", "model_b", "verdict", *roles.clusters):
+        if name in data.columns:
+            data[name] = data[name].astype(str)
     # a factor can collapse to one level after rows are dropped
     collapsed = [r for r in roles.clusters if data[r].nunique() < 2]
     if collapsed:
         raise InvalidTableError([
             f"cluster factor {r!r} (column {roles.clusters[r]!r}) has one level left after "
-            "dropping NA/unparsed rows; drop it from clusters=" for r in collapsed
+            "dropping NA/unparsed/excluded rows; drop it from clusters=" for r in collapsed
         ])
     dropped = {k: v for k, v in {
         "na_outcome": n_na, "unparsed_outcome": n_unparsed,

@@ -25,13 +25,29 @@ __all__ = ["DesignSummary", "summarize", "factor_relation"]
 def factor_relation(a: np.ndarray, b: np.ndarray) -> tuple[str, float]:
     """How two factors (integer codes) relate, and the share of level pairs observed.
 
-    Returns ``("nested", s)`` if every level of ``a`` occurs with one level of ``b``
-    (``a`` nested in ``b``), ``("contains", s)`` for the reverse, ``("crossed", 1.0)``
-    if every combination occurs, ``("partially crossed", s)`` otherwise.
+    Returns ``("equivalent", s)`` if the two factors group the rows identically,
+    ``("nested", s)`` if every level of ``a`` occurs with one level of ``b`` (``a``
+    nested in ``b``), ``("contains", s)`` for the reverse, ``("crossed", 1.0)`` if every
+    combination occurs, ``("partially crossed", s)`` otherwise. ``s`` is the share of
+    the ``levels(a) x levels(b)`` combinations that occur.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> factor_relation(np.array([0, 1, 2, 3]), np.array([0, 0, 1, 1]))
+    ('nested', 0.5)
+    >>> factor_relation(np.array([0, 1, 0, 1]), np.array([0, 0, 1, 1]))
+    ('crossed', 1.0)
     """
+    a = np.asarray(a, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
+    if a.size == 0:
+        return "crossed", 1.0
     na, nb = int(a.max()) + 1, int(b.max()) + 1
-    combos = np.unique(a.astype(np.int64) * nb + b)
+    combos = np.unique(a * nb + b)
     share = combos.size / (na * nb)
+    if combos.size == na == nb and na > 1:
+        return "equivalent", share
     if combos.size == na and nb > 1 and na >= nb:
         return "nested", share
     if combos.size == nb and na > 1 and nb >= na:
@@ -165,6 +181,8 @@ def summarize(table: EvalTable) -> DesignSummary:
             text = f"{r1} nested in {r2}"
         elif relation == "contains":
             text = f"{r2} nested in {r1}"
+        elif relation == "equivalent":
+            text = f"{r1} and {r2} are the same grouping"
         else:
             text = relation
         rel_rows.append({"factor_1": r1, "factor_2": r2, "relation": text,

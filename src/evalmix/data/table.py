@@ -86,18 +86,6 @@ class Roles:
         return out
 
 
-def _freeze(frame: pd.DataFrame) -> pd.DataFrame:
-    """Return ``frame`` whose numpy-backed columns are read-only views."""
-    for name in frame.columns:
-        values = frame[name].to_numpy()
-        if isinstance(values, np.ndarray) and values.dtype != object:
-            try:
-                values.flags.writeable = False
-            except ValueError:  # pragma: no cover - not all backings allow it
-                pass
-    return frame
-
-
 @dataclass(frozen=True, eq=False)
 class EvalTable:
     """A validated long-format eval table (one row per score or judgment).
@@ -108,8 +96,9 @@ class EvalTable:
     Attributes
     ----------
     data : pandas.DataFrame
-        The canonical frame (see the module docstring). Treat it as read-only; use
-        :meth:`frame` for a writable copy.
+        The canonical frame (see the module docstring). Each access returns a new
+        shallow copy (pandas copy-on-write), so changing it never changes the table;
+        its numeric arrays are read-only views. :meth:`frame` gives a deep copy.
     kind : {"scores", "pairwise"}
     outcome_type : {"binary", "proportion", "numeric"}
         For pairwise tables ``"binary"`` (ties "exclude"/"separate") or ``"proportion"``
@@ -147,26 +136,42 @@ class EvalTable:
     def __post_init__(self) -> None:
         object.__setattr__(self, "dropped", MappingProxyType(dict(self.dropped)))
         object.__setattr__(self, "pairs_read", MappingProxyType(dict(self.pairs_read)))
+        if not isinstance(self.roles, Roles):
+            raise EvalmixError("EvalTable needs a Roles instance; build tables with evalmix.read")
+        missing = [r for r in ("row", "y", *self.roles.clusters) if r not in self._frame]
+        if missing:
+            raise EvalmixError(
+                f"EvalTable data lacks the canonical columns {missing}; build tables with "
+                "evalmix.read"
+            )
         codes = {}
         for role in self.roles.clusters:
-            labels = self.data[role].to_numpy()
+            labels = self._frame[role].to_numpy()
             c, _ = pd.factorize(labels, sort=True)
             c = c.astype(np.int64)
             c.flags.writeable = False
             codes[role] = c
         object.__setattr__(self, "_codes", MappingProxyType(codes))
-        _freeze(self.data)
+
+    @property
+    def _frame(self) -> pd.DataFrame:
+        """The stored frame itself (internal use; never hand it out)."""
+        return self.__dict__["_data"]
 
     # ------------------------------------------------------------------ basics
     @property
     def n_obs(self) -> int:
         """Rows kept after dropping."""
-        return len(self.data)
+        return len(self._frame)
 
     @property
     def y(self) -> np.ndarray:
         """The outcome as a read-only float array."""
-        return self.data["y"].to_numpy(dtype=float)
+        y = self._frame["y"].to_numpy(dtype=float)
+        if y.flags.writeable:  # pragma: no cover - copy-on-write gives read-only views
+            y = y.copy()
+            y.flags.writeable = False
+        return y
 
     @property
     def clusters(self) -> tuple[str, ...]:
@@ -175,7 +180,7 @@ class EvalTable:
 
     @property
     def has_condition(self) -> bool:
-        return "condition" in self.data.columns
+        return "condition" in self._frame.columns
 
     @property
     def has_order(self) -> bool:
@@ -190,7 +195,7 @@ class EvalTable:
     def levels(self, role: str) -> np.ndarray:
         """Sorted level labels of cluster factor ``role``."""
         self.check_cluster(role)
-        return np.sort(pd.unique(self.data[role].to_numpy()))
+        return np.sort(pd.unique(self._frame[role].to_numpy()))
 
     def n_levels(self, role: str) -> int:
         return int(self.codes(role).max()) + 1 if self.n_obs else 0
@@ -220,7 +225,7 @@ class EvalTable:
         """Codes 0..P-1 of matched AB/BA pairs (each unpaired row is its own pair)."""
         if self.kind != "pairwise":
             raise EvalmixError("pair_codes() needs a pairwise table")
-        pid = self.data["pair_id"].to_numpy()
+        pid = self._frame["pair_id"].to_numpy()
         if (pid < 0).all():
             return np.arange(self.n_obs, dtype=np.int64)
         c, _ = pd.factorize(pid, sort=True)
@@ -235,7 +240,7 @@ class EvalTable:
         roles = self.check_cluster(cluster)
         if self.kind != "pairwise" or not self.has_order or not roles:
             return
-        pid = self.data["pair_id"].to_numpy()
+        pid = self._frame["pair_id"].to_numpy()
         for role in roles:
             codes = self._codes[role]
             per_pair = pd.Series(codes).groupby(pid).nunique()
@@ -251,7 +256,7 @@ class EvalTable:
     # ------------------------------------------------------------------ views
     def frame(self) -> pd.DataFrame:
         """A writable copy of the canonical frame."""
-        return self.data.copy(deep=True)
+        return self._frame.copy(deep=True)
 
     def subset(self, mask: np.ndarray | pd.Series | Iterable[bool]) -> EvalTable:
         """A new table with the rows where ``mask`` is true (for stratified analyses).
@@ -263,7 +268,7 @@ class EvalTable:
             raise EvalmixError(f"mask has shape {m.shape}; expected ({self.n_obs},)")
         if not m.any():
             raise EvalmixError("subset() selected no rows")
-        data = self.data.loc[m].reset_index(drop=True)
+        data = self._frame.loc[m].reset_index(drop=True)
         return replace(self, data=data, _codes={})
 
     def describe(self) -> DesignSummary:
@@ -281,3 +286,19 @@ class EvalTable:
         )
 
     __str__ = __repr__
+
+
+def _get_data(self: EvalTable) -> pd.DataFrame:
+    return self.__dict__["_data"].copy(deep=False)
+
+
+def _set_data(self: EvalTable, value: pd.DataFrame) -> None:
+    # only reachable from the dataclass __init__ (the frozen __setattr__ blocks users)
+    if not isinstance(value, pd.DataFrame):
+        raise EvalmixError(f"EvalTable data must be a DataFrame, got {type(value).__name__}")
+    self.__dict__["_data"] = value.copy(deep=False)
+
+
+EvalTable.data = property(  # type: ignore[assignment,method-assign]
+    _get_data, _set_data, doc="The canonical frame (a fresh shallow copy on each access)."
+)
