@@ -182,12 +182,6 @@ def _parse_scores(
     elif pd.api.types.is_numeric_dtype(raw.dtype):
         y = raw.to_numpy(dtype=float, na_value=np.nan)
         unparsed = np.zeros(len(raw), dtype=bool)
-        bad = ~na & ~np.isfinite(y)
-        if bad.any():
-            problems.append(
-                f"outcome column {column!r} has {int(bad.sum())} infinite values (rows "
-                f"{_rows(bad)}); fix: replace them with NaN to drop them, or correct them"
-            )
     else:
         text = raw.astype("string").str.strip().str.lower()
         y = pd.to_numeric(text, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
@@ -203,6 +197,12 @@ def _parse_scores(
                 "score column, or for pairwise judgments also pass model_a=, model_b="
             )
             return y, na, np.zeros(len(raw), dtype=bool), "numeric"
+    infinite = ~na & ~unparsed & np.isinf(y)
+    if infinite.any():
+        problems.append(
+            f"outcome column {column!r} has {int(infinite.sum())} infinite values (rows "
+            f"{_rows(infinite)}); fix: replace them with NaN to drop them, or correct them"
+        )
     ok = ~na & ~unparsed & np.isfinite(y)
     vals = y[ok]
     if outcome_type == "auto":

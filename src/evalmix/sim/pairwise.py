@@ -171,6 +171,13 @@ def pairwise_judges(
     1440
     >>> table = res.table()
     """
+    conditions = tuple(conditions)  # type: ignore[assignment]
+    if (len(conditions) != 2 or len(set(map(str, conditions))) != 2
+            or "reference" in map(str, conditions)):
+        raise EvalmixError(
+            f"conditions must be two distinct labels other than 'reference' (the baseline "
+            f"model_a), e.g. ('control', 'treatment'); got {conditions!r}"
+        )
     sd = {**DEFAULT_SDS, **(sds or {})}
     unknown = set(sd) - set(DEFAULT_SDS)
     if unknown:
@@ -182,6 +189,12 @@ def pairwise_judges(
                     ("n_authors", n_authors), ("n_judges", n_judges)):
         if k < 1:
             raise EvalmixError(f"{name} must be at least 1, got {k}")
+    bad_sd = {k: v for k, v in sd.items() if not v >= 0}
+    if bad_sd or not sd_judge_condition >= 0 or not sd_position_judge >= 0:
+        raise EvalmixError(
+            f"standard deviations must be >= 0; got sds={sd}, sd_judge_condition="
+            f"{sd_judge_condition}, sd_position_judge={sd_position_judge}"
+        )
     if tie_threshold < 0:
         raise EvalmixError(f"tie_threshold must be >= 0, got {tie_threshold}")
     rng = as_generator(seed)
