@@ -1,0 +1,497 @@
+"""One call, every interval: estimands x methods x cluster levels, side by side.
+
+:func:`analyze` runs every design-based method at every cluster level on every
+contrast of a table, adds model-based rows from :func:`evalmix.fit`, judge-stratified
+estimates, per-judge position bias and variance components, and returns a
+:class:`~evalmix.report.report.Report`. A method that fails yields a row with a note
+and a warning, never a crashed report.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from evalmix.compare._calls import guarded, upstream
+from evalmix.compare.decide import INTERVAL_COLUMNS, add_decisions, headline, orient
+from evalmix.compare.models import model_rows
+from evalmix.compare.plan import (
+    ALL_METHODS,
+    MIN_CLUSTERS,
+    MODEL_METHODS,
+    Contrast,
+    check_methods,
+    cluster_levels,
+    contrasts,
+    judge_role,
+    level_label,
+    recommend_cluster,
+    select_rows,
+)
+from evalmix.compare.position import position_bias
+from evalmix.errors import EvalmixError, check_option
+
+if TYPE_CHECKING:
+    from evalmix.data.table import EvalTable
+    from evalmix.report.report import Report
+
+__all__ = ["analyze"]
+
+Backend = Literal["bayes", "statsmodels"]
+#: Methods with an interval for proportions only.
+_PROPORTION_ONLY = {"wilson"}
+#: Methods that take one cluster factor only (multiway is CR1 only).
+_ONEWAY = {"CR2", "CR3", "bootstrap", "wild"}
+#: Fewest clusters for a cluster bootstrap (the inference package refuses fewer).
+_MIN_BOOT_CLUSTERS = 5
+
+
+@dataclass(frozen=True)
+class _Job:
+    contrast: Contrast
+    method: str
+    level: tuple[str, ...]
+    judge: str | None = None  # judge-stratified job: the judge's label
+
+
+def _applicable(table: EvalTable, c: Contrast, method: str, level: tuple[str, ...]
+                ) -> bool:
+    if method in ("naive", "wilson"):
+        if level:
+            return False
+        if method == "wilson":
+            return c.estimand in ("win_rate", "mean") and table.outcome_type in (
+                "binary", "proportion")
+        return True
+    if not level:
+        return False
+    if len(level) > 1 and method != "CR1":
+        return False
+    return True
+
+
+def _seed_for(base: int, i: int) -> int:
+    return int(np.random.SeedSequence([base, i]).generate_state(1)[0])
+
+
+def _row_from(res: Any, job: _Job, n_obs: int) -> dict[str, Any]:
+    if hasattr(res, "tidy"):
+        row = res.tidy().iloc[0].to_dict()
+    else:  # pragma: no cover - defensive
+        row = dict(res)
+    row["estimand"] = job.contrast.estimand
+    row["contrast"] = job.contrast.contrast
+    row["method"] = job.method
+    row["cluster"] = level_label(job.level)
+    row.setdefault("n_obs", n_obs)
+    row["null"] = job.contrast.null
+    row = orient(row, flip=job.contrast.flip, estimand=job.contrast.estimand)
+    row["source"] = "design"
+    row["note"] = ""
+    return row
+
+
+def _empty_row(job: _Job, n_obs: int, level_value: float, note: str) -> dict[str, Any]:
+    return {
+        "estimand": job.contrast.estimand, "contrast": job.contrast.contrast,
+        "method": job.method, "cluster": level_label(job.level), "estimate": np.nan,
+        "se": np.nan, "lo": np.nan, "hi": np.nan, "level": level_value, "df": np.nan,
+        "n_clusters": np.nan, "n_obs": n_obs, "null": job.contrast.null,
+        "p_value": np.nan, "reps": 0, "seed": None, "ci_type": "", "paired": None,
+        "source": "design", "note": note,
+    }
+
+
+def _call_interval(interval: Any, sub: EvalTable, job: _Job, *, level: float, reps: int,
+                   seed: int) -> tuple[dict[str, Any], list[tuple[str, str]], str | None]:
+    c = job.contrast
+    kwargs: dict[str, Any] = {"method": job.method, "level": level}
+    if job.level:
+        kwargs["cluster"] = job.level[0] if len(job.level) == 1 else list(job.level)
+    if job.method in ("bootstrap", "wild"):
+        kwargs["reps"] = reps
+        kwargs["seed"] = seed
+    if c.estimand == "difference":
+        kwargs["conditions"] = c.levels
+    out = guarded(interval, sub, c.estimand, **kwargs)
+    if out.ok:
+        return _row_from(out.value, job, sub.n_obs), out.warnings, None
+    return _empty_row(job, sub.n_obs, level, out.error or ""), out.warnings, out.error
+
+
+class _Progress:
+    """A rich progress bar on stderr (or nothing)."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled and sys.stderr is not None
+        self._p = None
+
+    def __enter__(self) -> _Progress:
+        if self.enabled:
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+
+            self._p = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
+                               MofNCompleteColumn(), TimeElapsedColumn(),
+                               console=Console(stderr=True), transient=False)
+            self._p.__enter__()
+        return self
+
+    def task(self, description: str, total: int | None) -> Any:
+        return self._p.add_task(description, total=total) if self._p else None
+
+    def advance(self, task: Any, n: int = 1) -> None:
+        if self._p is not None and task is not None:
+            self._p.advance(task, n)
+
+    def done(self, task: Any) -> None:
+        if self._p is not None and task is not None:
+            t = self._p.tasks[task] if isinstance(task, int) else None
+            total = t.total if t is not None else None
+            self._p.update(task, completed=total)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._p is not None:
+            self._p.__exit__(*exc)
+
+
+def _summarise_warnings(raw: list[tuple[str, str]], errors: list[tuple[str, str, str]]
+                        ) -> list[str]:
+    """Collapse repeated callee warnings and failures into a few plain lines."""
+    out: list[str] = []
+    counts = Counter(raw)
+    by_cat: dict[str, list[tuple[str, int]]] = {}
+    for (cat, msg), n in counts.items():
+        by_cat.setdefault(cat, []).append((msg, n))
+    for cat, items in by_cat.items():
+        items.sort(key=lambda t: -t[1])
+        total = sum(n for _, n in items)
+        head = items[0][0]
+        more = f" (and {len(items) - 1} similar messages)" if len(items) > 1 else ""
+        out.append(f"{cat} x{total}: {head}{more}")
+    fails = Counter((m, e.split(":")[0]) for m, _, e in errors)
+    for (method, kind), n in fails.items():
+        example = next(e for m, _, e in errors if m == method and e.startswith(kind))
+        out.append(f"method {method} failed on {n} interval(s); those rows are empty "
+                   f"(first error: {example})")
+    return out
+
+
+def analyze(
+    table: EvalTable,
+    *,
+    levels: Sequence[str] | None = None,
+    methods: Sequence[str] | None = None,
+    backend: Backend | None = None,
+    fast: bool = False,
+    reps: int = 2000,
+    seed: int | None = None,
+    level: float = 0.95,
+    progress: bool = True,
+    min_clusters: int = MIN_CLUSTERS,
+    draws: int = 500,
+    command: str | None = None,
+) -> Report:
+    """Every estimand x method x cluster level of ``table``, in one report.
+
+    Parameters
+    ----------
+    table : EvalTable
+        From :func:`evalmix.read`.
+    levels : sequence of str, optional
+        Cluster levels to run (role names, ``"a+b"`` for multiway, ``"none"``);
+        default: none, every role, and two-way combinations of crossed roles.
+    methods : sequence of str, optional
+        Subset of ``naive, wilson, CR1, CR2, CR3, bootstrap, wild`` (default all) plus
+        model back ends ``mixedlm, glmm_vb, bayes`` to restrict the model rows.
+    backend : {"bayes", "statsmodels"} or None
+        Model back end(s) for the model-based rows and variance components. ``None``
+        runs statsmodels, and the Bayesian back end unless ``fast``.
+    fast : bool
+        Skip MCMC (design-based methods and statsmodels only).
+    reps : int
+        Bootstrap replicates (cluster and wild bootstrap).
+    seed : int, optional
+        Master seed; each bootstrap gets its own seed derived from it (recorded per row).
+        ``None`` draws one and records it in ``summary``.
+    level : float
+        Confidence / credible level.
+    progress : bool
+        Show rich progress bars on stderr.
+    min_clusters : int
+        Fewest clusters for the recommended level (default 20).
+    draws : int
+        Posterior draws per chain for the Bayesian back end.
+    command : str, optional
+        The command line, recorded in ``summary``.
+
+    Returns
+    -------
+    Report
+
+    Examples
+    --------
+    >>> import evalmix
+    >>> from evalmix.sim import pairwise_judges
+    >>> table = pairwise_judges(10, 3, 2, 2, seed=1).table()
+    >>> rep = evalmix.analyze(table, fast=True, reps=199, seed=1, progress=False)
+    >>> rep.headline[["contrast", "width_ratio"]]  # doctest: +SKIP
+
+    References
+    ----------
+    Cameron, A. C. & Miller, D. L. (2015). A practitioner's guide to cluster-robust
+    inference. J. Human Resources 50(2). https://doi.org/10.3368/jhr.50.2.317
+    """
+    from evalmix.report.report import Report
+
+    if backend is not None:
+        check_option("backend", backend, ("bayes", "statsmodels"))
+    if not 0 < level < 1:
+        raise EvalmixError(f"level must be between 0 and 1, got {level}")
+    if reps < 1:
+        raise EvalmixError(f"reps must be a positive integer, got {reps}")
+    if seed is None:
+        seed = int(np.random.SeedSequence().generate_state(1)[0] % (2**31))
+    seed = int(seed)
+    chosen = check_methods(methods)
+    design_methods = [m for m in ALL_METHODS if m in chosen]
+    model_methods = [m for m in MODEL_METHODS if m in chosen] if methods is not None \
+        else list(MODEL_METHODS)
+    levels_run = cluster_levels(table, levels)
+    judge = judge_role(table)
+    rec = recommend_cluster(table, min_clusters=min_clusters, judge=judge)
+    plan = contrasts(table)
+    notes: list[str] = []
+
+    # ---------------------------------------------------------------- design jobs
+    jobs = [_Job(c, m, lv) for c in plan for m in design_methods for lv in levels_run
+            if _applicable(table, c, m, lv)]
+    judge_jobs: list[_Job] = []
+    if judge is not None and table.n_levels(judge) > 1:
+        rec_level = (rec.cluster,) if rec.cluster else ()
+        for jl in table.levels(judge):
+            for c in plan:
+                for m, lv in (("naive", ()), (rec.method, rec_level)):
+                    if lv or m == "naive":
+                        judge_jobs.append(_Job(c, m, lv, judge=str(jl)))
+    interval = upstream("evalmix.inference.api", "interval")
+    rows: list[dict[str, Any]] = []
+    jrows: list[dict[str, Any]] = []
+    raw_warn: list[tuple[str, str]] = []
+    errors: list[tuple[str, str, str]] = []
+    subsets: dict[tuple, EvalTable] = {}
+
+    def subset(c: Contrast, judge_label: str | None) -> EvalTable:
+        key = (c.column, c.levels, judge_label)
+        if key not in subsets:
+            mask = select_rows(table, c)
+            if judge_label is not None:
+                mask = mask & (table.data[judge].astype(str).to_numpy() == judge_label)
+            subsets[key] = table if mask.all() else table.subset(mask)
+        return subsets[key]
+
+    with _Progress(progress) as bar:
+        t_main = bar.task("intervals", len(jobs))
+        t_judge = bar.task("judge-stratified", len(judge_jobs)) if judge_jobs else None
+        for i, job in enumerate(jobs + judge_jobs):
+            sub = subset(job.contrast, job.judge)
+            if interval is None:
+                row, w, err = _empty_row(job, sub.n_obs, level,
+                                         "evalmix.interval is not available"), [], None
+            elif any(sub.n_levels(r) < 2 for r in job.level):
+                row, w, err = _empty_row(job, sub.n_obs, level,
+                                         "fewer than 2 clusters in these rows"), [], None
+            elif job.method == "bootstrap" and any(
+                    sub.n_levels(r) < _MIN_BOOT_CLUSTERS for r in job.level):
+                row, w, err = _empty_row(
+                    job, sub.n_obs, level,
+                    f"not run: fewer than {_MIN_BOOT_CLUSTERS} clusters for a cluster "
+                    "bootstrap (read the wild bootstrap row)"), [], None
+            else:
+                row, w, err = _call_interval(interval, sub, job, level=level, reps=reps,
+                                             seed=_seed_for(seed, i))
+            raw_warn += w
+            if err:
+                errors.append((job.method, job.contrast.contrast, err))
+            if job.judge is None:
+                rows.append(row)
+                bar.advance(t_main)
+            else:
+                row["judge"] = job.judge
+                jrows.append(row)
+                bar.advance(t_judge)
+        if interval is None:
+            notes.append("evalmix.interval is not available in this installation, so the "
+                         "design-based rows are empty")
+
+        # ------------------------------------------------------------ model rows
+        fits, mrows, variance, mnotes = model_rows(
+            table, plan, backend=backend, fast=fast, methods=model_methods, level=level,
+            seed=seed, draws=draws, bar=bar)
+        notes += mnotes
+    rows += mrows
+
+    frame = pd.DataFrame(rows)
+    for col in INTERVAL_COLUMNS:
+        if col not in frame.columns:
+            frame[col] = np.nan if col not in ("decision", "fragile") else pd.NA
+    frame = add_decisions(frame)[list(INTERVAL_COLUMNS)]
+    primary = {c.key for c in plan if c.primary}
+    head = headline(frame, cluster=rec.cluster, method=rec.method, primary=primary)
+
+    # ---------------------------------------------------------------- judges
+    judges = _judges_frame(jrows, table, judge, rec.cluster or None, level)
+    position = position_bias(table, judge=judge, cluster=rec.cluster or None, level=level)
+
+    # ---------------------------------------------------------------- design
+    design = _design(table, levels_run, rec, judge, min_clusters, design_methods)
+    warns = _plain_warnings(table, design, rec, min_clusters) + notes
+    warns += _summarise_warnings(raw_warn, errors)
+    summary = _summary(table, seed=seed, reps=reps, level=level, fast=fast,
+                       backend=backend, methods=design_methods, levels=levels_run,
+                       command=command, fits=fits)
+    return Report(intervals=frame, variance=variance, judges=judges, design=design,
+                  headline=head, warnings=tuple(dict.fromkeys(warns)), position=position,
+                  summary=summary)
+
+
+def _judges_frame(jrows: list[dict[str, Any]], table: EvalTable, judge: str | None,
+                  cluster: str | None, level: float) -> pd.DataFrame:
+    cols = ["judge", "estimand", "contrast", "method", "cluster", "estimate", "se", "lo",
+            "hi", "level", "df", "n_clusters", "n_obs", "decision", "note"]
+    parts = []
+    if jrows:
+        f = pd.DataFrame(jrows)
+        f = add_decisions(f)
+        parts.append(f[[c for c in cols if c in f.columns]])
+    pos = position_bias(table, judge=judge, cluster=cluster, level=level)
+    for _, r in pos.iterrows():
+        base = {"judge": r["judge"], "contrast": "all comparisons", "level": level,
+                "n_obs": r["n_decisive"], "note": ""}
+        parts.append(pd.DataFrame([
+            {**base, "estimand": "first_shown_win_rate", "method": "CR1",
+             "cluster": r["first_shown_cluster"], "estimate": r["first_shown_win_rate"],
+             "lo": r["first_shown_lo"], "hi": r["first_shown_hi"],
+             "n_clusters": r["n_clusters"],
+             "decision": bool(r["first_shown_lo"] > 0.5 or r["first_shown_hi"] < 0.5)
+             if np.isfinite(r["first_shown_lo"]) else pd.NA},
+            {**base, "estimand": "flip_rate", "method": "pairs", "cluster": "",
+             "estimate": r["flip_rate"], "n_obs": r["n_pairs"]},
+            {**base, "estimand": "consistency", "method": "pairs", "cluster": "",
+             "estimate": r["consistency"], "n_obs": r["n_pairs"]},
+        ]))
+    if not parts:
+        return pd.DataFrame(columns=cols)
+    out = pd.concat([p for p in parts if not p.empty], ignore_index=True)
+    for c in cols:
+        if c not in out.columns:
+            out[c] = np.nan
+    return out[cols]
+
+
+def _design(table: EvalTable, levels_run: list[tuple[str, ...]], rec: Any,
+            judge: str | None, min_clusters: int, methods: list[str]) -> dict[str, Any]:
+    summary = table.describe().to_dict()
+    deff_rows = []
+    design_effect = upstream("evalmix.design.effect", "design_effect")
+    for role in table.clusters:
+        row: dict[str, Any] = {"factor": role, "n_clusters": table.n_levels(role)}
+        if design_effect is not None:
+            out = guarded(design_effect, table, cluster=role)
+            if out.ok:
+                row.update(_flatten_deff(out.value))
+            else:
+                row["note"] = out.error
+        deff_rows.append(row)
+    summary["design_effects"] = deff_rows
+    summary["cluster_levels"] = [level_label(lv) or "none" for lv in levels_run]
+    summary["methods"] = list(methods)
+    summary["judge_role"] = judge
+    summary["min_clusters"] = min_clusters
+    summary["recommendation"] = {"cluster": rec.cluster, "method": rec.method,
+                                 "n_clusters": rec.n_clusters, "reason": rec.reason}
+    return summary
+
+
+def _flatten_deff(value: Any) -> dict[str, Any]:
+    """Whatever design_effect returned, as a flat JSON-ready dict."""
+    if hasattr(value, "tidy"):
+        t = value.tidy()
+        if isinstance(t, pd.DataFrame) and len(t) >= 1:
+            return {k: v for k, v in t.iloc[0].to_dict().items() if k != "factor"}
+    if hasattr(value, "__dataclass_fields__"):
+        from dataclasses import asdict
+
+        return {k: v for k, v in asdict(value).items()
+                if np.isscalar(v) or v is None}
+    if isinstance(value, dict):
+        return {k: v for k, v in value.items() if np.isscalar(v) or v is None}
+    return {"value": str(value)}
+
+
+def _plain_warnings(table: EvalTable, design: dict[str, Any], rec: Any,
+                    min_clusters: int) -> list[str]:
+    out: list[str] = []
+    dropped = dict(table.dropped)
+    if dropped:
+        parts = ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in dropped.items())
+        out.append(f"{sum(dropped.values()):,} of {table.n_raw:,} rows were dropped while "
+                   f"reading ({parts}); every number here uses the {table.n_obs:,} rows left.")
+    for role in table.clusters:
+        g = table.n_levels(role)
+        if g < min_clusters:
+            out.append(f"'{role}' has only {g} clusters (fewer than {min_clusters}): "
+                       f"intervals clustered by {role} are unreliable (CR1 and bootstrap "
+                       "under-cover); prefer its CR2 and wild rows, and read them as "
+                       "sensitivity checks.")
+    if rec.cluster == "":
+        out.append("No sampled cluster factor: every interval treats rows as independent, "
+                   "which is only right if they are.")
+    return out
+
+
+def _summary(table: EvalTable, **kw: Any) -> dict[str, Any]:
+    import platform
+
+    import evalmix
+
+    versions = {"evalmix": evalmix.__version__, "python": platform.python_version(),
+                "numpy": np.__version__, "pandas": pd.__version__}
+    for mod in ("scipy", "statsmodels", "pymc", "arviz", "nutpie", "matplotlib"):
+        m = sys.modules.get(mod)
+        if m is not None:
+            versions[mod] = getattr(m, "__version__", "?")
+    fits = kw.pop("fits")
+    return {
+        "versions": versions,
+        "seed": kw["seed"],
+        "reps": kw["reps"],
+        "level": kw["level"],
+        "fast": kw["fast"],
+        "backend": kw["backend"],
+        "methods": kw["methods"],
+        "cluster_levels": [level_label(lv) or "none" for lv in kw["levels"]],
+        "roles": table.roles.to_dict(),
+        "kind": table.kind,
+        "outcome_type": table.outcome_type,
+        "ties": table.ties if table.kind == "pairwise" else None,
+        "source": table.source,
+        "n_obs": table.n_obs,
+        "command": kw["command"],
+        "models": fits,
+        "orientation": ("win rates are those of model_b against model_a (1 - the table's "
+                        "model_a score); differences are model_b levels' win rates minus "
+                        "each other") if table.kind == "pairwise" else "as scored",
+    }

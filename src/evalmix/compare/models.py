@@ -1,0 +1,222 @@
+"""Model-based rows for a report: fit the crossed model(s), keep probability-scale contrasts.
+
+Each back end's fixed-effect rows on the probability scale (population-averaged where
+the back end gives both) become interval rows with ``method`` = the back end
+(``bayes``, ``mixedlm``, ``glmm_vb``); variance components are stacked by back end.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from evalmix.compare._calls import guarded, upstream
+from evalmix.compare.decide import orient
+
+if TYPE_CHECKING:
+    from evalmix.compare.plan import Contrast
+    from evalmix.data.table import EvalTable
+
+__all__ = ["model_rows", "VARIANCE_REPORT_COLUMNS"]
+
+VARIANCE_REPORT_COLUMNS = ("factor", "sd", "variance", "share", "icc", "lo", "hi", "level",
+                           "backend", "share_lo", "share_hi")
+
+
+def _backends(backend: str | None, fast: bool) -> tuple[list[str], list[str]]:
+    notes = []
+    if backend == "bayes":
+        if fast:
+            notes.append("--fast skips MCMC, so the Bayesian back end was not run")
+            return [], notes
+        return ["bayes"], notes
+    if backend == "statsmodels":
+        return ["statsmodels"], notes
+    return (["statsmodels"] if fast else ["statsmodels", "bayes"]), notes
+
+
+def _method_name(fit: Any, requested: str) -> str:
+    b = str(getattr(fit, "backend", requested))
+    if b.startswith("glmm"):
+        return "glmm_vb"
+    if b in ("mixedlm", "bayes"):
+        return b
+    return "bayes" if requested == "bayes" else "mixedlm"
+
+
+def _norm(s: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "", str(s).lower())
+
+
+def _match(term: str, plan: Sequence[Contrast]) -> Contrast | None:
+    """The contrast a probability-scale fixed-effect term names (or None).
+
+    Recognised forms (case and punctuation ignored): ``...[level]`` / ``...level`` for a
+    win rate or mean of one condition/model, ``...[b - a]`` or ``...b-a`` for a difference.
+    """
+    t = _norm(term)
+    diffs = [c for c in plan if c.estimand == "difference"]
+    for c in diffs:
+        ref, other = c.levels
+        if _norm(f"{other}-{ref}") in t or _norm(f"{other} vs {ref}") in t:
+            return c
+    singles = [c for c in plan if c.estimand in ("win_rate", "mean")]
+    hits = [c for c in singles if c.levels and _norm(c.levels[0]) and t.endswith(
+        _norm(c.levels[0]))]
+    if not hits:
+        hits = [c for c in singles if c.levels and _norm(c.levels[0]) in t]
+    if len(hits) >= 1:
+        return max(hits, key=lambda c: len(c.levels[0]))
+    return None
+
+
+def _is_probability(fe: pd.DataFrame) -> pd.Series:
+    return fe["scale"].astype(str).str.lower().eq("probability")
+
+
+def _rows_from_fit(fit: Any, method: str, plan: Sequence[Contrast], level: float,
+                   n_obs: int) -> list[dict[str, Any]]:
+    fe = getattr(fit, "fixed_effects", None)
+    if fe is None or fe.empty or "scale" not in fe.columns:
+        return []
+    prob = fe[_is_probability(fe)].copy()
+    if prob.empty:
+        return []
+    label = prob.get("label", pd.Series("", index=prob.index)).astype(str).str.lower()
+    pop = label.str.contains("population")
+    # prefer population-averaged rows (what design-based intervals estimate)
+    if pop.any():
+        prob = prob[pop]
+    out = []
+    seen: set[tuple[str, str]] = set()
+    for _, r in prob.iterrows():
+        c = _match(str(r["term"]), plan)
+        if c is None or c.key in seen:
+            continue
+        seen.add(c.key)
+        row = {
+            "estimand": c.estimand, "contrast": c.contrast, "method": method,
+            "cluster": "model", "estimate": float(r["estimate"]),
+            "se": float(r.get("se", np.nan)), "lo": float(r["lo"]), "hi": float(r["hi"]),
+            "level": float(r.get("level", level)), "df": np.nan, "n_clusters": np.nan,
+            "n_obs": n_obs, "null": c.null, "p_value": np.nan, "reps": 0, "seed": None,
+            "ci_type": "posterior" if method == "bayes" else "model",
+            "paired": None, "source": "model",
+            "note": f"{r['term']} ({r.get('label', '')})",
+        }
+        # model terms are stated for the side the fit names; flip only when the term is
+        # the model_a side of a pairwise contrast
+        if c.flip and _scores_model_a(str(r["term"]), str(r.get("label", ""))):
+            row = orient(row, flip=True, estimand=c.estimand)
+        out.append(row)
+    # controlled win rates: a model with a position term estimates the order-balanced
+    # rate, so the same number also serves the controlled_win_rate row
+    for row in list(out):
+        if row["estimand"] == "win_rate":
+            twin = dict(row)
+            twin["estimand"] = "controlled_win_rate"
+            if any(c.key == ("controlled_win_rate", row["contrast"]) for c in plan):
+                out.append(twin)
+    return out
+
+
+def _scores_model_a(term: str, label: str) -> bool:
+    text = f"{term} {label}".lower()
+    return "model_a" in text and "model_b" not in text
+
+
+def _variance_rows(fit: Any, method: str) -> pd.DataFrame:
+    v = getattr(fit, "variance", None)
+    if v is None or v.empty:
+        return pd.DataFrame(columns=list(VARIANCE_REPORT_COLUMNS))
+    v = v.copy()
+    v["backend"] = method
+    var = pd.to_numeric(v.get("variance"), errors="coerce")
+    if var is None or var.isna().all():
+        var = pd.to_numeric(v["sd"], errors="coerce") ** 2
+        v["variance"] = var
+    total = float(var.sum())
+    if "share" not in v.columns or v["share"].isna().all():
+        v["share"] = var / total if total > 0 else np.nan
+    # share interval from the SD interval with the other components at their estimates
+    lo = pd.to_numeric(v.get("lo"), errors="coerce") ** 2
+    hi = pd.to_numeric(v.get("hi"), errors="coerce") ** 2
+    others = total - var
+    v["share_lo"] = lo / (lo + others)
+    v["share_hi"] = hi / (hi + others)
+    for c in VARIANCE_REPORT_COLUMNS:
+        if c not in v.columns:
+            v[c] = np.nan
+    return v[list(VARIANCE_REPORT_COLUMNS)]
+
+
+def model_rows(table: EvalTable, plan: Sequence[Contrast], *, backend: str | None,
+               fast: bool, methods: Sequence[str], level: float, seed: int, draws: int,
+               bar: Any = None) -> tuple[dict[str, Any], list[dict[str, Any]], pd.DataFrame,
+                                         list[str]]:
+    """Fit the model back ends and return (fit summaries, rows, variance, notes)."""
+    backends, notes = _backends(backend, fast)
+    fit = upstream("evalmix.models.api", "fit")
+    fits: dict[str, Any] = {}
+    rows: list[dict[str, Any]] = []
+    var_parts: list[pd.DataFrame] = []
+    if not backends or not methods:
+        return fits, rows, pd.DataFrame(columns=list(VARIANCE_REPORT_COLUMNS)), notes
+    if fit is None:
+        notes.append("evalmix.fit is not available in this installation, so there are no "
+                     "model-based rows or variance components")
+        return fits, rows, pd.DataFrame(columns=list(VARIANCE_REPORT_COLUMNS)), notes
+    for b in backends:
+        task = bar.task(f"fitting {b} model", None) if bar is not None else None
+        kwargs: dict[str, Any] = {"backend": b, "seed": seed}
+        if b == "bayes":
+            kwargs["draws"] = draws
+        t0 = time.perf_counter()
+        out = guarded(fit, table, **kwargs)
+        if not out.ok and "draws" in kwargs and "draws" in (out.error or ""):
+            kwargs.pop("draws")
+            out = guarded(fit, table, **kwargs)
+        wall = time.perf_counter() - t0
+        if bar is not None:
+            bar.done(task)
+        if not out.ok:
+            notes.append(f"the {b} model could not be fitted ({out.error}); its rows are "
+                         "missing")
+            fits[b] = {"error": out.error}
+            continue
+        f = out.value
+        method = _method_name(f, b)
+        if method not in methods:
+            continue
+        fits[method] = {"backend": getattr(f, "backend", b), "formula": getattr(f, "formula", ""),
+                        "family": getattr(f, "family", ""),
+                        "approximate": bool(getattr(f, "approximate", False)),
+                        "divergences": int(getattr(f, "divergences", 0) or 0),
+                        "wall_s": round(wall, 2), "warnings": list(getattr(f, "warnings", ()))}
+        rows += _rows_from_fit(f, method, plan, level, table.n_obs)
+        var_parts.append(_variance_rows(f, method))
+        div = int(getattr(f, "divergences", 0) or 0)
+        if div:
+            notes.append(f"the Bayesian fit had {div} divergent transitions: its intervals "
+                         "may be off; refit with more tuning or a higher target_accept")
+        if getattr(f, "approximate", False):
+            notes.append(f"the {method} back end is an approximation "
+                         "(variational/Laplace or linear probability); read its intervals "
+                         "as rough")
+        for w in getattr(f, "warnings", ()):
+            notes.append(f"{method}: {w}")
+        diag = getattr(f, "diagnostics", None)
+        if diag is not None and not diag.empty and "r_hat" in diag.columns:
+            bad = diag[pd.to_numeric(diag["r_hat"], errors="coerce") > 1.01]
+            if len(bad):
+                notes.append(f"{method}: {len(bad)} parameter(s) with R-hat > 1.01 "
+                             f"({', '.join(map(str, bad['parameter'][:4]))}); the chains "
+                             "have not mixed, so those numbers are not reliable")
+    variance = (pd.concat(var_parts, ignore_index=True) if var_parts
+                else pd.DataFrame(columns=list(VARIANCE_REPORT_COLUMNS)))
+    return fits, rows, variance, notes

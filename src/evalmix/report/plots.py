@@ -1,0 +1,260 @@
+"""Report figures (matplotlib, Agg). Each function takes tidy frames and returns a Figure.
+
+- :func:`forest` -- the signature picture: one contrast's intervals by method and
+  cluster level, the null marked, rows coloured by their decision, the recommended row
+  starred, and a fragile contrast flagged in red.
+- :func:`headline_plot` -- every contrast's naive vs recommended interval.
+- :func:`variance_plot` -- each factor's share of latent variance, with intervals, by
+  back end.
+- :func:`position_plot` -- per-judge first-shown win rate (with CI), flip rate and
+  consistency.
+- :func:`controlled_plot` -- AB/BA-controlled vs uncontrolled win rates.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from evalmix.report.report import Report
+
+__all__ = ["forest", "headline_plot", "variance_plot", "position_plot", "controlled_plot",
+           "all_figures", "to_base64", "save_png", "MAX_FOREST"]
+
+#: Forest plots drawn per report (fragile and most-widened contrasts first).
+MAX_FOREST = 12
+_EXCLUDES = "#1f4e9c"  # interval excludes the null
+_INCLUDES = "#8c8c8c"  # interval contains the null
+_FRAGILE = "#c0392b"
+_MODEL = "#2e8b57"
+
+
+def _plt() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def to_base64(fig: Figure, dpi: int = 110) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    _plt().close(fig)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def save_png(fig: Figure, path: str | Path, dpi: int = 110) -> None:
+    fig.savefig(path, format="png", dpi=dpi, bbox_inches="tight")
+
+
+def _label(r: pd.Series) -> str:
+    cl = r["cluster"]
+    if r.get("source") == "model" or cl == "model":
+        return f"{r['method']} (model)"
+    return f"{r['method']} | {cl or 'none'}"
+
+
+def forest(rows: pd.DataFrame, *, title: str, recommended: tuple[str, str] | None = None,
+           null: float | None = None) -> Figure:
+    """Forest plot of one (estimand, contrast): every method x cluster level."""
+    plt = _plt()
+    r = rows[np.isfinite(rows["lo"].astype(float)) & np.isfinite(rows["hi"].astype(float))]
+    r = r.reset_index(drop=True)
+    n = max(len(r), 1)
+    fig, ax = plt.subplots(figsize=(7.2, 0.32 * n + 1.3))
+    fragile = bool(rows["fragile"].fillna(False).any()) if "fragile" in rows else False
+    if null is None and len(rows):
+        null = float(rows["null"].iloc[0])
+    ys = np.arange(len(r))[::-1]
+    for y, (_, row) in zip(ys, r.iterrows(), strict=True):
+        dec = row["decision"]
+        model = row.get("source") == "model" or row["cluster"] == "model"
+        color = _MODEL if model else (_EXCLUDES if dec is True else _INCLUDES)
+        is_rec = recommended is not None and (row["method"], row["cluster"]) == recommended
+        lw = 3.2 if is_rec else 1.8
+        ax.plot([row["lo"], row["hi"]], [y, y], color=color, lw=lw, solid_capstyle="butt")
+        ax.plot([row["estimate"]], [y], "o", color=color, ms=5 if not is_rec else 7)
+        if row["method"] == "naive":
+            ax.axhspan(y - 0.45, y + 0.45, color="#f2f2f2", zorder=0)
+    labels = [("* " if recommended is not None
+               and (row["method"], row["cluster"]) == recommended else "") + _label(row)
+              for _, row in r.iterrows()]
+    ax.set_yticks(ys, labels, fontsize=8)
+    if null is not None:
+        ax.axvline(null, color="black", ls="--", lw=1)
+    ax.set_ylim(-0.7, len(r) - 0.3)
+    head = f"{title}" + ("   [FRAGILE: methods disagree]" if fragile else "")
+    ax.set_title(head, fontsize=10, color=_FRAGILE if fragile else "black", loc="left")
+    ax.set_xlabel("estimate with interval (dashed: null; * recommended; blue excludes the "
+                  "null, grey contains it, green model-based)", fontsize=7.5)
+    if fragile:
+        for side in ax.spines.values():
+            side.set_edgecolor(_FRAGILE)
+            side.set_linewidth(1.5)
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def headline_plot(head: pd.DataFrame, *, null_of: dict[str, float]) -> Figure:
+    """Naive (thin, grey) vs recommended (thick) interval for every headline contrast."""
+    plt = _plt()
+    n = max(len(head), 1)
+    fig, ax = plt.subplots(figsize=(7.5, 0.3 * n + 1.4))
+    ys = np.arange(len(head))[::-1]
+    for y, (_, h) in zip(ys, head.iterrows(), strict=True):
+        color = _FRAGILE if h["fragile"] else _EXCLUDES
+        ax.plot([h["naive_lo"], h["naive_hi"]], [y + 0.17, y + 0.17], color=_INCLUDES, lw=2)
+        ax.plot([h["lo"], h["hi"]], [y - 0.12, y - 0.12], color=color, lw=3.2)
+        ax.plot([h["estimate"]], [y - 0.12], "o", color=color, ms=4)
+    labels = [f"{h['contrast']} ({h['estimand']})" for _, h in head.iterrows()]
+    ax.set_yticks(ys, labels, fontsize=7.5)
+    nulls = sorted({null_of.get(e, np.nan) for e in head["estimand"]})
+    for v in nulls:
+        if np.isfinite(v):
+            ax.axvline(v, color="black", ls="--", lw=1)
+    ax.set_title("Naive (grey) vs recommended (blue; red = fragile) intervals",
+                 fontsize=10, loc="left")
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def variance_plot(variance: pd.DataFrame) -> Figure:
+    """Share of latent variance per factor with intervals, one bar group per back end."""
+    plt = _plt()
+    v = variance.copy()
+    factors = list(dict.fromkeys(v["factor"].astype(str)))
+    backends = list(dict.fromkeys(v["backend"].astype(str)))
+    fig, ax = plt.subplots(figsize=(7.2, 0.45 * len(factors) * max(len(backends), 1) + 1.4))
+    h = 0.8 / max(len(backends), 1)
+    colors = ["#1f4e9c", "#e08e0b", "#2e8b57", "#7b3294"]
+    for k, b in enumerate(backends):
+        part = v[v["backend"].astype(str) == b].set_index("factor")
+        y = np.arange(len(factors))[::-1] + (k - (len(backends) - 1) / 2) * h
+        share = np.array([float(part["share"].get(f, np.nan)) for f in factors])
+        lo = np.array([float(part["share_lo"].get(f, np.nan)) for f in factors])
+        hi = np.array([float(part["share_hi"].get(f, np.nan)) for f in factors])
+        ax.barh(y, share, height=h * 0.9, color=colors[k % len(colors)], alpha=0.8,
+                label=b)
+        ok = np.isfinite(lo) & np.isfinite(hi)
+        err = np.vstack([np.clip(share - lo, 0, None), np.clip(hi - share, 0, None)])
+        ax.errorbar(share[ok], y[ok], xerr=err[:, ok], fmt="none", ecolor="black",
+                    capsize=3, lw=1)
+    ax.set_yticks(np.arange(len(factors))[::-1], factors)
+    ax.set_xlabel("share of latent variance (interval from the SD interval, other "
+                  "components at their estimates)", fontsize=8)
+    ax.set_xlim(0, 1)
+    ax.legend(fontsize=8, loc="lower right")
+    ax.set_title("Variance decomposition", fontsize=10, loc="left")
+    fig.tight_layout()
+    return fig
+
+
+def position_plot(position: pd.DataFrame) -> Figure:
+    """Per-judge first-shown win rate (CI, 0.5 = no bias), flip rate and consistency."""
+    plt = _plt()
+    p = position.reset_index(drop=True)
+    n = max(len(p), 1)
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 0.45 * n + 1.6), sharey=True,
+                                 gridspec_kw={"width_ratios": [1.3, 1]})
+    ys = np.arange(len(p))[::-1]
+    for y, (_, r) in zip(ys, p.iterrows(), strict=True):
+        biased = np.isfinite(r["first_shown_lo"]) and (
+            r["first_shown_lo"] > 0.5 or r["first_shown_hi"] < 0.5)
+        c = _FRAGILE if biased else _INCLUDES
+        a1.plot([r["first_shown_lo"], r["first_shown_hi"]], [y, y], color=c, lw=3)
+        a1.plot([r["first_shown_win_rate"]], [y], "o", color=c)
+    a1.axvline(0.5, color="black", ls="--", lw=1)
+    a1.set_yticks(ys, p["judge"].astype(str))
+    a1.set_xlabel("first-shown win rate among decisive verdicts\n(red: interval excludes "
+                  "0.5 = position bias)", fontsize=8)
+    a1.set_title("Position bias by judge", fontsize=10, loc="left")
+    h = 0.38
+    a2.barh(ys + h / 2, p["flip_rate"], height=h, color=_FRAGILE, alpha=0.8,
+            label="flip rate (winner reverses)")
+    a2.barh(ys - h / 2, p["consistency"], height=h, color=_EXCLUDES, alpha=0.8,
+            label="consistency (same verdict)")
+    a2.set_xlim(0, 1)
+    a2.set_xlabel("share of complete AB/BA pairs", fontsize=8)
+    a2.legend(fontsize=7.5, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def controlled_plot(intervals: pd.DataFrame, *, method: str, cluster: str) -> Figure | None:
+    """Uncontrolled vs AB/BA-controlled win rate per contrast (recommended method)."""
+    plt = _plt()
+    f = intervals[(intervals["method"] == method) & (intervals["cluster"] == cluster)
+                  & intervals["estimand"].isin(["win_rate", "controlled_win_rate"])]
+    f = f[np.isfinite(f["estimate"].astype(float))]
+    if f.empty or f["estimand"].nunique() < 2:
+        return None
+    contrasts = list(dict.fromkeys(f["contrast"]))
+    fig, ax = plt.subplots(figsize=(7.5, 0.3 * len(contrasts) + 1.5))
+    ys = np.arange(len(contrasts))[::-1]
+    for est, off, color in (("win_rate", 0.14, _INCLUDES),
+                            ("controlled_win_rate", -0.14, _EXCLUDES)):
+        part = f[f["estimand"] == est].set_index("contrast")
+        for y, c in zip(ys, contrasts, strict=True):
+            if c not in part.index:
+                continue
+            r = part.loc[c]
+            ax.plot([r["lo"], r["hi"]], [y + off, y + off], color=color, lw=2.5)
+            ax.plot([r["estimate"]], [y + off], "o", color=color, ms=4)
+    ax.plot([], [], color=_INCLUDES, lw=2.5, label="win rate (as judged)")
+    ax.plot([], [], color=_EXCLUDES, lw=2.5, label="AB/BA-controlled win rate")
+    ax.axvline(0.5, color="black", ls="--", lw=1)
+    ax.set_yticks(ys, contrasts, fontsize=7.5)
+    ax.legend(fontsize=8, loc="best")
+    ax.set_title(f"Controlled vs uncontrolled win rates ({method}, cluster: "
+                 f"{cluster or 'none'})", fontsize=10, loc="left")
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def forest_order(report: Report) -> list[tuple[str, str]]:
+    """(estimand, contrast) keys for forest plots: fragile, then most widened, first."""
+    head = report.headline
+    if head.empty:
+        keys = list(dict.fromkeys(zip(report.intervals["estimand"],
+                                      report.intervals["contrast"], strict=True)))
+        return keys[:MAX_FOREST]
+    h = head.assign(_f=~head["fragile"].astype(bool),
+                    _r=-head["width_ratio"].astype(float).fillna(0))
+    h = h.sort_values(["_f", "_r"], kind="stable")
+    return list(zip(h["estimand"], h["contrast"], strict=True))[:MAX_FOREST]
+
+
+def all_figures(report: Report) -> Iterator[tuple[str, Figure]]:
+    """(name, figure) for every figure of a report, in reading order."""
+    rec = report.recommendation
+    rec_key = (rec.get("method", "CR2"), rec.get("cluster", ""))
+    iv = report.intervals
+    if not report.headline.empty:
+        nulls = iv.groupby("estimand")["null"].first().to_dict()
+        yield "headline", headline_plot(report.headline, null_of=nulls)
+    for i, (est, con) in enumerate(forest_order(report)):
+        rows = iv[(iv["estimand"] == est) & (iv["contrast"] == con)]
+        if rows.empty:
+            continue
+        yield f"forest_{i:02d}", forest(rows, title=f"{con} - {est}", recommended=rec_key)
+    if not report.variance.empty:
+        yield "variance", variance_plot(report.variance)
+    if report.position is not None and not report.position.empty:
+        yield "position", position_plot(report.position)
+    fig = controlled_plot(iv, method=rec_key[0], cluster=rec_key[1])
+    if fig is not None:
+        yield "controlled", fig

@@ -1,0 +1,298 @@
+"""Render a :class:`~evalmix.report.report.Report` as self-contained HTML or Markdown."""
+
+from __future__ import annotations
+
+import html as _html
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from evalmix.report.plots import all_figures, to_base64
+
+if TYPE_CHECKING:
+    from evalmix.report.report import Report
+
+__all__ = ["html", "markdown", "fmt"]
+
+_CSS = """
+body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;max-width:1180px;
+margin:24px auto;padding:0 18px;color:#222;line-height:1.45}
+h1{font-size:1.6em;margin-bottom:.2em} h2{border-bottom:1px solid #ddd;padding-bottom:.2em;
+margin-top:1.6em} table{border-collapse:collapse;font-size:.82em;margin:.6em 0}
+th,td{border:1px solid #ddd;padding:3px 7px;text-align:right} th{background:#f4f4f4}
+td:first-child,td:nth-child(2){text-align:left} .warn{background:#fff6e5;border-left:4px
+solid #e08e0b;padding:6px 12px;margin:4px 0} .ok{background:#eaf6ee;border-left:4px solid
+#2e8b57;padding:6px 12px} .bad{background:#fdecea;border-left:4px solid #c0392b;
+padding:6px 12px} .rec{background:#eef3fb;border-left:4px solid #1f4e9c;padding:8px 12px}
+tr.fragile td{background:#fdecea} img{max-width:100%;margin:8px 0} .muted{color:#666;
+font-size:.85em} code{background:#f4f4f4;padding:1px 4px}
+details summary{cursor:pointer;font-weight:600;margin:.6em 0}
+.big{font-size:1.05em;font-weight:600}
+"""
+
+
+def fmt(v: Any, digits: int = 3) -> str:
+    """Format a cell: floats to ``digits`` decimals, missing as empty."""
+    if v is None or v is pd.NA:
+        return ""
+    if isinstance(v, bool | np.bool_):
+        return "yes" if v else "no"
+    if isinstance(v, float | np.floating):
+        if not np.isfinite(v):
+            return "" if np.isnan(v) else ("inf" if v > 0 else "-inf")
+        if float(v).is_integer() and abs(v) >= 10:
+            return f"{int(v):,}"
+        return f"{v:.{digits}f}"
+    if isinstance(v, int | np.integer):
+        return f"{int(v):,}"
+    return str(v)
+
+
+def _table_html(df: pd.DataFrame, *, highlight: str | None = None, max_rows: int = 400
+                ) -> str:
+    if df is None or df.empty:
+        return "<p class='muted'>none</p>"
+    d = df.head(max_rows)
+    head = "".join(f"<th>{_html.escape(str(c))}</th>" for c in d.columns)
+    body = []
+    for _, r in d.iterrows():
+        cls = " class='fragile'" if highlight and bool(r.get(highlight) is True
+                                                         or r.get(highlight) == 1) else ""
+        cells = "".join(f"<td>{_html.escape(fmt(r[c]))}</td>" for c in d.columns)
+        body.append(f"<tr{cls}>{cells}</tr>")
+    more = (f"<p class='muted'>first {max_rows} of {len(df)} rows; all rows are in the "
+            "CSV files</p>" if len(df) > max_rows else "")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>{more}"
+
+
+def _table_md(df: pd.DataFrame, max_rows: int = 400) -> str:
+    if df is None or df.empty:
+        return "_none_"
+    d = df.head(max_rows)
+    cols = [str(c) for c in d.columns]
+    out = ["| " + " | ".join(cols) + " |", "|" + "|".join(" --- " for _ in cols) + "|"]
+    for _, r in d.iterrows():
+        out.append("| " + " | ".join(fmt(r[c]).replace("|", "/") for c in d.columns) + " |")
+    if len(df) > max_rows:
+        out.append(f"\n_first {max_rows} of {len(df)} rows; all rows are in the CSV files_")
+    return "\n".join(out)
+
+
+def _headline_view(rep: Report) -> pd.DataFrame:
+    h = rep.headline
+    if h.empty:
+        return h
+    return pd.DataFrame({
+        "contrast": h["contrast"], "estimand": h["estimand"], "estimate": h["estimate"],
+        "naive interval": [f"[{fmt(a)}, {fmt(b)}]" for a, b in zip(h["naive_lo"],
+                                                                   h["naive_hi"], strict=True)],
+        "recommended": [f"{m} | {c or 'none'}" for m, c in zip(h["method"], h["cluster"],
+                                                                strict=True)],
+        "recommended interval": [f"[{fmt(a)}, {fmt(b)}]" for a, b in zip(h["lo"], h["hi"],
+                                                                         strict=True)],
+        "width ratio": h["width_ratio"],
+        "fragile": h["fragile"].astype(bool),
+        "what it means": h["message"],
+    })
+
+
+def _intro(rep: Report) -> list[tuple[str, str]]:
+    """(kind, text) lines for the top of the report."""
+    s, rec = rep.summary, rep.recommendation
+    lines = []
+    src = s.get("source", "")
+    lines.append(("p", f"Data: {src} -- {s.get('n_obs', 0):,} rows used, "
+                       f"{s.get('kind', '')} table"
+                       + (f", ties: {s['ties']}" if s.get("ties") else "") + "."))
+    if s.get("orientation") and s.get("kind") == "pairwise":
+        lines.append(("p", "Orientation: " + s["orientation"] + "."))
+    if rec:
+        lines.append(("rec", f"Recommended interval: {rec.get('method')} clustered by "
+                             f"'{rec.get('cluster') or 'none'}' ({rec.get('n_clusters')} "
+                             f"clusters). Why: {rec.get('reason', '')}"))
+    h = rep.headline
+    if not h.empty:
+        r = h["width_ratio"].astype(float)
+        n_frag = int(h["fragile"].astype(bool).sum())
+        lines.append(("big", f"Across {len(h)} contrasts the recommended error bars are "
+                             f"{np.nanmedian(r):.1f}x the naive width (median; range "
+                             f"{np.nanmin(r):.1f}-{np.nanmax(r):.1f}x). {n_frag} contrast(s) "
+                             "are fragile: the methods disagree on whether the null is "
+                             "excluded."))
+    return lines
+
+
+def _truth_lines(rep: Report) -> list[tuple[str, str]]:
+    if rep.truth is None or rep.truth.empty:
+        return []
+    t = rep.truth
+    n_in = int(t["contains_truth"].astype(bool).sum())
+    kind = "ok" if n_in == len(t) else "bad"
+    text = (f"The simulator's true values are known: {n_in} of {len(t)} recommended "
+            "intervals contain them.")
+    if rep.summary.get("truth_note"):
+        text += " " + str(rep.summary["truth_note"])
+    return [(kind, text)]
+
+
+def html(rep: Report) -> str:
+    """The report as one self-contained HTML page."""
+    figs = dict((name, to_base64(fig)) for name, fig in all_figures(rep))
+    esc = _html.escape
+    parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'>",
+             "<title>evalmix report</title>", f"<style>{_CSS}</style></head><body>",
+             "<h1>evalmix report: how wide are the error bars really?</h1>"]
+    cmd = rep.summary.get("command")
+    if cmd:
+        parts.append(f"<p class='muted'>Command: <code>{esc(str(cmd))}</code></p>")
+    for kind, text in _intro(rep):
+        tag = {"p": "p", "rec": "div class='rec'", "big": "p class='big'"}[kind]
+        parts.append(f"<{tag}>{esc(text)}</{tag.split()[0]}>")
+    for kind, text in _truth_lines(rep):
+        parts.append(f"<div class='{kind}'>{esc(text)}</div>")
+    parts.append("<h2>Headline: naive vs recommended intervals</h2>")
+    parts.append(_table_html(_headline_view(rep), highlight="fragile"))
+    if "headline" in figs:
+        parts.append(f"<img alt='headline intervals' src='data:image/png;base64,"
+                     f"{figs['headline']}'>")
+    if rep.truth is not None and not rep.truth.empty:
+        parts.append("<h2>Truth check (simulated data)</h2>")
+        parts.append(_table_html(rep.truth))
+    parts.append("<h2>Warnings</h2>")
+    if rep.warnings:
+        parts += [f"<div class='warn'>{esc(w)}</div>" for w in rep.warnings]
+    else:
+        parts.append("<p>none</p>")
+    forests = [k for k in figs if k.startswith("forest_")]
+    parts.append("<h2>Forest plots: every method and cluster level</h2>")
+    parts.append("<p class='muted'>One panel per contrast. Rows are method | cluster level; "
+                 "the dashed line is the null (0.5 for win rates, 0 for differences); blue "
+                 "intervals exclude it, grey ones contain it, green are model-based; the "
+                 "starred row is the recommended one; a red title marks a fragile contrast "
+                 "(the rows disagree). Fragile and most-widened contrasts come first.</p>")
+    for k in forests:
+        parts.append(f"<img class='forest' alt='forest plot' "
+                     f"src='data:image/png;base64,{figs[k]}'>")
+    if not rep.position.empty:
+        parts.append("<h2>Position bias by judge</h2>")
+        parts.append("<p class='muted'>First-shown win rate among decisive verdicts (0.5 "
+                     "= no preference for either position; interval CR1 over the recommended "
+                     "cluster), flip rate (the winner reverses when the order is swapped) "
+                     "and consistency (same verdict in both orders), from matched AB/BA "
+                     "pairs.</p>")
+        if "position" in figs:
+            parts.append(f"<img alt='position bias' src='data:image/png;base64,"
+                         f"{figs['position']}'>")
+        parts.append(_table_html(rep.position))
+    if "controlled" in figs:
+        parts.append("<h2>AB/BA-controlled vs uncontrolled win rates</h2>")
+        parts.append(f"<img alt='controlled win rates' src='data:image/png;base64,"
+                     f"{figs['controlled']}'>")
+    parts.append("<h2>Variance components</h2>")
+    if "variance" in figs:
+        parts.append(f"<img alt='variance shares' src='data:image/png;base64,"
+                     f"{figs['variance']}'>")
+    parts.append(_table_html(rep.variance))
+    jt = rep.judges
+    if jt is not None and not jt.empty:
+        parts.append("<h2>Judge-stratified estimates</h2>")
+        parts.append(_table_html(jt[~jt["estimand"].isin(
+            ["first_shown_win_rate", "flip_rate", "consistency"])]))
+    parts.append("<h2>Design</h2>")
+    parts.append(_design_html(rep))
+    parts.append("<details><summary>All intervals (also in intervals.csv)</summary>")
+    parts.append(_table_html(rep.intervals.drop(columns=["seed", "note"], errors="ignore"),
+                             highlight="fragile", max_rows=2000))
+    parts.append("</details>")
+    parts.append(f"<p class='muted'>versions: {esc(str(rep.summary.get('versions', {})))}; "
+                 f"seed {esc(str(rep.summary.get('seed')))}</p>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def _design_frames(rep: Report) -> list[tuple[str, pd.DataFrame]]:
+    d = rep.design
+    out = []
+    for key, title in (("factors", "Cluster factors"), ("relations", "How factors relate"),
+                       ("design_effects", "ICC and design effect per factor")):
+        if d.get(key):
+            out.append((title, pd.DataFrame(d[key])))
+    return out
+
+
+def _design_html(rep: Report) -> str:
+    parts = []
+    d = rep.design
+    dropped = d.get("dropped") or {}
+    parts.append(f"<p>Rows read {fmt(d.get('rows_raw'))}, used {fmt(d.get('rows_used'))}; "
+                 f"dropped: {_html.escape(str(dict(dropped)) if dropped else 'none')}. "
+                 f"Cluster levels run: {_html.escape(', '.join(d.get('cluster_levels', [])))}"
+                 ".</p>")
+    for title, frame in _design_frames(rep):
+        parts.append(f"<h3>{_html.escape(title)}</h3>{_table_html(frame)}")
+    return "\n".join(parts)
+
+
+def markdown(rep: Report, *, plots_dir: str | None = None) -> str:
+    """The report as Markdown (figures linked from ``plots_dir`` when given)."""
+    names = [name for name, fig in _figure_names(rep)] if plots_dir else []
+    out = ["# evalmix report: how wide are the error bars really?", ""]
+    cmd = rep.summary.get("command")
+    if cmd:
+        out += [f"Command: `{cmd}`", ""]
+    for kind, text in _intro(rep) + _truth_lines(rep):
+        out += [("> " if kind != "p" else "") + text, ""]
+    out += ["## Headline: naive vs recommended intervals", "",
+            _table_md(_headline_view(rep)), ""]
+    if "headline" in names:
+        out += [f"![headline]({plots_dir}/headline.png)", ""]
+    if rep.truth is not None and not rep.truth.empty:
+        out += ["## Truth check (simulated data)", "", _table_md(rep.truth), ""]
+    out += ["## Warnings", ""]
+    out += [f"- {w}" for w in rep.warnings] or ["none"]
+    out.append("")
+    forests = [n for n in names if n.startswith("forest_")]
+    if forests:
+        out += ["## Forest plots", "",
+                "Rows: method | cluster level; dashed line: the null; blue excludes it, grey "
+                "contains it, green model-based; * recommended; red title: fragile.", ""]
+        out += [f"![{n}]({plots_dir}/{n}.png)" for n in forests] + [""]
+    if not rep.position.empty:
+        out += ["## Position bias by judge", "", _table_md(rep.position), ""]
+        if "position" in names:
+            out += [f"![position]({plots_dir}/position.png)", ""]
+    if "controlled" in names:
+        out += ["## AB/BA-controlled vs uncontrolled win rates", "",
+                f"![controlled]({plots_dir}/controlled.png)", ""]
+    out += ["## Variance components", "", _table_md(rep.variance), ""]
+    if "variance" in names:
+        out += [f"![variance]({plots_dir}/variance.png)", ""]
+    jt = rep.judges
+    if jt is not None and not jt.empty:
+        out += ["## Judge-stratified estimates", "",
+                _table_md(jt[~jt["estimand"].isin(
+                    ["first_shown_win_rate", "flip_rate", "consistency"])]), ""]
+    out += ["## Design", ""]
+    for title, frame in _design_frames(rep):
+        out += [f"### {title}", "", _table_md(frame), ""]
+    out += ["All intervals: `intervals.csv`.", ""]
+    return "\n".join(out)
+
+
+def _figure_names(rep: Report) -> list[tuple[str, None]]:
+    """Names of the figures :meth:`Report.write` saves (without drawing them)."""
+    from evalmix.report.plots import forest_order
+
+    names = []
+    if not rep.headline.empty:
+        names.append("headline")
+    names += [f"forest_{i:02d}" for i in range(len(forest_order(rep)))]
+    if not rep.variance.empty:
+        names.append("variance")
+    if not rep.position.empty:
+        names.append("position")
+    iv = rep.intervals
+    if iv["estimand"].eq("controlled_win_rate").any():
+        names.append("controlled")
+    return [(n, None) for n in names]

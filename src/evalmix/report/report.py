@@ -1,0 +1,191 @@
+"""The :class:`Report` that :func:`evalmix.analyze` returns, and its file writers.
+
+A report holds tidy frames only; rendering (plots, HTML, Markdown) lives in
+:mod:`evalmix.report.plots` and :mod:`evalmix.report.render`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["Report"]
+
+
+def _jsonable(obj: Any) -> Any:
+    """Convert numpy/pandas scalars and frames into JSON-ready Python objects."""
+    if isinstance(obj, pd.DataFrame):
+        return json.loads(obj.to_json(orient="records", default_handler=str))
+    if isinstance(obj, Mapping):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if obj is pd.NA:
+        return None
+    if isinstance(obj, np.ndarray):
+        return _jsonable(obj.tolist())
+    return obj
+
+
+@dataclass(frozen=True, eq=False)
+class Report:
+    """Every interval of every estimand, method and cluster level, with what they mean.
+
+    Attributes
+    ----------
+    intervals : pandas.DataFrame
+        One row per estimand x contrast x method x cluster level; columns
+        ``estimand, contrast, method, cluster, estimate, se, lo, hi, level, df,
+        n_clusters, n_obs, decision, fragile`` then ``null, p_value, reps, seed, ci_type,
+        paired, source, note``. Win rates are those of ``model_b`` against ``model_a``.
+    variance : pandas.DataFrame
+        Variance components by factor and back end: ``factor, sd, variance, share, icc,
+        lo, hi, level, backend`` (+ ``share_lo, share_hi``).
+    judges : pandas.DataFrame
+        Judge-stratified estimates (``judge, estimand, contrast, method, cluster,
+        estimate, lo, hi, ...``) and per-judge position bias rows (estimands
+        ``first_shown_win_rate``, ``flip_rate``, ``consistency``).
+    position : pandas.DataFrame
+        The same position-bias numbers, one row per judge (wide).
+    design : Mapping
+        Design summary, ICC / design effect per factor, cluster levels, the
+        recommendation and why, dropped rows.
+    headline : pandas.DataFrame
+        Each primary contrast: naive interval, recommended interval, width ratio.
+    warnings : tuple of str
+        Everything a reader should know, in plain words.
+    truth : pandas.DataFrame or None
+        Simulated data only: true values and whether each recommended interval holds it.
+    summary : Mapping
+        Versions, seed, roles, options and the command line.
+    """
+
+    intervals: pd.DataFrame
+    variance: pd.DataFrame
+    judges: pd.DataFrame
+    design: Mapping[str, Any]
+    headline: pd.DataFrame
+    warnings: tuple[str, ...] = ()
+    truth: pd.DataFrame | None = None
+    position: pd.DataFrame = field(default_factory=pd.DataFrame)
+    summary: Mapping[str, Any] = field(default_factory=dict)
+
+    # ------------------------------------------------------------------ helpers
+    def with_truth(self, truth: pd.DataFrame | None, note: str | None = None) -> Report:
+        """A copy with a truth table (and an extra summary note)."""
+        from dataclasses import replace
+
+        summary = dict(self.summary)
+        if note:
+            summary["truth_note"] = note
+        return replace(self, truth=truth, summary=summary)
+
+    def with_summary(self, **extra: Any) -> Report:
+        from dataclasses import replace
+
+        return replace(self, summary={**self.summary, **extra})
+
+    @property
+    def recommendation(self) -> Mapping[str, Any]:
+        return self.design.get("recommendation", {})
+
+    def to_dict(self) -> dict[str, Any]:
+        return _jsonable({
+            "summary": self.summary,
+            "headline": self.headline,
+            "warnings": list(self.warnings),
+            "design": self.design,
+            "intervals": self.intervals,
+            "variance": self.variance,
+            "judges": self.judges,
+            "position": self.position,
+            "truth": self.truth if self.truth is not None else None,
+        })
+
+    # ------------------------------------------------------------------ writers
+    def to_json(self, path: str | Path | None = None) -> str:
+        """The whole report as JSON (written to ``path`` when given)."""
+        text = json.dumps(self.to_dict(), indent=2, default=str)
+        if path is not None:
+            Path(path).write_text(text)
+        return text
+
+    def to_markdown(self, path: str | Path | None = None, *, plots_dir: str | None = None
+                    ) -> str:
+        """The report as Markdown; ``plots_dir`` (relative) links PNGs written by
+        :meth:`write`."""
+        from evalmix.report.render import markdown
+
+        text = markdown(self, plots_dir=plots_dir)
+        if path is not None:
+            Path(path).write_text(text)
+        return text
+
+    def to_html(self, path: str | Path | None = None) -> str:
+        """A self-contained HTML page (plots embedded as base64 PNG)."""
+        from evalmix.report.render import html
+
+        text = html(self)
+        if path is not None:
+            Path(path).write_text(text, encoding="utf-8")
+        return text
+
+    def write(self, out: str | Path) -> dict[str, Path]:
+        """Write every file of the report into folder ``out``.
+
+        Files: ``intervals.csv``, ``variance.csv``, ``judges.csv``, ``design.json``,
+        ``report.html``, ``report.md`` (with ``plots/*.png``), ``summary.json``.
+        """
+        from evalmix.report.plots import all_figures, save_png
+
+        d = Path(out)
+        d.mkdir(parents=True, exist_ok=True)
+        paths = {name: d / name for name in (
+            "intervals.csv", "variance.csv", "judges.csv", "design.json", "report.html",
+            "report.md", "summary.json")}
+        self.intervals.to_csv(paths["intervals.csv"], index=False)
+        self.variance.to_csv(paths["variance.csv"], index=False)
+        self.judges.to_csv(paths["judges.csv"], index=False)
+        paths["design.json"].write_text(json.dumps(_jsonable(self.design), indent=2,
+                                                   default=str))
+        summary = dict(self.summary)
+        summary["headline"] = self.headline
+        summary["warnings"] = list(self.warnings)
+        if self.truth is not None:
+            summary["truth"] = self.truth
+        paths["summary.json"].write_text(json.dumps(_jsonable(summary), indent=2,
+                                                    default=str))
+        plots = d / "plots"
+        plots.mkdir(exist_ok=True)
+        for name, fig in all_figures(self):
+            save_png(fig, plots / f"{name}.png")
+        self.to_markdown(paths["report.md"], plots_dir="plots")
+        self.to_html(paths["report.html"])
+        return paths
+
+    def __str__(self) -> str:
+        lines = ["evalmix report"]
+        rec = self.recommendation
+        if rec:
+            lines.append(f"recommended: {rec.get('method')} clustered by "
+                         f"{rec.get('cluster') or 'none'} -- {rec.get('reason', '')}")
+        if not self.headline.empty:
+            show = self.headline[["estimand", "contrast", "estimate", "lo", "hi",
+                                  "width_ratio", "fragile"]]
+            lines += ["", show.to_string(index=False, float_format=lambda v: f"{v:.3f}")]
+        if self.warnings:
+            lines += ["", *("warning: " + w for w in self.warnings)]
+        return "\n".join(lines)
+
+    __repr__ = __str__
