@@ -127,10 +127,13 @@ def _truth_lines(rep: Report) -> list[tuple[str, str]]:
     if rep.truth is None or rep.truth.empty:
         return []
     t = rep.truth
-    n_in = int(t["contains_truth"].astype(bool).sum())
-    kind = "ok" if n_in == len(t) else "bad"
-    text = (f"The simulator's true values are known: {n_in} of {len(t)} recommended "
-            "intervals contain them.")
+    rec = t[t["recommended"].astype(bool)] if "recommended" in t else t
+    n_in = int(rec["contains_truth"].astype(bool).sum())
+    kind = "ok" if n_in == len(rec) else "bad"
+    n_all = int(t["contains_truth"].astype(bool).sum())
+    text = (f"The simulator's true values are known: {n_in} of {len(rec)} recommended "
+            f"intervals contain them ({n_all} of {len(t)} rows checked, naive and "
+            "model-based included).")
     if rep.summary.get("truth_note"):
         text += " " + str(rep.summary["truth_note"])
     return [(kind, text)]
