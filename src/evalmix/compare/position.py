@@ -47,8 +47,8 @@ def mean_cr1(y: np.ndarray, clusters: np.ndarray, *, level: float = 0.95
     """Mean of ``y`` with a CR1 standard error and a t(G-1) interval.
 
     For an intercept-only model the CR1 variance is
-    ``G/(G-1) * (n-1)/n * sum_g (sum_{i in g} (y_i - ybar))^2 / n^2`` (Stata's small-sample
-    factors with k = 1).
+    ``G/(G-1) * sum_g (sum_{i in g} (y_i - ybar))^2 / n^2`` (Stata's small-sample factor
+    ``G/(G-1) * (N-1)/(N-k)`` with k = 1).
 
     Returns
     -------
@@ -64,7 +64,7 @@ def mean_cr1(y: np.ndarray, clusters: np.ndarray, *, level: float = 0.95
     if g < 2 or n < 2:
         return (m, np.nan, np.nan, np.nan, g)
     sums = np.bincount(codes, weights=y - m, minlength=g)
-    var = (g / (g - 1)) * ((n - 1) / n) * float(np.sum(sums**2)) / n**2
+    var = (g / (g - 1)) * float(np.sum(sums**2)) / n**2
     se = float(np.sqrt(var))
     t = float(stats.t.ppf(0.5 + level / 2, g - 1))
     return (m, se, m - t * se, m + t * se, g)

@@ -1,0 +1,224 @@
+"""analyze() and the Report: decision/fragile logic, headline ratios, position bias.
+
+References used here: closed forms (the CR1 SE of an intercept-only model with equal
+cluster sizes equals the SE of the cluster means; y = 1,4,11,6,13,8 in clusters
+1,1,2,2,3,3 gives 2.4037009, the identity from issue 3), hand-built AB/BA pairs whose
+position bias is known exactly, and statsmodels OLS with cluster-robust covariance.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import evalmix
+from evalmix.compare.decide import INTERVAL_COLUMNS, add_decisions, headline, orient
+from evalmix.compare.plan import contrasts, recommend_cluster
+from evalmix.compare.position import mean_cr1, position_bias
+
+#: Closed-form identities are exact up to floating point.
+EXACT_TOL = 1e-9
+#: statsmodels computes the same sandwich through a different code path.
+STATSMODELS_TOL = 1e-8
+FILE_COLUMNS = ["estimand", "contrast", "method", "cluster", "estimate", "se", "lo", "hi",
+                "level", "df", "n_clusters", "n_obs", "decision", "fragile"]
+
+
+def _rows(specs):
+    base = {"se": np.nan, "level": 0.95, "df": np.nan, "n_clusters": 10, "n_obs": 100,
+            "p_value": np.nan, "reps": 0, "seed": None, "ci_type": "t", "paired": None,
+            "source": "design", "note": ""}
+    return pd.DataFrame([{**base, "estimand": e, "contrast": c, "method": m, "cluster": cl,
+                          "estimate": (lo + hi) / 2, "lo": lo, "hi": hi, "null": null}
+                         for e, c, m, cl, lo, hi, null in specs])
+
+
+# ---------------------------------------------------------------- decisions / fragile
+def test_decision_and_fragile_on_constructed_rows():
+    f = _rows([
+        ("win_rate", "A", "naive", "", 0.55, 0.60, 0.5),        # excludes 0.5
+        ("win_rate", "A", "CR2", "item", 0.48, 0.67, 0.5),      # contains 0.5 -> fragile
+        ("win_rate", "A", "bootstrap", "item", np.nan, np.nan, 0.5),  # no interval
+        ("win_rate", "B", "naive", "", 0.30, 0.40, 0.5),        # excludes (below)
+        ("win_rate", "B", "CR2", "item", 0.20, 0.49, 0.5),      # excludes -> not fragile
+        ("difference", "B - A", "naive", "", -0.20, -0.01, 0.0),
+        ("difference", "B - A", "CR2", "item", -0.25, 0.02, 0.0),
+    ])
+    out = add_decisions(f)
+    assert out["decision"].tolist()[:2] == [True, False]
+    assert pd.isna(out["decision"].iloc[2])
+    assert out["decision"].tolist()[3:5] == [True, True]
+    assert out["decision"].tolist()[5:] == [True, False]
+    assert out.loc[out["contrast"] == "A", "fragile"].all()
+    assert not out.loc[out["contrast"] == "B", "fragile"].any()
+    assert out.loc[out["contrast"] == "B - A", "fragile"].all()
+
+
+def test_orient_flips_win_rates_and_differences():
+    row = {"estimate": 0.3, "lo": 0.2, "hi": 0.45}
+    w = orient(row, flip=True, estimand="win_rate")
+    assert (w["estimate"], w["lo"], w["hi"]) == pytest.approx((0.7, 0.55, 0.8))
+    d = orient(row, flip=True, estimand="difference")
+    assert (d["estimate"], d["lo"], d["hi"]) == pytest.approx((-0.3, -0.45, -0.2))
+    assert orient(row, flip=False, estimand="win_rate") == row
+
+
+def test_headline_ratio_is_width_ratio_and_falls_back():
+    f = add_decisions(_rows([
+        ("win_rate", "A", "naive", "", 0.55, 0.60, 0.5),
+        ("win_rate", "A", "CR2", "item", 0.48, 0.65, 0.5),      # contains 0.5
+        ("win_rate", "B", "naive", "", 0.40, 0.50, 0.5),
+        ("win_rate", "B", "CR1", "item", 0.30, 0.60, 0.5),      # no CR2 row: CR1 used
+    ]))
+    h = headline(f, cluster="item", method="CR2").set_index("contrast")
+    assert h.loc["A", "width_ratio"] == pytest.approx(0.17 / 0.05, rel=EXACT_TOL)
+    assert h.loc["A", "message"] == "your error bar was 3.4x too narrow"
+    assert h.loc["B", "method"] == "CR1"
+    assert h.loc["B", "width_ratio"] == pytest.approx(3.0, rel=EXACT_TOL)
+    assert bool(h.loc["A", "fragile"]) and not bool(h.loc["B", "fragile"])
+
+
+# ---------------------------------------------------------------- closed forms
+def test_mean_cr1_equals_se_of_cluster_means():
+    est, se, lo, hi, g = mean_cr1(np.array([1, 4, 11, 6, 13, 8.0]), np.array([1, 1, 2, 2, 3, 3]))
+    assert g == 3
+    assert est == pytest.approx(43 / 6, rel=EXACT_TOL)
+    assert se == pytest.approx(2.4037009, abs=5e-8)  # 7 significant digits given
+
+
+def test_mean_cr1_matches_statsmodels():
+    sm = pytest.importorskip("statsmodels.api")
+    rng = np.random.default_rng(5)
+    cl = rng.integers(0, 17, 300)
+    y = (rng.random(300) < 0.3 + 0.02 * cl).astype(float)
+    _, se, *_ = mean_cr1(y, cl)
+    res = sm.OLS(y, np.ones((300, 1))).fit(cov_type="cluster", cov_kwds={"groups": cl})
+    # statsmodels' default cluster correction: G/(G-1) * (N-1)/(N-k); k = 1 -> G/(G-1)
+    assert se == pytest.approx(float(res.bse[0]), rel=STATSMODELS_TOL)
+
+
+def _pairs_table(kind: str):
+    """Two judges on 40 items, both orders. 'first' always prefers the first-shown
+    answer; 'steady' always prefers model_a."""
+    rows = []
+    for judge in ("first", "steady"):
+        for i in range(40):
+            for first in ("a", "b"):
+                out = first if judge == "first" else "a"
+                rows.append({"item": f"i{i}", "judge": judge, "model_a": "base",
+                             "model_b": "new", "first_shown": first, "outcome": out})
+    df = pd.DataFrame(rows)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return evalmix.read(df, outcome="outcome", model_a="model_a", model_b="model_b",
+                            first_shown="first_shown",
+                            clusters={"item": "item", "judge": "judge"}, ties=kind)
+
+
+def test_position_bias_on_known_pairs():
+    pos = position_bias(_pairs_table("half"), judge="judge", cluster="item").set_index("judge")
+    assert pos.loc["first", "first_shown_win_rate"] == pytest.approx(1.0)
+    assert pos.loc["first", "flip_rate"] == pytest.approx(1.0)
+    assert pos.loc["first", "consistency"] == pytest.approx(0.0)
+    assert pos.loc["steady", "first_shown_win_rate"] == pytest.approx(0.5)
+    assert pos.loc["steady", "flip_rate"] == pytest.approx(0.0)
+    assert pos.loc["steady", "consistency"] == pytest.approx(1.0)
+    assert pos.loc["(all judges)", "first_shown_win_rate"] == pytest.approx(0.75)
+    assert pos.loc["first", "n_pairs"] == 40
+
+
+# ---------------------------------------------------------------- plan
+def test_recommendation_prefers_coarsest_level_with_enough_clusters():
+    rows = [{"item": f"q{i}", "group": f"g{i % 8}", "judge": j, "model_a": "base",
+             "model_b": "new", "outcome": "a" if (i + k) % 3 else "b"}
+            for i in range(80) for k, j in enumerate(("j1", "j2", "j3"))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = evalmix.read(pd.DataFrame(rows), outcome="outcome", model_a="model_a",
+                         model_b="model_b",
+                         clusters={"item": "item", "group": "group", "judge": "judge"})
+    rec = recommend_cluster(t, judge="judge")
+    assert rec.cluster == "item" and rec.method == "CR2" and rec.n_clusters == 80
+    assert "'group' (8 clusters)" in rec.reason
+    # with a threshold below 8 the coarser group level wins
+    assert recommend_cluster(t, judge="judge", min_clusters=5).cluster == "group"
+    keys = [c.key for c in contrasts(t)]
+    assert keys == [("win_rate", "new vs base")]  # no order column: no controlled rate
+
+
+# ---------------------------------------------------------------- analyze end to end
+@pytest.fixture(scope="module")
+def small_report():
+    from evalmix.sim import pairwise_judges
+
+    sim = pairwise_judges(12, 4, 2, 2, seed=11)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table = sim.table()
+    return evalmix.analyze(table, fast=True, reps=199, seed=3, progress=False,
+                           backend="statsmodels")
+
+
+def test_analyze_columns_and_rows(small_report):
+    iv = small_report.intervals
+    assert list(iv.columns[:14]) == FILE_COLUMNS
+    assert list(iv.columns) == list(INTERVAL_COLUMNS)
+    assert set(iv["estimand"]) == {"win_rate", "controlled_win_rate", "difference"}
+    assert {"naive", "CR1", "CR2", "CR3", "bootstrap", "wild"} <= set(iv["method"])
+    assert {"", "scenario", "persona", "scenario+persona"} <= set(iv["cluster"])
+    ok = iv[np.isfinite(iv["lo"].astype(float))]
+    assert len(ok) >= 0.6 * len(iv)
+    assert (ok["lo"] <= ok["estimate"] + 1e-12).all() and (ok["estimate"] <= ok["hi"] + 1e-12).all()
+
+
+def test_analyze_decisions_follow_intervals(small_report):
+    iv = small_report.intervals
+    ok = iv[np.isfinite(iv["lo"].astype(float))]
+    expect = (ok["lo"] > ok["null"]) | (ok["hi"] < ok["null"])
+    assert (ok["decision"].astype(bool) == expect).all()
+    nulls = iv.groupby("estimand")["null"].first()
+    assert nulls["win_rate"] == 0.5 and nulls["difference"] == 0.0
+    for _, part in iv.groupby(["estimand", "contrast"]):
+        fragile = part["decision"].dropna().nunique() > 1
+        assert (part["fragile"] == fragile).all()
+
+
+def test_win_rates_are_model_b_side(small_report):
+    t = small_report
+    iv = t.intervals
+    naive = iv[(iv["method"] == "naive") & (iv["estimand"] == "win_rate")].set_index("contrast")
+    from evalmix.sim import pairwise_judges
+
+    data = pairwise_judges(12, 4, 2, 2, seed=11).data
+    for cond in ("control", "treatment"):
+        part = data[data["model_b"] == cond]
+        score_b = ((part["outcome"] == "b") + 0.5 * (part["outcome"] == "tie")).mean()
+        assert naive.loc[f"{cond} vs reference", "estimate"] == pytest.approx(score_b,
+                                                                               rel=EXACT_TOL)
+
+
+def test_headline_ratio_equals_interval_widths(small_report):
+    rep = small_report
+    iv, rec = rep.intervals, rep.recommendation
+    assert not rep.headline.empty
+    for _, h in rep.headline.iterrows():
+        part = iv[(iv["estimand"] == h["estimand"]) & (iv["contrast"] == h["contrast"])]
+        n = part[part["method"] == "naive"].iloc[0]
+        r = part[(part["method"] == h["method"]) & (part["cluster"] == h["cluster"])].iloc[0]
+        assert h["cluster"] == rec["cluster"]
+        assert h["width_ratio"] == pytest.approx((r["hi"] - r["lo"]) / (n["hi"] - n["lo"]),
+                                                 rel=EXACT_TOL)
+
+
+def test_report_serialises(small_report, tmp_path):
+    d = json.loads(small_report.to_json())
+    assert {"intervals", "headline", "warnings", "design", "summary"} <= set(d)
+    assert d["design"]["recommendation"]["cluster"] == "scenario"
+    assert small_report.summary["seed"] == 3
+    md = small_report.to_markdown()
+    assert "Headline" in md and "scenario" in md
+    assert any("persona" in w and "clusters" in w for w in small_report.warnings)
