@@ -283,7 +283,7 @@ def analyze(
         rec_level = (rec.cluster,) if rec.cluster else ()
         for jl in table.levels(judge):
             for c in plan:
-                for m, lv in (("naive", ()), (rec.method, rec_level)):
+                for m, lv in dict.fromkeys((("naive", ()), (rec.method, rec_level))):
                     if lv or m == "naive":
                         judge_jobs.append(_Job(c, m, lv, judge=str(jl)))
     interval = upstream("evalmix.inference.api", "interval")

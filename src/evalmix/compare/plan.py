@@ -113,8 +113,9 @@ def contrasts(table: EvalTable) -> list[Contrast]:
 
 
 def _mean_null(table: EvalTable) -> float:
-    # a mean has no natural null; 0.5 for proportions (chance for a binary choice), else 0
-    return 0.5 if table.outcome_type in ("binary", "proportion") else 0.0
+    # 0.5 for 0/1 and proportion scores (chance for a binary choice); a numeric score
+    # has no natural null, so its means get no decision (NaN) and only differences do
+    return 0.5 if table.outcome_type in ("binary", "proportion") else float("nan")
 
 
 def _relation(table: EvalTable, r1: str, r2: str) -> str:

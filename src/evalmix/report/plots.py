@@ -110,6 +110,10 @@ def forest(rows: pd.DataFrame, *, title: str, recommended: tuple[str, str] | Non
 def headline_plot(head: pd.DataFrame, *, null_of: dict[str, float]) -> Figure:
     """Naive (thin, grey) vs recommended (thick) interval for every headline contrast."""
     plt = _plt()
+    # leaderboard order: estimand blocks, then by estimate
+    head = head.assign(_o=head["estimand"].map({"win_rate": 0, "mean": 0}).fillna(1))
+    head = head.sort_values(["_o", "estimand", "estimate"], ascending=[True, True, False],
+                            kind="stable")
     n = max(len(head), 1)
     fig, ax = plt.subplots(figsize=(7.5, 0.3 * n + 1.4))
     ys = np.arange(len(head))[::-1]
@@ -118,7 +122,8 @@ def headline_plot(head: pd.DataFrame, *, null_of: dict[str, float]) -> Figure:
         ax.plot([h["naive_lo"], h["naive_hi"]], [y + 0.17, y + 0.17], color=_INCLUDES, lw=2)
         ax.plot([h["lo"], h["hi"]], [y - 0.12, y - 0.12], color=color, lw=3.2)
         ax.plot([h["estimate"]], [y - 0.12], "o", color=color, ms=4)
-    labels = [f"{h['contrast']} ({h['estimand']})" for _, h in head.iterrows()]
+    labels = [f"{h['contrast']} ({h['estimand']})" if h["estimand"] == "difference"
+              else str(h["contrast"]) for _, h in head.iterrows()]
     ax.set_yticks(ys, labels, fontsize=7.5)
     nulls = sorted({null_of.get(e, np.nan) for e in head["estimand"]})
     for v in nulls:
@@ -188,7 +193,8 @@ def position_plot(position: pd.DataFrame) -> Figure:
             label="consistency (same verdict)")
     a2.set_xlim(0, 1)
     a2.set_xlabel("share of complete AB/BA pairs", fontsize=8)
-    a2.legend(fontsize=7.5, loc="lower right")
+    a2.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=2,
+              frameon=False)
     fig.tight_layout()
     return fig
 
