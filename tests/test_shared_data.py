@@ -124,3 +124,19 @@ def test_pandalm_without_swap(shared_data: Path):
     with pytest.raises(EvalmixError, match="no partner in the other order"):
         read_quiet(path, outcome="outcome", model_a="model_a", model_b="model_b",
                    first_shown="first_shown", clusters={"item": "item_id"})
+
+
+def test_quickstart_notebook_is_executed_and_current(mtbench):
+    """notebooks/quickstart.ipynb (built by notebooks/build_quickstart.py) ran cleanly
+    and shows what read() gives today."""
+    import json
+
+    path = Path(__file__).resolve().parents[1] / "notebooks" / "quickstart.ipynb"
+    nb = json.loads(path.read_text())
+    assert nb["nbformat"] == 4
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert code and all(c["execution_count"] for c in code)
+    outputs = [o for c in code for o in c["outputs"]]
+    assert not [o for o in outputs if o["output_type"] == "error"]
+    shown = [o["data"]["text/plain"] for o in outputs if o["output_type"] == "execute_result"]
+    assert repr(mtbench) in shown
