@@ -121,3 +121,18 @@ def test_missing_file_exits_with_one_line(tmp_path):
                     "--out", str(tmp_path / "x"), timeout=60)
     assert proc.returncode != 0
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_demo_end_to_end_reports_truth(tmp_path):
+    """`evalmix demo` with MCMC: every recommended interval contains the simulator's
+    truth for the default seed, and the report says so."""
+    proc = _evalmix("demo", "--out", str(tmp_path / "demo"), "--quiet", timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "truth check:" in proc.stdout
+    summary = json.loads((tmp_path / "demo" / "summary.json").read_text())
+    truth = pd.DataFrame(summary["truth"])
+    rec = truth[truth["recommended"]]
+    assert len(rec) == 5 and rec["contains_truth"].all()
+    html = (tmp_path / "demo" / "report.html").read_text()
+    assert "true values are known" in html

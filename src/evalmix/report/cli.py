@@ -128,5 +128,10 @@ def run_demo(args: argparse.Namespace) -> int:
     _finish(report, Path(args.out), t0)
     t = report.truth
     if t is not None and not t.empty:
-        print(f"evalmix: truth check: {report.summary.get('truth_note', '')}")
+        rec = t[t["recommended"]]
+        print(f"evalmix: truth check: {int(rec['contains_truth'].sum())} of {len(rec)} "
+              f"recommended intervals ({report.recommendation.get('method')} | "
+              f"{report.recommendation.get('cluster')}) contain the simulator's true value; "
+              f"{int(t['contains_truth'].sum())} of {len(t)} rows checked (naive, multiway "
+              "and model rows included). " + str(report.summary.get("truth_note", "")))
     return 0
