@@ -173,14 +173,24 @@ def stacked_intervals(methods, s, n, q, *, level, boot_reps, rng):
             sd_b = theta.std(axis=1, ddof=1)
             out["bootstrap"] = (est, ci[:, 0], ci[:, 1], sd_b)
         if "bootstrap-t" in methods:
-            ss = wsum(s * s) - 2 * theta * wsum(s * n) + theta**2 * wsum(n * n)
+            s2 = wsum(s * s)
+            ss = s2 - 2 * theta * wsum(s * n) + theta**2 * wsum(n * n)
+            # the expansion cancels to rounding error when every drawn cluster has the
+            # same mean: that resample's se is 0
+            ss = np.where(ss > 1e-10 * s2, ss, 0.0)
             se_b = np.sqrt(g / (g - 1) * np.maximum(ss, 0)) / n_b
             with np.errstate(divide="ignore", invalid="ignore"):
                 t_b = (theta - est[:, None]) / se_b
-            # a resample of identical clusters has se 0: t is 0/0 (-> 0) or +-inf
-            # (-> a huge finite value, so it sorts to the end of the draws)
-            t_b = np.nan_to_num(t_b, nan=0.0, posinf=1e12, neginf=-1e12)
-            qt = _norm_inter(t_b, (1 + np.array([level, -level])) / 2)
+            alpha_t = (1 + np.array([level, -level])) / 2
+            # a resample of identical clusters has se 0 and t = 0/0 or +-inf; like boot,
+            # drop those draws (row by row: rare, so a short loop)
+            bad = ~np.isfinite(t_b).all(axis=1)
+            qt = np.empty((reps, 2))
+            if (~bad).any():
+                qt[~bad] = _norm_inter(t_b[~bad], alpha_t)
+            for i in np.flatnonzero(bad):
+                finite = t_b[i][np.isfinite(t_b[i])]
+                qt[i] = _norm_inter(finite, alpha_t) if finite.size >= 2 else np.nan
             lo = est - se_cr1 * qt[:, 0]
             hi = est - se_cr1 * qt[:, 1]
             out["bootstrap-t"] = (est, lo, hi, se_cr1)
