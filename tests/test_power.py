@@ -166,3 +166,82 @@ def test_win_rate_power_matches_simulation():
     analytic = float(power(p - 0.5, n_clusters=k, cluster_size=m, icc=rho,
                            estimand="win_rate").power)
     _check(_cr1_reject(sums, np.full(k, m), 0.5), analytic, APPROX_ALLOWANCE)
+
+
+# ------------------------------------------------------------------ pilot simulation
+from evalmix.plan.pilot import (  # noqa: E402
+    bootstrap_power,
+    components_from_fit,
+    parametric_power,
+    pilot_power,
+)
+
+
+def test_parametric_power_matches_analytic_gaussian():
+    # scenario random intercepts (ICC 0.2 with residual SD sqrt(0.8)), 8 items each, mean
+    # tested against 0: the noncentral t is exact, so simulation must agree within MC error
+    reps = 1500
+    res = parametric_power({"scenario": np.sqrt(0.2), "item": 0.0},
+                           levels={"scenario": 12, "item": 8}, vary={"scenario": [24]},
+                           estimand="mean", family="gaussian", residual_sd=np.sqrt(0.8),
+                           effect=0.3, reps=reps, seed=3)
+    for _, row in res.table.iterrows():
+        analytic = float(power(0.3, n_clusters=row.n_clusters, cluster_size=8, icc=0.2,
+                               sd=1.0).power)
+        mcse = np.sqrt(analytic * (1 - analytic) / reps)
+        assert abs(row.power - analytic) < MC_Z * mcse, (row.plan, row.power, analytic)
+        # the MDE uses the same multiplier as evalmix.mde, so it is close to the analytic one
+        analytic_mde = float(mde(0.8, n_clusters=row.n_clusters, cluster_size=8, icc=0.2,
+                                 sd=1.0).mde)
+        assert abs(row.mde - analytic_mde) < 0.03 * analytic_mde + MC_Z * row.mde_mcse
+
+
+def test_pilot_bootstrap_power_tracks_analytic_with_a_large_pilot():
+    # a pilot of 400 normal clusters (ICC 0.15, m = 6) pins the variance components down,
+    # so resampling 15 or 40 clusters must give the analytic power up to MC error plus the
+    # pilot's own error in its variance (sd of a variance estimate from 400 clusters ~7%)
+    rng = np.random.default_rng(21)
+    g, m, rho = 400, 6, 0.15
+    cl = np.repeat(np.arange(g), m)
+    y = rng.normal(0, np.sqrt(rho), g)[cl] + rng.normal(0, np.sqrt(1 - rho), cl.size)
+    reps = 2000
+    res = bootstrap_power(np.ones((cl.size, 1)), y, cl, n_clusters=[15, 40], effect=0.25,
+                          reps=reps, seed=2)
+    for _, row in res.table.iterrows():
+        analytic = float(power(0.25, n_clusters=row.n_clusters, cluster_size=m, icc=rho,
+                               sd=1.0).power)
+        mcse = np.sqrt(analytic * (1 - analytic) / reps)
+        assert abs(row.power - analytic) < MC_Z * mcse + APPROX_ALLOWANCE + 0.02, row
+    assert (res.table.effect == 0.25).all()
+
+
+def test_pilot_power_on_eval_tables():
+    from evalmix.sim import clustered_scores, pairwise_judges
+
+    table = clustered_scores(30, 8, p=0.65, icc=0.1, seed=4).table()
+    res = pilot_power(table, n_clusters=[10, 60], null=0.5, reps=400, seed=1)
+    assert res.table.power.is_monotonic_increasing
+    assert (res.table.mde.diff().dropna() < 0).all()
+    pw = pairwise_judges(12, 3, 2, 2, seed=5).table()
+    diff = pilot_power(pw, estimand="difference", cluster="scenario", n_clusters=[24],
+                       reps=300, seed=2)
+    assert diff.table.loc[0, "n_clusters"] == 24
+    with pytest.raises(EvalmixError, match="one cluster role"):
+        pilot_power(pw, cluster=["scenario", "judge"], n_clusters=[10])
+
+
+def test_components_from_model_fit_variance_frame():
+    import pandas as pd
+
+    from evalmix.models.result import ModelFit
+
+    variance = pd.DataFrame({"factor": ["scenario", "judge", "judge:condition", "Residual"],
+                             "sd": [0.8, 0.4, 0.3, 1.8138]})
+    fit = ModelFit(backend="glmm_map", family="bernoulli", formula="y ~ ...",
+                   fixed_effects=pd.DataFrame(), variance=variance)
+    intercepts, slopes, family, _ = components_from_fit(fit)
+    assert intercepts == {"scenario": 0.8, "judge": 0.4}
+    assert slopes == {"judge": 0.3} and family == "binomial"
+    res = parametric_power(fit, levels={"scenario": 10, "judge": 3}, estimand="difference",
+                           effect=0.5, reps=50, seed=1, cluster=["scenario", "judge"])
+    assert res.table.loc[0, "df"] == 2  # multiway: min(G) - 1

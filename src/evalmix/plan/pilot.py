@@ -213,7 +213,8 @@ def pilot_power(
 
     ``estimand``: ``"mean"`` (mean score, null 0 unless given), ``"win_rate"`` (mean of
     the table's ``y``, i.e. model_a's win score, null 0.5) or ``"difference"`` (second
-    minus first condition, by a condition indicator; paired designs lose nothing in the
+    minus first condition, by a condition indicator; for pairwise tables without a
+    condition column, ``model_b`` names the condition; paired designs lose nothing in the
     point estimate but the pairing is not used in the variance). ``cluster`` names the
     resampling role (default: the table's first cluster role). See
     :func:`bootstrap_power`.
@@ -225,9 +226,12 @@ def pilot_power(
     codes = table.codes(roles[0])
     y = table.y
     if estimand == "difference":
-        if not table.has_condition:
+        if table.has_condition:
+            cond = table.data["condition"].to_numpy().astype(str)
+        elif table.kind == "pairwise":  # one-baseline designs: model_b names the condition
+            cond = table.data["model_b"].to_numpy().astype(str)
+        else:
             raise EvalmixError("estimand='difference' needs a table with a condition column")
-        cond = table.data["condition"].to_numpy().astype(str)
         levels = conditions or tuple(sorted(set(cond)))
         if len(levels) != 2 or not set(levels) <= set(cond):
             raise EvalmixError(f"difference needs two conditions, got {levels}; pass "

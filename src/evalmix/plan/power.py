@@ -463,7 +463,7 @@ def mde(
         for idx in np.ndindex(bshape):
             tp, kk, mm, rr, lv, cv = (a[idx] for a in b)
 
-            def gap(e: float) -> float:
+            def gap(e: float, kk=kk, mm=mm, rr=rr, lv=lv, tp=tp, cv=cv) -> float:
                 p = null_value + sign * e
                 v, _ = design_variance(n_clusters=kk, cluster_size=mm, icc=rr,
                                        sd=np.sqrt(p * (1 - p)), size_cv=cv, crossed=crossed)
