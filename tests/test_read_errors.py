@@ -503,3 +503,69 @@ def test_fuzz_read_returns_valid_table_or_evalmix_error(case):
         else:
             check_invariants(table)
     pd.testing.assert_frame_equal(df, before)
+
+
+@st.composite
+def pairwise_tables(draw):
+    """Mostly well-formed pairwise tables (comparisons in both orders, some records
+    dropped, swapped or garbled), to exercise matching and tie handling."""
+    flip = {"a": "b", "b": "a"}
+    rows = []
+    for k in range(draw(st.integers(1, 6))):
+        item = draw(st.sampled_from(["i1", "i2", "i3"]))
+        judge = draw(st.sampled_from(["j1", "j2"]))
+        m1, m2 = draw(st.sampled_from([("x", "y"), ("y", "x"), ("x", "z"), ("z", "y")]))
+        for first in ("a", "b"):
+            if draw(st.integers(0, 9)) == 0:
+                continue  # the partner goes missing
+            out = draw(st.sampled_from(["a", "b", "tie", None, "1", "0.5", "zz", m1]))
+            row = {"item": item, "judge": judge, "model_a": m1, "model_b": m2,
+                   "first_shown": first, "outcome": out, "run": k}
+            if draw(st.integers(0, 4)) == 0:  # same record, models listed the other way
+                row.update(model_a=m2, model_b=m1, first_shown=flip[first],
+                           outcome=flip.get(out, out))
+            if draw(st.integers(0, 19)) == 0:
+                row["first_shown"] = draw(st.sampled_from([None, "left", m1]))
+            rows.append(row)
+    df = pd.DataFrame(rows, columns=["item", "judge", "model_a", "model_b", "first_shown",
+                                     "outcome", "run"])
+    clusters = draw(st.sampled_from([{}, {"item": "item"}, {"item": "item", "judge": "judge"},
+                                     {"item": "item", "epoch": "run"}]))
+    kw = dict(outcome="outcome", model_a="model_a", model_b="model_b", clusters=clusters,
+              ties=draw(st.sampled_from(["half", "exclude", "separate"])),
+              unmatched=draw(st.sampled_from(["error", "drop"])))
+    if draw(st.integers(0, 3)):
+        kw["first_shown"] = "first_shown"
+    return df, kw
+
+
+@settings(max_examples=int(os.environ.get("EVALMIX_FUZZ_EXAMPLES", 300)), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(pairwise_tables())
+def test_fuzz_pairwise_matching(case):
+    df, kw = case
+    before = df.copy(deep=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DroppedRowsWarning)
+        try:
+            table = evalmix.read(df, **kw)
+        except EvalmixError:
+            pd.testing.assert_frame_equal(df, before)
+            return
+    check_invariants(table)
+    pd.testing.assert_frame_equal(df, before)
+    if not table.has_order:
+        return
+    d = table.data
+    src = df.iloc[d["row"].to_numpy()].reset_index(drop=True)
+    for _, grp in d.groupby("pair_id"):
+        if len(grp) != 2:
+            continue
+        r1, r2 = grp.iloc[0], grp.iloc[1]
+        assert {r1["model_a"], r1["model_b"]} == {r2["model_a"], r2["model_b"]}
+        for role in table.clusters:
+            assert r1[role] == r2[role]
+        first1 = r1["model_a"] if r1["a_first"] == 1 else r1["model_b"]
+        first2 = r2["model_a"] if r2["a_first"] == 1 else r2["model_b"]
+        assert first1 != first2  # one record of each order
+    assert len(src) == table.n_obs

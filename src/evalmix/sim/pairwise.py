@@ -238,7 +238,7 @@ def pairwise_judges(
     })
     fixed = {"author": u["author"], "judge": u["judge"], "judge_condition": v_jc,
              "judge_position": pi_j}
-    common = dict(alpha=intercept, beta=condition_effect, tau=tie_threshold, sds=sd,
+    common: dict[str, Any] = dict(alpha=intercept, beta=condition_effect, tau=tie_threshold, sds=sd,
                   sd_judge_condition=sd_judge_condition, conditions=tuple(conditions),
                   pos_mean=position_bias, pos_sd=sd_position_judge)
     truth = {
