@@ -412,3 +412,11 @@ def test_describe_pairwise_ab_ba_balance():
     d = s.to_dict()
     assert d["ties_count"] == 3 and d["dropped"] == {"na_outcome": 1}
     assert "AB/BA as read: 6 comparisons, 6 in both orders" in s.to_markdown()
+
+
+def test_pairwise_condition_column_in_summary():
+    df = pair_frame().assign(prompt_style=lambda d: np.where(d["item"] == "i3", "cot", "plain"))
+    t = read_quiet(df, **PAIR_KW, condition="prompt_style")
+    cond = t.describe().conditions
+    assert list(cond.columns[:3]) == ["condition", "model_a", "model_b"]
+    assert dict(zip(cond["condition"], cond["rows"], strict=True)) == {"cot": 4, "plain": 7}

@@ -191,7 +191,8 @@ def summarize(table: EvalTable) -> DesignSummary:
                                                 "share_of_combinations"])
     d = table.data
     if table.kind == "pairwise":
-        g = d.groupby(["model_a", "model_b"], sort=True)
+        keys = (["condition"] if table.has_condition else []) + ["model_a", "model_b"]
+        g = d.groupby(keys, sort=True)
         conditions = g["y"].agg(rows="size", mean_y="mean").reset_index()
         conditions = conditions.rename(columns={"mean_y": "mean_score_a"})
         pairs: dict[str, Any] = {"order_known": table.has_order}
