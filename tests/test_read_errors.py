@@ -569,3 +569,10 @@ def test_fuzz_pairwise_matching(case):
         first2 = r2["model_a"] if r2["a_first"] == 1 else r2["model_b"]
         assert first1 != first2  # one record of each order
     assert len(src) == table.n_obs
+
+
+def test_pairwise_text_outcome_with_other_numbers_is_an_error_not_a_drop():
+    # a 1/2 coding read as text: "2" must not be silently dropped as unparsed
+    df = pair_frame().assign(outcome=["1", "2", "tie", "1", "2", "2", "1", "tie"])
+    with pytest.raises(InvalidTableError, match=r"has 3 other numbers \(e.g. '2'\).*recode"):
+        evalmix.read(df, **PAIR_KW)

@@ -40,6 +40,8 @@ _FALSE = {"false", "f", "no", "n", "incorrect", "fail", "failed"}
 _A = {"a", "model_a", "1", "1.0"}
 _B = {"b", "model_b", "0", "0.0"}
 _TIE = {"tie", "draw", "equal", "0.5", "=", "tie (equal)"}
+#: outcome text read as missing (compared lower-cased and stripped)
+_NA_TEXT = {"", "na", "n/a", "nan", "none", "null"}
 _ROLE_KEYS = ("outcome", "condition", "model_a", "model_b", "first_shown", "position",
               "clusters", "ties")
 
@@ -187,8 +189,7 @@ def _parse_scores(
         y = pd.to_numeric(text, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
         y = np.where(text.isin(_TRUE).fillna(False).to_numpy(dtype=bool), 1.0, y)
         y = np.where(text.isin(_FALSE).fillna(False).to_numpy(dtype=bool), 0.0, y)
-        na = na | (text == "").fillna(False).to_numpy(dtype=bool) | text.isin(
-            {"na", "nan", "none", "null"}).fillna(False).to_numpy(dtype=bool)
+        na = na | text.isin(_NA_TEXT).fillna(False).to_numpy(dtype=bool)
         unparsed = ~na & np.isnan(y)
         if unparsed.any() and unparsed.sum() == (~na).sum():
             problems.append(
@@ -256,9 +257,18 @@ def _parse_pairwise(
     t = text.to_numpy(dtype=object, na_value=None)
     v[(t == a_names) & np.isnan(v)] = 1.0
     v[(t == b_names) & np.isnan(v)] = 0.0
-    na = na | low.isin({"", "na", "nan", "none", "null"}).fillna(False).to_numpy(dtype=bool)
+    na = na | low.isin(_NA_TEXT).fillna(False).to_numpy(dtype=bool)
     unparsed = ~na & np.isnan(v)
-    if unparsed.any() and unparsed.sum() == (~na).sum():
+    numeric = pd.to_numeric(low, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    bad_number = unparsed & ~np.isnan(numeric)
+    if bad_number.any():  # e.g. "2" in a 1/2 coding: an error, not a row to drop
+        problems.append(
+            f"pairwise outcome column {column!r} must be 'a'/'b'/'tie' or 1/0/0.5 but "
+            f"has {int(bad_number.sum())} other numbers (e.g. {_examples(raw[bad_number])}); "
+            "fix: recode it (1 = model_a wins, 0 = model_b wins, 0.5 = tie)"
+        )
+        unparsed = unparsed & ~bad_number
+    if unparsed.any() and unparsed.sum() == (~na & ~bad_number).sum():
         problems.append(
             f"pairwise outcome column {column!r} has no value evalmix can read (e.g. "
             f"{_examples(raw[unparsed])}); expected 'a', 'b', 'tie' (or 1/0/0.5, or the "
