@@ -203,3 +203,54 @@ def test_bad_grids_raise():
         coverage(["CR1"], {"n_clusters": [1]}, reps=10, progress=False)
     with pytest.raises(EvalmixError, match="repeats a cell"):
         coverage(["CR1"], [{"n_clusters": 10}, {"n_clusters": 10}], reps=10, progress=False)
+
+
+def test_generic_methods_go_through_evalmix_interval(monkeypatch):
+    # a stand-in for evalmix.interval computing CR1 from the table it is given: the
+    # per-replication tables must reproduce the fast path's numbers exactly
+    import evalmix
+    from evalmix.inference.result import IntervalResult
+
+    calls = []
+
+    def fake_interval(table, estimand, *, method, cluster, level, reps, seed):
+        calls.append((estimand, method, cluster))
+        data = table.data
+        if estimand == "difference":
+            wide = data.pivot_table(index=["item", "cluster"], columns="condition",
+                                    values="y").reset_index()
+            y = (wide["treatment"] - wide["control"]).to_numpy()
+            cl = wide["cluster"].to_numpy()
+        else:
+            y, cl = table.y, data["cluster"].to_numpy()
+        _, codes = np.unique(cl, return_inverse=True)
+        s, n, q = _suff(codes, y)
+        est, lo, hi, se = stacked_intervals(["CR1"], s, n, q, level=level, boot_reps=2,
+                                            rng=None)["CR1"]
+        return IntervalResult(estimand=estimand, contrast="overall", method=method,
+                              cluster=cluster, estimate=est[0], se=se[0], lo=lo[0], hi=hi[0],
+                              level=level, df=float(codes.max()), n_clusters=codes.max() + 1,
+                              n_obs=y.size)
+
+    monkeypatch.setitem(vars(evalmix), "interval", fake_interval)
+    grid = [{"n_clusters": 6, "cluster_size": 4, "size_cv": 0.5},
+            {"estimand": "difference", "n_clusters": 5, "cluster_size": 3, "icc": 0.3}]
+    res = coverage(["CR1", "fake-CR1"], grid, reps=40, seed=3, progress=False)
+    t = res.table
+    for cell in (0, 1):
+        fast = t[(t.cell == cell) & (t.method == "CR1")].iloc[0]
+        slow = t[(t.cell == cell) & (t.method == "fake-CR1")].iloc[0]
+        for col in ("coverage", "mean_width", "mean_se", "sd_estimate"):
+            assert slow[col] == pytest.approx(fast[col], rel=1e-9)
+    assert len(calls) == 80 and calls[-1] == ("difference", "fake-CR1", "cluster")
+
+
+def test_dask_scheduler_address_string():
+    distributed = pytest.importorskip("distributed")
+    grid = {"n_clusters": [12], "cluster_size": [3], "icc": [0.2]}
+    local = coverage(["CR1"], grid, reps=100, seed=1, progress=False)
+    with distributed.LocalCluster(n_workers=1, processes=False, dashboard_address=None) as lc:
+        dsk = coverage(["CR1"], grid, reps=100, seed=1, client=lc.scheduler_address,
+                       progress=False)
+    assert dsk.backend == "dask"
+    assert dsk.table.coverage.tolist() == local.table.coverage.tolist()

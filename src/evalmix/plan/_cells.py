@@ -208,8 +208,9 @@ def _items_table(cell, s_row, n_row, q_row):
     if cell["estimand"] == "mean":
         pos = np.arange(cluster.size) - np.repeat(np.cumsum(sizes) - sizes, sizes)
         y = (pos < np.repeat(s_row, sizes)).astype(float)
-        frame = pd.DataFrame({"cluster": cluster.astype(str), "y": y})
-        return read(frame, outcome="y", clusters={"cluster": "cluster"})
+        frame = pd.DataFrame({"cluster": cluster.astype(str),
+                              "item": np.arange(cluster.size).astype(str), "y": y})
+        return read(frame, outcome="y", clusters={"cluster": "cluster", "item": "item"})
     # per-item differences with the replication's cluster sums and within-cluster SS
     mean_k = s_row / n_row
     ss_w = np.maximum(q_row - n_row * mean_k**2, 0)
