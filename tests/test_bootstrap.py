@@ -175,7 +175,7 @@ def test_options_and_errors():
         cluster_bootstrap(np.ones((12, 1)), y, np.repeat(np.arange(4), 3))
     with pytest.warns(FewClustersWarning, match="CR2"):
         cluster_bootstrap(np.ones((12, 1)), y, np.repeat(np.arange(6), 2), reps=50, seed=1)
-    with pytest.raises(InvalidOptionError, match="'percentile', 'bca', 'studentized'"):
+    with pytest.raises(InvalidOptionError, match="'percentile', 'expanded', 'bca'"):
         cluster_bootstrap(np.ones((12, 1)), y, np.arange(12), ci="basic")
     with pytest.raises(InvalidOptionError, match="family"):
         cluster_bootstrap(np.ones((12, 1)), y, np.arange(12), family="probit")
@@ -200,3 +200,20 @@ def test_norm_inter_is_vectorised_over_rows():
     t = rng.normal(size=(4, 999))
     rows = np.array([bs.percentile_interval(r) for r in t])
     np.testing.assert_allclose(bs.percentile_interval(t), rows, rtol=1e-14)
+
+
+def test_expanded_percentile_uses_hesterbergs_alpha():
+    """alpha' = Phi(sqrt(G/(G-1)) t_{alpha/2,G-1}): 0.01588 for G = 20 at 95% (by hand:
+    t_{0.025,19} = -2.0930, times sqrt(20/19) = -2.1474)."""
+    rng = np.random.default_rng(3)
+    g = np.repeat(np.arange(20), 5)
+    y = rng.normal(size=20)[g] + rng.normal(size=100)
+    res = cluster_bootstrap(np.ones((100, 1)), y, g, reps=1999, ci="expanded", seed=2)
+    a = 0.0158808
+    expected = bs.norm_inter(res.draws, np.array([a, 1 - a]))
+    np.testing.assert_allclose([res.lo, res.hi], expected, rtol=1e-5)
+    perc = bs.percentile_interval(res.draws)
+    assert res.lo < perc[0] and res.hi > perc[1]
+    # many clusters: expanded and plain percentile intervals coincide
+    wide = bs.expanded_interval(res.draws, 10**7)
+    np.testing.assert_allclose(wide, perc, rtol=1e-6)

@@ -17,6 +17,8 @@ Davison, A. C. & Hinkley, D. V. (1997). Bootstrap Methods and their Application.
 Cambridge University Press. doi:10.1017/CBO9780511802843
 Efron, B. (1987). Better bootstrap confidence intervals. JASA 82, 171-185.
 doi:10.1080/01621459.1987.10478410
+Hesterberg, T. C. (2015). What teachers should know about the bootstrap. The American
+Statistician 69, 371-386. doi:10.1080/00031305.2015.1089789
 Field, C. A. & Welsh, A. H. (2007). Bootstrapping clustered data. JRSS B 69, 369-390.
 doi:10.1111/j.1467-9868.2007.00593.x
 """
@@ -45,13 +47,14 @@ __all__ = [
     "cluster_weights",
     "norm_inter",
     "percentile_interval",
+    "expanded_interval",
     "bca_interval",
     "studentized_interval",
 ]
 
-CIType = Literal["percentile", "bca", "studentized"]
+CIType = Literal["percentile", "expanded", "bca", "studentized"]
 Family = Literal["linear", "logit"]
-CI_TYPES: tuple[str, ...] = ("percentile", "bca", "studentized")
+CI_TYPES: tuple[str, ...] = ("percentile", "expanded", "bca", "studentized")
 FAMILIES: tuple[str, ...] = ("linear", "logit")
 #: Largest number of weight entries (replicates x resampled units) held at once.
 CHUNK_ENTRIES = 2_000_000
@@ -201,6 +204,26 @@ def _two_alpha(level: float) -> np.ndarray:
 def percentile_interval(draws: np.ndarray, level: float = 0.95) -> np.ndarray:
     """Percentile interval ``[lo, hi]`` (boot's ``perc.ci``); vectorised over rows."""
     return norm_inter(draws, _two_alpha(level))
+
+
+def expanded_interval(draws: np.ndarray, n_clusters: int | np.ndarray,
+                      level: float = 0.95) -> np.ndarray:
+    """Expanded percentile interval (Hesterberg 2015); vectorised over rows.
+
+    The bootstrap distribution of a mean is too narrow by about sqrt((G - 1) / G) and
+    ignores the t-like tails of a studentized mean with G clusters; the expanded interval
+    takes the percentiles at ``Phi(sqrt(G / (G - 1)) t_{alpha/2, G-1})`` instead of
+    ``alpha / 2``. With 20 clusters and level 0.95 these are the 1.6% and 98.4% points.
+
+    References
+    ----------
+    Hesterberg, T. C. (2015). What teachers should know about the bootstrap. The
+    American Statistician 69, 371-386. doi:10.1080/00031305.2015.1089789
+    """
+    g = np.asarray(n_clusters, dtype=float)
+    a = stats.norm.cdf(np.sqrt(g / (g - 1)) * stats.t.ppf((1 - level) / 2, g - 1))
+    alpha = np.stack(np.broadcast_arrays(a, 1 - a), axis=-1)
+    return norm_inter(draws, alpha)
 
 
 def bca_interval(draws: np.ndarray, estimate: float | np.ndarray, jackknife: np.ndarray,
@@ -392,9 +415,11 @@ def cluster_bootstrap(
         (batched Newton on the cluster-weighted data; slower).
     reps : int
     level : float
-    ci : {"percentile", "bca", "studentized"}
-        Percentile, BCa (jackknife over clusters for the acceleration) or bootstrap-t
-        (studentized by the CR1 standard error recomputed in each replicate).
+    ci : {"percentile", "expanded", "bca", "studentized"}
+        Percentile, expanded percentile (Hesterberg 2015; percentiles widened for G
+        clusters, better coverage with 20-50 clusters), BCa (jackknife over clusters for
+        the acceleration) or bootstrap-t (studentized by the CR1 standard error
+        recomputed in each replicate).
     seed : int or numpy.random.Generator
     nested : (n,) int array, optional
         Second-stage units (e.g. items, or AB/BA pairs) nested in ``clusters``: two-stage
@@ -516,6 +541,8 @@ def cluster_bootstrap(
     t_draws = None
     if ci == "percentile":
         lo, hi = percentile_interval(good, level)
+    elif ci == "expanded":
+        lo, hi = expanded_interval(good, g, level)
     elif ci == "bca":
         jack = np.empty(g)
         jchunk = max(1, CHUNK_ENTRIES // max(n_blocks, 1))
