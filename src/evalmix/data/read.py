@@ -259,8 +259,10 @@ def _parse_pairwise(
     v[(t == b_names) & np.isnan(v)] = 0.0
     na = na | low.isin(_NA_TEXT).fillna(False).to_numpy(dtype=bool)
     unparsed = ~na & np.isnan(v)
-    numeric = pd.to_numeric(low, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-    bad_number = unparsed & ~np.isnan(numeric)
+    bad_number = np.zeros(n, dtype=bool)
+    if unparsed.any():
+        numeric = pd.to_numeric(low[unparsed], errors="coerce")
+        bad_number[np.flatnonzero(unparsed)] = numeric.notna().to_numpy(dtype=bool)
     if bad_number.any():  # e.g. "2" in a 1/2 coding: an error, not a row to drop
         problems.append(
             f"pairwise outcome column {column!r} must be 'a'/'b'/'tie' or 1/0/0.5 but "
