@@ -374,12 +374,24 @@ def read(
         outcome.
     roles : path, optional
         TOML file with the same keys (``outcome``, ``condition``, ..., ``ties`` and a
-        ``[clusters]`` table). Keyword arguments override it.
+        ``[clusters]`` table; see ``docs/examples/roles.toml``). Keyword arguments
+        override it; ``clusters=`` entries are merged into its ``[clusters]`` table.
     outcome_type : {"auto", "binary", "proportion", "numeric"}
         Scores tables: force the outcome type ("binary" makes non-0/1 values an error).
+        Pairwise tables: "binary" makes ties under ``ties="half"`` an error.
     unmatched : {"error", "drop"}
         Pairwise with ``first_shown``: what to do with AB records lacking a BA record
-        (or vice versa).
+        (or vice versa). Records of one comparison (same unordered model pair,
+        condition and cluster labels) are paired k-th AB with k-th BA, also when the
+        BA record lists the two models the other way round.
+
+    Notes
+    -----
+    Id columns (clusters, condition, models, first_shown) are read from CSV files as
+    text and compared as stripped strings, so CSV, Parquet, JSONL and DataFrame inputs
+    give identical tables. Rows with an NA or unparsed outcome, excluded ties and
+    dropped unmatched records are counted in ``table.dropped`` and announced by one
+    :class:`~evalmix.errors.DroppedRowsWarning`. See ``docs/data.md``.
 
     Returns
     -------
