@@ -405,8 +405,9 @@ def read(
     Examples
     --------
     >>> import pandas as pd, evalmix
-    >>> df = pd.DataFrame({"q": ["q1", "q1", "q2", "q2"], "correct": [1, 0, 1, 1]})
-    >>> t = evalmix.read(df, outcome="correct", clusters={"item": "q"})
+    >>> df = pd.DataFrame({"q": ["q1", "q1", "q2", "q2"], "model": ["x", "y", "x", "y"],
+    ...                    "correct": [1, 0, 1, 1]})
+    >>> t = evalmix.read(df, outcome="correct", condition="model", clusters={"item": "q"})
     >>> t.n_obs, t.outcome_type
     (4, 'binary')
     """
