@@ -420,3 +420,13 @@ def test_pairwise_condition_column_in_summary():
     cond = t.describe().conditions
     assert list(cond.columns[:3]) == ["condition", "model_a", "model_b"]
     assert dict(zip(cond["condition"], cond["rows"], strict=True)) == {"cot": 4, "plain": 7}
+
+
+@pytest.mark.parametrize("module", ["evalmix.data.read", "evalmix.data.summary",
+                                    "evalmix.sim.scores", "evalmix.sim.pairwise"])
+def test_docstring_examples_run(module: str):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
