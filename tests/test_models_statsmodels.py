@@ -16,6 +16,7 @@ import evalmix
 from evalmix.errors import EvalmixError, InvalidOptionError, SingularFitWarning
 from evalmix.models.frequentist import (
     fit_glmm_arrays,
+    fit_laplace_arrays,
     fit_mixedlm_arrays,
     fit_statsmodels,
     intercept_term,
@@ -42,6 +43,13 @@ LPM_FE_ATOL = 1e-5
 #: (condition, position), i.e. < 0.05 glmer SE. Tolerance: 0.02 (about 0.35 SE for
 #: condition/position, 0.05 SE for the intercept).
 GLMM_FE_ATOL = 0.02
+#: Our Laplace GLMM vs glmmTMB (both at the Laplace optimum; measured agreement 1e-6):
+#: estimates, SEs and Wald-on-log-SD interval ends to 1e-4 relative, logLik to 1e-8.
+LAPLACE_RTOL = 1e-4
+#: vs lme4's glmer: its optimiser stops slightly early (cbpp logLik -92.02657 vs the
+#: optimum -92.02628) and its SEs use a different Hessian (0.1-1.5% off glmmTMB's).
+GLMER_FE_ATOL = 2e-3
+GLMER_SE_RTOL = 0.02
 #: MAP's Laplace SEs vs glmer's SEs (measured within 2.1%).
 MAP_SE_RTOL = 0.05
 #: VB/MAP SDs: approximations (prior on log SD, no integration over random effects);
@@ -131,8 +139,10 @@ def crossed_spec(crossed_table):
 def crossed_fits(crossed_table, crossed_spec):
     with warnings.catch_warnings():
         warnings.simplefilter("error", SingularFitWarning)
-        return {m: fit_statsmodels(None, crossed_spec, method=m, seed=11, n_draws=1000)
+        fits = {m: fit_statsmodels(None, crossed_spec, method=m, seed=11, n_draws=1000)
                 for m in ("mixedlm", "vb", "map")}
+        fits["laplace"] = fit_statsmodels(None, crossed_spec, seed=11, n_draws=1000)  # auto
+    return fits
 
 
 R_TERMS = {"Intercept": "(Intercept)", "condition[treatment]": "conditiontreatment",
@@ -162,6 +172,30 @@ def test_mixedlm_linear_probability_equals_lmer(crossed_fits):
                                    rtol=LPM_VAR_RTOL)
     assert fit.approximate and "linear probability" in fit.provenance["note"]
     assert set(fe["scale"]) == {"probability"}
+
+
+def test_laplace_equals_glmer_and_glmmtmb_on_crossed_binary(crossed_fits):
+    fit = crossed_fits["laplace"]
+    assert fit.backend == "glmm_laplace" and not fit.approximate
+    fe = fit.fixed_effects
+    fe = fe[fe.scale == "log-odds"].set_index("term")
+    v = fit.variance.set_index("factor")
+    for sw in ("lme4", "glmmTMB"):
+        fx, vc = _ref("crossed_binary", sw, contains="binomial")
+        for ours, theirs in R_TERMS.items():
+            assert abs(fe.loc[ours, "estimate"] - fx.loc[theirs, "estimate"]) < 1e-4
+        for f in FACTORS:
+            np.testing.assert_allclose(v.loc[f, "sd"], vc.loc[f, "sd"], rtol=LAPLACE_RTOL)
+    fx, vc = _ref("crossed_binary", "glmmTMB", contains="binomial")
+    for ours, theirs in R_TERMS.items():
+        np.testing.assert_allclose(fe.loc[ours, "se"], fx.loc[theirs, "se"], rtol=LAPLACE_RTOL)
+    for f in FACTORS:
+        np.testing.assert_allclose(v.loc[f, ["lo", "hi"]].to_numpy(dtype=float),
+                                   vc.loc[f, ["sd_lo", "sd_hi"]].to_numpy(dtype=float),
+                                   rtol=LAPLACE_RTOL)
+    ll = pd.read_csv(REF / "reference_fit.csv")
+    ll = ll[(ll.dataset == "crossed_binary") & (ll.software == "glmmTMB")].value.item()
+    np.testing.assert_allclose(fit.results.llf, ll, rtol=1e-8)
 
 
 @pytest.mark.parametrize("method", ["vb", "map"])
@@ -248,6 +282,29 @@ def cbpp_bernoulli():
     return rep, X
 
 
+def test_cbpp_laplace_with_binomial_counts_equals_glmmtmb():
+    d = pd.read_csv(REF / "cbpp.csv")
+    X = np.column_stack([np.ones(len(d))] + [(d.period == j).astype(float) for j in (2, 3, 4)])
+    fit = fit_laplace_arrays((d.incidence / d["size"]).to_numpy(), X,
+                             ["(Intercept)", "period2", "period3", "period4"],
+                             [intercept_term("herd", d["herd"])], trials=d["size"].to_numpy())
+    fx, vc = _ref("cbpp", "glmmTMB")
+    terms = list(fit.fe_names)
+    np.testing.assert_allclose(fit.fe_est, fx.loc[terms, "estimate"], rtol=LAPLACE_RTOL)
+    np.testing.assert_allclose(fit.fe_se, fx.loc[terms, "se"], rtol=LAPLACE_RTOL)
+    np.testing.assert_allclose([fit.vc_sd[0], fit.vc_lo[0], fit.vc_hi[0]],
+                               vc.loc["herd", ["sd", "sd_lo", "sd_hi"]].to_numpy(dtype=float),
+                               rtol=LAPLACE_RTOL)
+    ll = pd.read_csv(REF / "reference_fit.csv").query("dataset == 'cbpp' and criterion == 'logLik'")
+    np.testing.assert_allclose(fit.results.llf, ll[ll.software == "glmmTMB"].value.item(),
+                               rtol=1e-8)
+    # glmer stops slightly short of the optimum: ours is at least as high
+    assert fit.results.llf >= ll[ll.software == "lme4"].value.item()
+    fx4, _ = _ref("cbpp", "lme4")
+    np.testing.assert_allclose(fit.fe_est, fx4.loc[terms, "estimate"], atol=GLMER_FE_ATOL)
+    np.testing.assert_allclose(fit.fe_se, fx4.loc[terms, "se"], rtol=GLMER_SE_RTOL)
+
+
 def test_cbpp_vb_close_to_glmer_and_map_collapses(cbpp_bernoulli):
     rep, X = cbpp_bernoulli
     names = ["Intercept", "period2", "period3", "period4"]
@@ -286,8 +343,10 @@ def test_bad_inputs_give_clear_errors(crossed_table):
                           outcome="y", clusters={"g": "g"})
     with pytest.raises(EvalmixError, match="method='vb' fits a logit model.*mixedlm"):
         fit_statsmodels(scores, method="vb")
-    with pytest.raises(InvalidOptionError, match="'mixedlm', 'vb', 'map'"):
-        fit_statsmodels(crossed_table, method="laplace")  # type: ignore[arg-type]
+    with pytest.raises(EvalmixError, match="method='laplace' fits a logit model"):
+        fit_statsmodels(scores, method="laplace")
+    with pytest.raises(InvalidOptionError, match="'auto', 'mixedlm', 'laplace', 'vb', 'map'"):
+        fit_statsmodels(crossed_table, method="glmer")  # type: ignore[arg-type]
     with pytest.raises(EvalmixError, match="needs a 0/1"):
         fit_glmm_arrays(np.array([0.0, 2.0, 1.0, 0.0]), np.ones((4, 1)), ["Intercept"],
                         [intercept_term("g", list("aabb"))])

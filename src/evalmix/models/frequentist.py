@@ -12,6 +12,12 @@ Three methods, all with *crossed* factors (every factor spans all rows):
     ``shared/PERF_NOTES.md``). Intervals: Wald on the fixed effects; Wald on log-SD
     for the variance components (glmmTMB's default), from a numerical Hessian of the
     full REML log-likelihood in (log SD_k, log sigma).
+``"laplace"``
+    Maximum-likelihood logit GLMM with the random effects integrated out by the Laplace
+    approximation: ``lme4::glmer``'s default (nAGQ = 1), implemented here (statsmodels
+    has no Laplace GLMM) with penalised IRLS for the conditional modes and L-BFGS-B over
+    (SDs, fixed effects). Matches glmer/glmmTMB on the frozen references. Wald intervals
+    from the Hessian of the approximate deviance (SDs on the log scale).
 ``"vb"``
     :class:`statsmodels.genmod.bayes_mixed_glm.BinomialBayesMixedGLM` ``fit_vb``:
     mean-field variational Bayes for a logit GLMM (binary outcomes). Approximate:
@@ -26,7 +32,8 @@ Three methods, all with *crossed* factors (every factor spans all rows):
 Both Bayesian GLMM methods put independent priors ``N(0, fe_prior_sd^2)`` on the fixed
 effects and ``N(0, vc_prior_sd^2)`` on each log-SD (statsmodels' ``fe_p`` and ``vcp_p``).
 
-The array-level functions (:func:`fit_mixedlm_arrays`, :func:`fit_glmm_arrays`) take
+The array-level functions (:func:`fit_mixedlm_arrays`, :func:`fit_laplace_arrays`,
+:func:`fit_glmm_arrays`) take
 the outcome, a fixed-effects design matrix and integer codes per factor, and return a
 :class:`CrossedFit`; :func:`fit_statsmodels` builds those from an
 :class:`~evalmix.data.table.EvalTable` and packs the tidy :class:`ModelFit`.
@@ -66,12 +73,14 @@ __all__ = [
     "fit_mixedlm_arrays",
     "reml_deviance",
     "fit_glmm_arrays",
+    "fit_laplace_arrays",
+    "LaplaceResults",
     "fit_statsmodels",
     "intercept_term",
 ]
 
-Method = Literal["mixedlm", "vb", "map"]
-METHODS: tuple[str, ...] = ("mixedlm", "vb", "map")
+Method = Literal["auto", "mixedlm", "laplace", "vb", "map"]
+METHODS: tuple[str, ...] = ("auto", "mixedlm", "laplace", "vb", "map")
 
 #: A component is reported as singular when its SD is below this fraction of the
 #: residual SD (lme4's ``isSingular`` uses 1e-4 on the same relative scale).
@@ -487,6 +496,222 @@ def fit_glmm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     )
 
 
+# ---------------------------------------------------------------------------- Laplace
+@dataclass(frozen=True, eq=False)
+class LaplaceResults:
+    """Results of :func:`fit_laplace_arrays` (statsmodels has no Laplace GLMM).
+
+    ``params`` are ``(SD_1..K, beta)``; ``cov`` the covariance of ``beta`` from the
+    Hessian of the Laplace deviance in (log SD, beta) (lme4's ``use.hessian=TRUE``);
+    ``modes`` the conditional modes of the random effects (``b = SD * u``).
+    """
+
+    params: np.ndarray
+    cov: np.ndarray
+    deviance: float
+    llf: float
+    modes: np.ndarray
+    converged: bool
+
+    def cov_params(self) -> np.ndarray:
+        return self.cov
+
+
+class _LaplaceDeviance:
+    """Laplace-approximated deviance of a logit GLMM, lme4's nAGQ = 1 (PIRLS inside).
+
+    ``deviance(theta, beta)`` maximises the penalised log-likelihood over the spherical
+    random effects ``u`` (``b = Lambda u``) by Newton steps with step halving, then
+    returns ``-2 log p(y | eta_hat) + |u_hat|^2 + log|L|^2``. The last ``u_hat`` warm-
+    starts the next call.
+    """
+
+    def __init__(self, y: np.ndarray, trials: np.ndarray, X: np.ndarray,
+                 Z: sparse.csr_array, comp: np.ndarray):
+        from scipy.special import gammaln
+
+        self.y, self.m, self.X, self.Z, self.comp = y, trials, X, Z.tocsr(), comp
+        self.q = Z.shape[1]
+        self.u = np.zeros(self.q)
+        k = trials * y
+        self.const = float(np.sum(gammaln(trials + 1) - gammaln(k + 1)
+                                  - gammaln(trials - k + 1)))
+
+    def _loglik(self, eta: np.ndarray) -> float:
+        return float(np.sum(self.m * (self.y * eta - np.logaddexp(0.0, eta))))
+
+    def _chol(self, ZL: sparse.csr_array, eta: np.ndarray) -> np.ndarray:
+        from scipy.linalg import cholesky
+
+        mu = 1 / (1 + np.exp(-eta))
+        w = self.m * mu * (1 - mu)
+        H = (ZL.T @ ZL.multiply(w[:, None])).toarray() + np.eye(self.q)
+        return cholesky(H, lower=True)
+
+    def __call__(self, theta: np.ndarray, beta: np.ndarray) -> float:
+        from scipy.linalg import cho_solve
+
+        ZL = (self.Z @ sparse.diags_array(theta[self.comp])).tocsr()
+        off = self.X @ beta
+        u = self.u.copy()
+        eta = off + ZL @ u
+        pl = self._loglik(eta) - 0.5 * u @ u
+        for _ in range(100):
+            mu = 1 / (1 + np.exp(-eta))
+            g = ZL.T @ (self.m * (self.y - mu)) - u
+            step = cho_solve((self._chol(ZL, eta), True), g)
+            t = 1.0
+            while True:
+                u_new = u + t * step
+                eta_new = off + ZL @ u_new
+                pl_new = self._loglik(eta_new) - 0.5 * u_new @ u_new
+                if pl_new >= pl - 1e-12 or t < 1e-8:
+                    break
+                t /= 2
+            u, eta, pl = u_new, eta_new, pl_new
+            if np.max(np.abs(t * step)) < 1e-11:
+                break
+        self.u = u
+        L = self._chol(ZL, eta)
+        return float(-2 * (self._loglik(eta) + self.const) + u @ u
+                     + 2 * np.log(np.diag(L)).sum())
+
+
+def fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
+                       terms: Sequence[RandomTerm], *, trials: np.ndarray | None = None,
+                       level: float = 0.95, maxiter: int = 500) -> CrossedFit:
+    """Maximum likelihood logit GLMM by the Laplace approximation (``glmer``'s default).
+
+    The random effects are integrated out by a Laplace approximation at their
+    conditional modes (penalised IRLS), and the approximate deviance is minimised over
+    the SDs (bounded at 0) and the fixed effects jointly by L-BFGS-B with
+    central-difference gradients, restarted until it stops moving. Standard errors and
+    Wald-on-log-SD intervals come from a numerical Hessian of the deviance in
+    (log SD, beta) at the optimum (lme4's ``use.hessian = TRUE``; glmmTMB's Wald
+    intervals for SDs).
+
+    Parameters
+    ----------
+    y : (n,) array in [0, 1]
+        Success fraction per row (0/1 for Bernoulli rows).
+    X : (n, k) array
+    fe_names : sequence of str
+    terms : sequence of RandomTerm
+    trials : (n,) array, optional
+        Binomial trials per row (default 1).
+    level : float
+    maxiter : int
+
+    Returns
+    -------
+    CrossedFit
+        ``results`` is a :class:`LaplaceResults`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(2)
+    >>> g = np.repeat(np.arange(20), 30)
+    >>> y = (rng.random(600) < 1 / (1 + np.exp(-rng.normal(0, 1, 20)[g]))).astype(float)
+    >>> fit = fit_laplace_arrays(y, np.ones((600, 1)), ["Intercept"], [intercept_term("g", g)])
+    >>> bool(fit.vc_sd[0] > 0)
+    True
+
+    References
+    ----------
+    Bates, D. et al. (2015). Fitting linear mixed-effects models using lme4. Journal of
+    Statistical Software 67(1), section 5 (GLMMs). doi:10.18637/jss.v067.i01
+    """
+    from statsmodels.tools.numdiff import approx_hess3
+
+    y, X = _check_arrays(y, X, fe_names, terms)
+    if np.any((y < 0) | (y > 1)):
+        raise EvalmixError("method='laplace' fits a logit model and needs a 0/1 (or "
+                           "fractional 0..1) outcome; use method='mixedlm' for numeric scores")
+    m = np.ones(y.size) if trials is None else np.asarray(trials, dtype=float)
+    if m.shape != y.shape or np.any(m <= 0):
+        raise EvalmixError("trials must be positive, one per row")
+    n, k, p = y.size, len(terms), X.shape[1]
+    z = _z(level)
+    comp = np.concatenate([np.full(t.n_levels, j) for j, t in enumerate(terms)])
+    dev = _LaplaceDeviance(y, m, X, sparse.hstack([_term_matrix(t, n) for t in terms]).tocsr(),
+                           comp)
+    beta = np.zeros(p)  # logistic regression without random effects as the start
+    for _ in range(30):
+        mu = 1 / (1 + np.exp(-(X @ beta)))
+        step = np.linalg.solve(X.T @ ((m * mu * (1 - mu))[:, None] * X), X.T @ (m * (y - mu)))
+        beta = beta + step
+        if np.max(np.abs(step)) < 1e-10:
+            break
+
+    def f(x: np.ndarray) -> float:
+        return dev(x[:k], x[k:])
+
+    def jac(x: np.ndarray) -> np.ndarray:
+        g = np.empty_like(x)
+        for j in range(x.size):
+            h = 1e-5 * max(abs(x[j]), 0.1)
+            up, dn = x.copy(), x.copy()
+            up[j] += h
+            if j < k and x[j] <= h:
+                g[j] = (f(up) - f(x)) / h
+            else:
+                dn[j] -= h
+                g[j] = (f(up) - f(dn)) / (2 * h)
+        return g
+
+    x = np.concatenate([np.ones(k), beta])
+    bounds = [(0.0, None)] * k + [(None, None)] * p
+    for _ in range(4):
+        out = optimize.minimize(f, x, jac=jac, method="L-BFGS-B", bounds=bounds,
+                                options={"ftol": 1e-15, "gtol": 1e-7, "maxiter": maxiter})
+        moved = not np.allclose(out.x, x, rtol=1e-7, atol=1e-9)
+        x = out.x
+        if not moved:
+            break
+    g = jac(x)
+    g[:k] = np.where((x[:k] <= 0) & (g[:k] > 0), 0.0, g[:k])
+    grad = float(np.max(np.abs(g)))
+    converged = grad < 1e-3
+    sd = x[:k].copy()
+    singular = sd < SINGULAR_TOL * np.sqrt(LOGIT_RESIDUAL_VAR)
+    sd[singular] = 0.0
+    keep = np.flatnonzero(~singular)
+
+    def dev_phi(v: np.ndarray) -> float:
+        th = sd.copy()
+        th[keep] = np.exp(v[:keep.size])
+        return dev(th, v[keep.size:])
+
+    v0 = np.concatenate([np.log(sd[keep]), x[k:]])
+    fval = dev_phi(v0)
+    hess = approx_hess3(v0, dev_phi, epsilon=1e-3)
+    try:
+        cov = 2 * np.linalg.inv(hess)
+        se = np.sqrt(np.diag(cov))
+    except np.linalg.LinAlgError:
+        cov = np.full(hess.shape, np.nan)
+        se = np.full(v0.size, np.nan)
+    lo, hi = np.zeros(k), np.full(k, np.nan)
+    lo[keep] = sd[keep] * np.exp(-z * se[:keep.size])
+    hi[keep] = sd[keep] * np.exp(z * se[:keep.size])
+    fe_cov = cov[keep.size:, keep.size:]
+    results = LaplaceResults(params=np.concatenate([sd, x[k:]]), cov=fe_cov, deviance=fval,
+                             llf=-fval / 2, modes=dev.u * sd[comp], converged=converged)
+    return CrossedFit(
+        method="laplace", fe_names=tuple(fe_names), fe_est=x[k:].copy(),
+        fe_se=np.sqrt(np.diag(fe_cov)), vc_names=tuple(t.name for t in terms), vc_sd=sd,
+        vc_lo=lo, vc_hi=hi, resid_sd=float(np.sqrt(LOGIT_RESIDUAL_VAR)), resid_lo=np.nan,
+        resid_hi=np.nan, level=level, converged=converged, grad_norm=grad, results=results,
+        singular=tuple(np.asarray([t.name for t in terms])[singular].tolist()),
+        details={"deviance": fval, "loglik": -fval / 2,
+                 "optimizer": "L-BFGS-B over (SD, beta) on the Laplace deviance (PIRLS inside)",
+                 "optimizer_message": str(out.message),
+                 "interval": "Wald z (fixed effects); Wald on log-SD (variance components), "
+                             "from the Hessian of the Laplace deviance"},
+    )
+
+
 # ---------------------------------------------------------------------------- tidy
 _TYPICAL = "typical cluster (random effects at 0)"
 _POPULATION = "population-averaged (random effects integrated out)"
@@ -501,6 +726,11 @@ _NOTES = {
             "not glmer's Laplace approximation: the random effects are not integrated out, so "
             "the SDs are pulled towards the log-SD prior and can collapse to 0 when the data "
             "per level are few; use the Bayesian back end for intervals you report."),
+    "laplace": ("maximum likelihood with the random effects integrated out by the Laplace "
+                "approximation (lme4::glmer's default, nAGQ = 1), the standard frequentist "
+                "fit of a logit GLMM. Wald intervals (fixed effects; SDs on the log scale) "
+                "from the Hessian of the approximate deviance: too narrow for SDs of "
+                "factors with few levels."),
     "lpm": ("approximate: a linear probability model (REML on a 0/1 outcome). Effects are "
             "probability differences, variance components are on the probability scale and "
             "shrink as win rates approach 0 or 1; the residual is not normal. Use "
@@ -673,7 +903,7 @@ def fit_statsmodels(
     table: Any,
     spec: ModelSpec | None = None,
     *,
-    method: Method = "mixedlm",
+    method: Method = "auto",
     level: float = 0.95,
     formula: str | None = None,
     vc_prior_sd: float = 1.0,
@@ -692,10 +922,13 @@ def fit_statsmodels(
     spec : ModelSpec, optional
         From :func:`evalmix.models.build_spec`; built from ``table`` (with ``formula`` and
         ``spec_options``) when omitted.
-    method : {"mixedlm", "vb", "map"}
+    method : {"auto", "mixedlm", "laplace", "vb", "map"}
         ``"mixedlm"``: REML linear mixed model (Gaussian scores; on 0/1 outcomes a linear
-        probability model). ``"vb"``/``"map"``: logit GLMM by variational Bayes or by the
-        joint posterior mode (statsmodels ``BinomialBayesMixedGLM``). See the module
+        probability model). ``"laplace"``: maximum-likelihood logit GLMM by the Laplace
+        approximation (``lme4::glmer``'s default; evalmix's implementation, statsmodels
+        has none). ``"vb"``/``"map"``: logit GLMM by variational Bayes or by the joint
+        posterior mode (statsmodels ``BinomialBayesMixedGLM``). ``"auto"``: ``"mixedlm"``
+        for numeric outcomes, ``"laplace"`` for binary / tie-scored ones. See the module
         docstring for which are approximations.
     level : float
         Interval level.
@@ -716,16 +949,17 @@ def fit_statsmodels(
     Returns
     -------
     ModelFit
-        ``backend`` is ``"mixedlm"``, ``"glmm_vb"`` or ``"glmm_map"``; ``results`` holds
-        the statsmodels results; ``approximate`` is True for VB, MAP and linear
-        probability fits, with the reason in ``provenance["note"]``.
+        ``backend`` is ``"mixedlm"``, ``"glmm_laplace"``, ``"glmm_vb"`` or ``"glmm_map"``;
+        ``results`` holds the statsmodels results (:class:`LaplaceResults` for
+        ``"laplace"``); ``approximate`` is True for VB, MAP and linear probability fits,
+        with the reason in ``provenance["note"]`` (always filled).
 
     Raises
     ------
     InvalidOptionError
         Unknown ``method``.
     EvalmixError
-        A numeric or ordinal outcome with ``method="vb"``/``"map"``; an ordinal
+        A numeric or ordinal outcome with ``method="laplace"``/``"vb"``/``"map"``; an ordinal
         (ties="separate") outcome with ``"mixedlm"``; a model without random terms.
 
     Warns
@@ -767,7 +1001,9 @@ def fit_statsmodels(
             f"the model {spec.formula!r} has no random terms; add e.g. (1|item), or use "
             "the design-based intervals (evalmix.interval) for a model without them")
     logit = spec.family in ("bernoulli", "binomial")
-    if method in ("vb", "map") and not logit:
+    if method == "auto":
+        method = "laplace" if logit else "mixedlm"
+    if method in ("vb", "map", "laplace") and not logit:
         raise EvalmixError(
             f"method={method!r} fits a logit model for binary outcomes, but the outcome is "
             f"{spec.family} ({spec.response}); use method='mixedlm' for numeric scores")
@@ -783,6 +1019,10 @@ def fit_statsmodels(
         scale = "probability" if logit else "identity"
         label = "linear model: conditional = population-averaged"
         family = "gaussian"
+    elif method == "laplace":
+        fit = fit_laplace_arrays(spec.y, spec.X, spec.fixed_names, terms, level=level)
+        backend, approximate, note = "glmm_laplace", False, _NOTES["laplace"]
+        scale, label, family = "log-odds", _TYPICAL, spec.family
     else:
         fit = fit_glmm_arrays(spec.y, spec.X, spec.fixed_names, terms, method=method,
                               level=level, vc_prior_sd=vc_prior_sd, fe_prior_sd=fe_prior_sd,
@@ -827,7 +1067,7 @@ def fit_statsmodels(
                      else "estimated residual SD"),
         "share": "share and icc among random intercepts and the residual, covariates at 0",
     }
-    if method != "mixedlm":
+    if method in ("vb", "map"):
         provenance["priors"] = {"log_sd": f"Normal(0, {vc_prior_sd})",
                                 "fixed": f"Normal(0, {fe_prior_sd})"}
         provenance["probability_draws"] = n_draws
