@@ -87,6 +87,7 @@ def test_toml_roles_equal_keyword_roles_and_keywords_override(tmp_path: Path):
     by_kw = read_quiet(pair_frame(), **PAIR_KW, ties="exclude")
     pd.testing.assert_frame_equal(by_file.data, by_kw.data)
     assert by_file.roles == by_kw.roles and by_file.ties == "exclude"
+    assert hash(by_file.roles) == hash(by_kw.roles)
     # keywords override the file: the tie policy ...
     t = read_quiet(pair_frame(), roles=path, ties="half")
     assert t.ties == "half" and t.n_ties == 3 and t.n_obs == 11

@@ -76,6 +76,10 @@ class Roles:
     def __post_init__(self) -> None:
         object.__setattr__(self, "clusters", MappingProxyType(dict(self.clusters)))
 
+    def __hash__(self) -> int:
+        return hash((self.outcome, self.condition, self.model_a, self.model_b,
+                     self.first_shown, self.position, tuple(self.clusters.items())))
+
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
             k: getattr(self, k)
