@@ -158,42 +158,50 @@ def stacked_intervals(methods, s, n, q, *, level, boot_reps, rng):
         out["CR2"] = (est, est - half, est + half, se)
     if "bootstrap" in methods or "bootstrap-t" in methods:
         # fresh resampling weights for every block of WEIGHT_BLOCK replications, so that
-        # replications share bootstrap noise only within a block
-        w_blocks = [np.ascontiguousarray(_weights(g, boot_reps, rng).T) for _ in range(0, reps, WEIGHT_BLOCK)]
+        # replications share bootstrap noise only within a block (and memory stays at
+        # one G x B weight matrix)
+        parts = []
+        for b0 in range(0, reps, WEIGHT_BLOCK):
+            rows = slice(b0, b0 + WEIGHT_BLOCK)
+            w = np.ascontiguousarray(_weights(g, boot_reps, rng).T)  # (G, B)
+            parts.append(_bootstrap_block(methods, s[rows], n[rows], est[rows],
+                                          se_cr1[rows], w, level))
+        for name in ("bootstrap", "bootstrap-t"):
+            if name in methods:
+                lo, hi, se_b = (np.concatenate([p[name][i] for p in parts]) for i in range(3))
+                out[name] = (est, lo, hi, se_b)
+    return out
 
-        def wsum(x: np.ndarray) -> np.ndarray:  # (reps, G) -> (reps, B), per-block weights
-            return np.concatenate([x[b * WEIGHT_BLOCK:(b + 1) * WEIGHT_BLOCK] @ wb
-                                   for b, wb in enumerate(w_blocks)])
 
-        n_b = wsum(n)
-        theta = wsum(s) / n_b
-        alpha = (1 + np.array([-level, level])) / 2
-        if "bootstrap" in methods:
-            ci = _norm_inter(theta, alpha)
-            sd_b = theta.std(axis=1, ddof=1)
-            out["bootstrap"] = (est, ci[:, 0], ci[:, 1], sd_b)
-        if "bootstrap-t" in methods:
-            s2 = wsum(s * s)
-            ss = s2 - 2 * theta * wsum(s * n) + theta**2 * wsum(n * n)
-            # the expansion cancels to rounding error when every drawn cluster has the
-            # same mean: that resample's se is 0
-            ss = np.where(ss > 1e-10 * s2, ss, 0.0)
-            se_b = np.sqrt(g / (g - 1) * np.maximum(ss, 0)) / n_b
-            with np.errstate(divide="ignore", invalid="ignore"):
-                t_b = (theta - est[:, None]) / se_b
-            alpha_t = (1 + np.array([level, -level])) / 2
-            # a resample of identical clusters has se 0 and t = 0/0 or +-inf; like boot,
-            # drop those draws (row by row: rare, so a short loop)
-            bad = ~np.isfinite(t_b).all(axis=1)
-            qt = np.empty((reps, 2))
-            if (~bad).any():
-                qt[~bad] = _norm_inter(t_b[~bad], alpha_t)
-            for i in np.flatnonzero(bad):
-                finite = t_b[i][np.isfinite(t_b[i])]
-                qt[i] = _norm_inter(finite, alpha_t) if finite.size >= 2 else np.nan
-            lo = est - se_cr1 * qt[:, 0]
-            hi = est - se_cr1 * qt[:, 1]
-            out["bootstrap-t"] = (est, lo, hi, se_cr1)
+def _bootstrap_block(methods, s, n, est, se_cr1, w, level):
+    """Percentile and bootstrap-t bounds for a block of replications sharing weights ``w``."""
+    g = s.shape[1]
+    n_b = n @ w
+    theta = (s @ w) / n_b  # (rows, B) bootstrap means
+    out = {}
+    if "bootstrap" in methods:
+        ci = _norm_inter(theta, (1 + np.array([-level, level])) / 2)
+        out["bootstrap"] = (ci[:, 0], ci[:, 1], theta.std(axis=1, ddof=1))
+    if "bootstrap-t" in methods:
+        s2 = (s * s) @ w
+        ss = s2 - 2 * theta * ((s * n) @ w) + theta**2 * ((n * n) @ w)
+        # the expansion cancels to rounding error when every drawn cluster has the same
+        # mean: that resample's se is 0
+        ss = np.where(ss > 1e-10 * s2, ss, 0.0)
+        se_b = np.sqrt(g / (g - 1) * ss) / n_b
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t_b = (theta - est[:, None]) / se_b
+        alpha_t = (1 + np.array([level, -level])) / 2
+        # a resample of identical clusters has se 0 and t = 0/0 or +-inf; like boot, drop
+        # those draws (row by row: rare, so a short loop)
+        bad = ~np.isfinite(t_b).all(axis=1)
+        qt = np.empty((s.shape[0], 2))
+        if (~bad).any():
+            qt[~bad] = _norm_inter(t_b[~bad], alpha_t)
+        for i in np.flatnonzero(bad):
+            finite = t_b[i][np.isfinite(t_b[i])]
+            qt[i] = _norm_inter(finite, alpha_t) if finite.size >= 2 else np.nan
+        out["bootstrap-t"] = (est - se_cr1 * qt[:, 0], est - se_cr1 * qt[:, 1], se_cr1)
     return out
 
 

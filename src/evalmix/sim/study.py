@@ -312,6 +312,16 @@ def coverage(
     if not 0 < level < 1:
         raise EvalmixError(f"level must be in (0, 1), got {level}")
     seed, reps, boot_reps = int(seed), int(reps), int(boot_reps)
+    generic = [m for m in methods if m not in FAST_METHODS]
+    if generic:
+        import evalmix
+
+        try:
+            evalmix.interval  # noqa: B018 - resolves the lazy entry point
+        except (ImportError, AttributeError) as exc:
+            raise EvalmixError(
+                f"methods {generic} are not among the vectorised ones {FAST_METHODS} and "
+                "evalmix.interval is not available to run them") from exc
     cells = expand_grid(grid)
     keys = [_cell_key(c) for c in cells]
     if len(set(keys)) != len(keys):
