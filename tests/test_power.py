@@ -196,6 +196,18 @@ def test_parametric_power_matches_analytic_gaussian():
         assert abs(row.mde - analytic_mde) < 0.03 * analytic_mde + MC_Z * row.mde_mcse
 
 
+def test_parametric_interaction_term_acts_as_item_noise():
+    # a scenario:item intercept with one row per (scenario, item) is item-level noise: the
+    # same design as above with the residual moved into the interaction term
+    reps = 1500
+    res = parametric_power({"scenario": np.sqrt(0.2), "scenario:item": np.sqrt(0.79)},
+                           levels={"scenario": 12, "item": 8}, estimand="mean",
+                           family="gaussian", residual_sd=0.1, effect=0.3, reps=reps, seed=4)
+    analytic = float(power(0.3, n_clusters=12, cluster_size=8, icc=0.2, sd=1.0).power)
+    mcse = np.sqrt(analytic * (1 - analytic) / reps)
+    assert abs(res.table.loc[0, "power"] - analytic) < MC_Z * mcse
+
+
 def test_pilot_bootstrap_power_tracks_analytic_with_a_large_pilot():
     # a pilot of 400 normal clusters (ICC 0.15, m = 6) pins the variance components down,
     # so resampling 15 or 40 clusters must give the analytic power up to MC error plus the
@@ -235,13 +247,17 @@ def test_components_from_model_fit_variance_frame():
 
     from evalmix.models.result import ModelFit
 
-    variance = pd.DataFrame({"factor": ["scenario", "judge", "judge:condition", "Residual"],
-                             "sd": [0.8, 0.4, 0.3, 1.8138]})
+    # labels as evalmix.models writes them (intercepts by factor, slopes "term|factor")
+    variance = pd.DataFrame({"factor": ["scenario", "judge", "scenario:judge",
+                                        "condition[treatment]|judge", "position|judge",
+                                        "Residual"],
+                             "sd": [0.8, 0.4, 0.2, 0.3, 0.5, 1.8138]})
     fit = ModelFit(backend="glmm_map", family="bernoulli", formula="y ~ ...",
                    fixed_effects=pd.DataFrame(), variance=variance)
     intercepts, slopes, family, _ = components_from_fit(fit)
-    assert intercepts == {"scenario": 0.8, "judge": 0.4}
+    assert intercepts == {"scenario": 0.8, "judge": 0.4, "scenario:judge": 0.2}
     assert slopes == {"judge": 0.3} and family == "binomial"
+    assert components_from_fit({"scenario": 0.5})[0] == {"scenario": 0.5}
     res = parametric_power(fit, levels={"scenario": 10, "judge": 3}, estimand="difference",
                            effect=0.5, reps=50, seed=1, cluster=["scenario", "judge"])
     assert res.table.loc[0, "df"] == 2  # multiway: min(G) - 1

@@ -252,10 +252,13 @@ def components_from_fit(fit: Any) -> tuple[dict[str, float], dict[str, float], s
     """Intercept SDs, condition-slope SDs, family and residual SD from a fit or a dict.
 
     A :class:`~evalmix.models.result.ModelFit` contributes its ``variance`` rows
-    (``factor``, ``sd``): ``Residual`` sets the residual SD (Gaussian families), a factor
-    named ``"judge:condition"`` (or ``"condition|judge"``) is a judge-by-condition slope,
-    every other row a random intercept. A plain dict ``{factor: sd}`` is taken as
-    intercepts of a binomial (logit) model.
+    (``factor``, ``sd``) in the models package's labels: ``"judge"`` (or ``"1|judge"``)
+    is a random intercept, ``"scenario:persona"`` an interaction intercept,
+    ``"condition[treatment]|judge"`` (or ``"judge:condition"``) a judge-by-condition
+    slope, ``Residual`` the residual SD (used for Gaussian families; a logit fit's
+    pi^2/3 is implied). Other slopes (e.g. ``"position|judge"``; the simulated designs are
+    order-balanced) are left out. A plain dict ``{factor: sd}`` is taken as intercepts of
+    a binomial (logit) model.
     """
     if isinstance(fit, Mapping):
         return {str(k): float(v) for k, v in fit.items()}, {}, "binomial", 0.0
@@ -269,10 +272,18 @@ def components_from_fit(fit: Any) -> tuple[dict[str, float], dict[str, float], s
     residual = 0.0
     for name, sd in zip(variance["factor"].astype(str), variance["sd"].astype(float),
                         strict=True):
+        name = name.strip()
         if name.lower() == "residual":
             residual = sd
             continue
-        parts = [p.strip() for p in name.replace("|", ":").split(":")]
+        if "|" in name:
+            term, factor = (p.strip() for p in name.split("|", 1))
+            if term == "1":
+                intercepts[factor] = sd
+            elif term.startswith("condition"):
+                slopes[factor] = sd
+            continue  # other slopes: not part of the simulated design
+        parts = [p.strip() for p in name.split(":")]
         if len(parts) == 2 and "condition" in parts:
             slopes[parts[1] if parts[0] == "condition" else parts[0]] = sd
         else:
@@ -318,15 +329,26 @@ def _simulate_plan(levels, intercepts, slopes, *, family, residual_sd, intercept
     grid = np.repeat(grid, n_per_cell, axis=1)
     n_rows = grid.shape[1]
     codes = {f: grid[i] for i, f in enumerate(names)}
+    # codes of every intercept term, interactions "a:b" included
+    term_codes: dict[str, np.ndarray] = {}
+    n_levels: dict[str, int] = {}
+    for term in intercepts:
+        combined = np.zeros(n_rows, dtype=np.int64)
+        size = 1
+        for f in term.split(":"):
+            combined = combined * levels[f] + codes[f]
+            size *= levels[f]
+        term_codes[term], n_levels[term] = combined, size
     est_all, se_all = [], []
     df = None
     for start in range(0, reps, chunk):
         r = min(chunk, reps - start)
         eta = np.full((r, n_rows), intercept, dtype=float)
         slope = np.zeros((r, n_rows))
+        for f, sd in intercepts.items():
+            if sd > 0:
+                eta += rng.normal(0, sd, (r, n_levels[f]))[:, term_codes[f]]
         for f in names:
-            if intercepts.get(f, 0) > 0:
-                eta += rng.normal(0, intercepts[f], (r, levels[f]))[:, codes[f]]
             if slopes.get(f, 0) > 0:
                 slope += rng.normal(0, slopes[f], (r, levels[f]))[:, codes[f]]
 
@@ -420,7 +442,8 @@ def parametric_power(
     if family == "gaussian" and resid_sd <= 0:
         raise EvalmixError("a gaussian model needs residual_sd > 0 (or a Residual row)")
     levels = {str(k): int(v) for k, v in levels.items()}
-    unknown = (set(intercepts) | set(slopes) | set(vary or {})) - set(levels)
+    used = {f for term in intercepts for f in term.split(":")}
+    unknown = (used | set(slopes) | set(vary or {})) - set(levels)
     if unknown:
         raise EvalmixError(f"factors {sorted(unknown)} have no number of levels; levels= "
                            f"has {sorted(levels)}")
