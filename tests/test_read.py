@@ -431,3 +431,17 @@ def test_docstring_examples_run(module: str):
 
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_more_file_forms_and_id_dtypes(tmp_path: Path):
+    df = pair_frame()
+    ref = read_quiet(df, **PAIR_KW)
+    df.to_csv(tmp_path / "t.csv.gz", index=False)
+    df.to_json(tmp_path / "t.json", orient="records")  # a JSON array, not lines
+    for name in ("t.csv.gz", "t.json"):
+        pd.testing.assert_frame_equal(read_quiet(tmp_path / name, **PAIR_KW).data, ref.data)
+    # categorical and nullable-integer id columns give the same labels
+    typed = df.assign(item=df["item"].astype("category"), judge=df["judge"].astype("Int64"))
+    pd.testing.assert_frame_equal(read_quiet(typed, **PAIR_KW).data, ref.data)
+    with pytest.raises(EvalmixError, match="is a folder"):
+        evalmix.read(tmp_path, outcome="outcome")

@@ -83,10 +83,13 @@ def load_frame(
         elif name.endswith((".jsonl", ".ndjson")):
             frame = pd.read_json(path, lines=True, dtype=False)
         elif name.endswith(".json"):
-            try:
-                frame = pd.read_json(path, lines=True, dtype=False)
-            except ValueError:
+            if _first_char(path) == "[":  # a JSON array of records
                 frame = pd.read_json(path, dtype=False)
+            else:
+                try:
+                    frame = pd.read_json(path, lines=True, dtype=False)
+                except ValueError:
+                    frame = pd.read_json(path, dtype=False)
         else:
             raise EvalmixError(
                 f"cannot read {str(path)!r}: unknown file type {path.suffix!r}; use .csv, "
@@ -104,6 +107,18 @@ def load_frame(
             "file is a valid table of its type, or load it yourself and pass the DataFrame"
         ) from exc
     return frame, str(path)
+
+
+def _first_char(path: Path) -> str:
+    """First non-blank character of a (possibly gzipped) text file."""
+    import gzip
+
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            if line.strip():
+                return line.strip()[0]
+    return ""
 
 
 _ROLE_STR_KEYS = ("outcome", "condition", "model_a", "model_b", "first_shown", "position",
