@@ -67,6 +67,27 @@ def test_cr1_kernel_matches_statsmodels_on_stacked_replications():
         assert res["CR1"][3][i] == pytest.approx(fit.bse[0], rel=1e-10)
 
 
+def test_stacked_sandwich_equals_inference_sandwich():
+    sandwich = pytest.importorskip("evalmix.inference.sandwich")
+    cell = check_cell({"n_clusters": 9, "cluster_size": 6, "size_cv": 0.7, "icc": 0.3,
+                       "estimand": "difference"})
+    s, n, q = simulate_cell(cell, 4, np.random.default_rng(8))
+    res = stacked_intervals(["CR1", "CR2"], s, n, q, level=0.95, boot_reps=2, rng=None)
+    from scipy import stats
+    for i in range(4):
+        sizes = n[i].astype(int)
+        cl = np.repeat(np.arange(sizes.size), sizes)
+        # any items with these cluster sums serve: the SEs use only the sums
+        y = np.repeat(s[i] / sizes, sizes)
+        X = np.ones((y.size, 1))
+        for name in ("CR1", "CR2"):
+            v = sandwich.vcov_cluster(X, y - y.mean(), cl, type=name)
+            assert res[name][3][i] == pytest.approx(np.sqrt(v[0, 0]), rel=1e-10)
+        df = sandwich.satterthwaite_df(X, cl, type="CR2")[0]
+        est, _, hi, se = (a[i] for a in res["CR2"])
+        assert (hi - est) / se == pytest.approx(stats.t.ppf(0.975, df), rel=1e-10)
+
+
 def test_stacked_bootstrap_equals_inference_cluster_bootstrap():
     boot = pytest.importorskip("evalmix.inference.bootstrap")
     rng = np.random.default_rng(3)
