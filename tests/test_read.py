@@ -445,3 +445,18 @@ def test_more_file_forms_and_id_dtypes(tmp_path: Path):
     pd.testing.assert_frame_equal(read_quiet(typed, **PAIR_KW).data, ref.data)
     with pytest.raises(EvalmixError, match="is a folder"):
         evalmix.read(tmp_path, outcome="outcome")
+
+
+def test_eval_table_pickles_and_copies():
+    """joblib/dask workers receive tables by pickle; deepcopy goes the same way."""
+    import copy
+    import pickle
+
+    t = read_quiet(pair_frame(), **PAIR_KW)
+    for u in (pickle.loads(pickle.dumps(t)), copy.deepcopy(t), copy.copy(t)):
+        pd.testing.assert_frame_equal(u.data, t.data)
+        assert u.roles == t.roles and dict(u.dropped) == dict(t.dropped)
+        assert dict(u.pairs_read) == dict(t.pairs_read) and u.n_raw == t.n_raw
+        assert np.array_equal(u.codes("item"), t.codes("item"))
+        with pytest.raises(ValueError, match="read-only"):
+            u.y[0] = 1.0

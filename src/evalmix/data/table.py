@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -75,6 +75,10 @@ class Roles:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "clusters", MappingProxyType(dict(self.clusters)))
+
+    def __reduce__(self) -> tuple[Any, ...]:  # mappingproxy cannot be pickled
+        return (Roles, (self.outcome, self.condition, self.model_a, self.model_b,
+                        self.first_shown, self.position, dict(self.clusters)))
 
     def __hash__(self) -> int:
         return hash((self.outcome, self.condition, self.model_a, self.model_b,
@@ -161,6 +165,14 @@ class EvalTable:
     def _frame(self) -> pd.DataFrame:
         """The stored frame itself (internal use; never hand it out)."""
         return self.__dict__["_data"]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle (joblib, dask, deepcopy) by rebuilding from the constructor fields."""
+        return (_rebuild_table, ({
+            "data": self._frame, "kind": self.kind, "outcome_type": self.outcome_type,
+            "roles": self.roles, "ties": self.ties, "n_raw": self.n_raw,
+            "dropped": dict(self.dropped), "n_ties": self.n_ties, "source": self.source,
+            "pairs_read": dict(self.pairs_read)},))
 
     # ------------------------------------------------------------------ basics
     @property
@@ -290,6 +302,10 @@ class EvalTable:
         )
 
     __str__ = __repr__
+
+
+def _rebuild_table(fields: dict[str, Any]) -> EvalTable:
+    return EvalTable(**fields)
 
 
 def _get_data(self: EvalTable) -> pd.DataFrame:
