@@ -1,0 +1,320 @@
+"""``evalmix.interval``: one estimand, one method, one cluster level -> IntervalResult.
+
+Every estimand is a coefficient of a regression (:mod:`evalmix.inference.estimands`),
+so every method is one function of ``(X, y, clusters)``:
+
+* ``naive`` / ``wilson``: rows independent (HC1 SE, normal critical value / Wilson score).
+* ``CR0``, ``CR1``, ``CR3``: sandwich with ``t(G - 1)`` critical values; ``CR2``: with
+  clubSandwich's Satterthwaite degrees of freedom. A list of cluster roles gives the
+  multiway (Cameron-Gelbach-Miller) CR0/CR1 variance with ``t(min G - 1)``.
+* ``bootstrap``: pairs cluster bootstrap; ``wild``: wild cluster bootstrap-t (WCR).
+
+``cluster=None`` means: the smallest independent unit, which is the row, except on
+pairwise tables that know the presentation order, where it is the matched AB/BA pair
+(the two records of one comparison are always kept together, in the sandwich and in
+every resample).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+from scipy import stats
+
+from evalmix.errors import (
+    EvalmixError,
+    FewClustersWarning,
+    InvalidOptionError,
+    TooFewClustersError,
+    check_option,
+)
+from evalmix.inference.estimands import ESTIMANDS, LinearProblem, build_problem, fit
+from evalmix.inference.naive import naive_se, normal_interval, wilson_interval
+from evalmix.inference.result import IntervalResult
+from evalmix.inference.sandwich import (
+    intersect_codes,
+    satterthwaite_df,
+    vcov_cluster,
+    vcov_multiway,
+)
+
+if TYPE_CHECKING:
+    from evalmix.data.table import EvalTable
+
+__all__ = ["interval", "METHODS", "FEW_CLUSTERS", "MIN_BOOTSTRAP_CLUSTERS"]
+
+Method = Literal["naive", "wilson", "CR0", "CR1", "CR2", "CR3", "bootstrap", "wild"]
+METHODS: tuple[str, ...] = ("naive", "wilson", "CR0", "CR1", "CR2", "CR3", "bootstrap", "wild")
+CI_TYPES: tuple[str, ...] = ("percentile", "expanded", "bca", "studentized")
+#: Below this many clusters CR0/CR1/CR3 and the pairs bootstrap under-cover: warn.
+FEW_CLUSTERS = 20
+#: Below this many clusters percentile/BCa bootstrap intervals are refused.
+MIN_BOOTSTRAP_CLUSTERS = 5
+DEFAULT_REPS = {"bootstrap": 2000, "wild": 9999}
+
+
+def _units(table: EvalTable, problem: LinearProblem, roles: tuple[str, ...]
+           ) -> tuple[list[np.ndarray], str, str]:
+    """Cluster codes per role, the reported cluster label and the unit's name."""
+    if roles:
+        return [problem.cluster_codes[r] for r in roles], "+".join(roles), "+".join(roles)
+    if problem.pair_codes is not None:
+        return [problem.pair_codes], "", "pair"
+    return [np.arange(problem.n_obs)], "", "row"
+
+
+def _few_clusters(G: int, method: str, unit: str) -> None:
+    if G < FEW_CLUSTERS and method not in ("CR2", "wild"):
+        warnings.warn(
+            f"only {G} clusters ({unit}): {method} intervals under-cover with fewer than "
+            f"{FEW_CLUSTERS} clusters. CR2 (Satterthwaite df) or the wild cluster "
+            "bootstrap (method='wild') is the trustworthy choice here",
+            FewClustersWarning, stacklevel=3,
+        )
+
+
+def _t_result(problem, est, se, df, level, null, **kw) -> dict[str, Any]:
+    q = stats.t.ppf(0.5 + level / 2, df) if np.isfinite(df) else stats.norm.ppf(0.5 + level / 2)
+    p = float("nan")
+    if np.isfinite(null) and se > 0:
+        tt = abs(est - null) / se
+        p = float(2 * (stats.t.sf(tt, df) if np.isfinite(df) else stats.norm.sf(tt)))
+    return dict(estimate=est, se=se, lo=est - q * se, hi=est + q * se, df=float(df),
+                p_value=p, **kw)
+
+
+def interval(
+    table: EvalTable,
+    estimand: str,
+    *,
+    method: Method = "CR2",
+    cluster: str | Sequence[str] | None = None,
+    level: float = 0.95,
+    reps: int | None = None,
+    seed: int | np.random.Generator | None = None,
+    contrast: str | None = None,
+    model: str | None = None,
+    conditions: Sequence[str] | None = None,
+    term: str | None = None,
+    family: Literal["linear", "logit"] = "linear",
+    paired: bool | Literal["auto"] = "auto",
+    ci: Literal["percentile", "expanded", "bca", "studentized"] = "percentile",
+    weights: Literal["rademacher", "webb"] = "rademacher",
+    nested: str | None = None,
+    null: float | None = None,
+) -> IntervalResult:
+    """Confidence interval for one estimand by one method at one cluster level.
+
+    Parameters
+    ----------
+    table : EvalTable
+    estimand : {"mean", "win_rate", "controlled_win_rate", "difference", "coef"}
+        See :mod:`evalmix.inference.estimands` (pairwise tables are scored for
+        ``model_a`` unless ``model=`` names the model to score).
+    method : {"naive", "wilson", "CR0", "CR1", "CR2", "CR3", "bootstrap", "wild"}
+    cluster : None, a role, or a list of roles
+        Cluster factor(s) by role name (see ``table.clusters``); a list gives multiway
+        clustering (CR0/CR1 only), reported as ``"a+b"``.
+    level : float
+        Confidence level.
+    reps : int, optional
+        Bootstrap replicates (default 2000 for ``bootstrap``, 9999 for ``wild``; ignored
+        by analytic methods).
+    seed : int or numpy.random.Generator, optional
+    contrast, model, conditions, term, family, paired
+        Estimand options (:func:`evalmix.inference.estimands.build_problem`).
+    ci : {"percentile", "expanded", "bca", "studentized"}
+        Bootstrap interval type.
+    weights : {"rademacher", "webb"}
+        Wild bootstrap weights.
+    nested : str, optional
+        Bootstrap: a second-stage unit resampled within clusters (a role, or ``"pair"``).
+    null : float, optional
+        Null value for ``p_value`` (default: 0.5 for win rates and 0/1 means, 0 for
+        differences and coefficients).
+
+    Returns
+    -------
+    IntervalResult
+
+    Raises
+    ------
+    EvalmixError
+        Unknown cluster role, or a cluster factor that splits matched AB/BA pairs.
+    TooFewClustersError
+        Percentile/BCa bootstrap with fewer than 5 clusters.
+
+    Warns
+    -----
+    FewClustersWarning
+        Fewer than 20 clusters with CR0/CR1/CR3/bootstrap.
+
+    Examples
+    --------
+    >>> import evalmix
+    >>> t = evalmix.sim.clustered_scores(40, 10, p=0.7, icc=0.2, seed=1).table()
+    >>> r = evalmix.interval(t, "mean", method="CR2", cluster="cluster")
+    >>> r.n_clusters, r.method
+    (40, 'CR2')
+
+    References
+    ----------
+    Cameron, A. C. & Miller, D. L. (2015). A practitioner's guide to cluster-robust
+    inference. Journal of Human Resources 50, 317-372. doi:10.3368/jhr.50.2.317
+    Pustejovsky, J. E. & Tipton, E. (2018). doi:10.1080/07350015.2016.1247004
+    """
+    check_option("estimand", estimand, ESTIMANDS)
+    check_option("method", method, METHODS)
+    if not 0 < float(level) < 1:
+        raise InvalidOptionError(f"level={level!r}: give a confidence level in (0, 1)")
+    roles = table.check_cluster(cluster)
+    if len(set(roles)) != len(roles):
+        raise InvalidOptionError(f"cluster={cluster!r} names a role twice")
+    table.check_pairs_within(roles)
+    if method in ("naive", "wilson") and roles:
+        raise InvalidOptionError(
+            f"method={method!r} treats rows as independent; leave cluster=None, or use "
+            "'CR2', 'CR1', 'bootstrap' or 'wild' to account for clustering"
+        )
+    if len(roles) > 1 and method not in ("CR0", "CR1"):
+        raise InvalidOptionError(
+            f"multiway clustering ({'+'.join(roles)}) is available for method 'CR0' or "
+            f"'CR1'; got {method!r}. Cluster by one factor for {method}"
+        )
+    problem = build_problem(table, estimand, contrast=contrast, model=model,
+                            conditions=conditions, term=term, family=family, paired=paired)
+    null_value = problem.null if null is None else float(null)
+    common = dict(estimand=problem.estimand, contrast=problem.contrast, method=method,
+                  level=float(level), n_obs=problem.n_obs, null=null_value,
+                  paired=problem.paired)
+    details: dict[str, Any] = dict(problem.details)
+    details["term"] = problem.term
+    details["family"] = problem.family
+    codes_list, label, unit = _units(table, problem, roles)
+    n_clusters = [int(c.max()) + 1 for c in codes_list]
+    G = min(n_clusters)
+    details["unit"] = unit
+
+    if method in ("bootstrap", "wild"):
+        return _resampling(problem, method, codes_list[0], label, unit, G, level, reps, seed,
+                           ci, weights, nested, null_value, common, details, table)
+
+    f = fit(problem)
+    est = float(f.beta[problem.target])
+    k = problem.target
+    if method == "naive":
+        se = naive_se(problem.X, f.resid, target=k, working_weights=f.working_weights)
+        r = _t_result(problem, est, se, np.inf, level, null_value, ci_type="normal")
+        return IntervalResult(cluster="", n_clusters=problem.n_obs, details=details,
+                              **common, **r)
+    if method == "wilson":
+        if problem.estimand not in ("mean", "win_rate", "controlled_win_rate"):
+            raise InvalidOptionError(
+                f"method='wilson' is an interval for a proportion (mean or win rate); "
+                f"{problem.estimand!r} is not one. Use 'naive' or a cluster method"
+            )
+        if np.any((problem.y < 0) | (problem.y > 1)):
+            raise InvalidOptionError("method='wilson' needs outcomes in [0, 1]")
+        lo, hi = wilson_interval(est, problem.n_obs, level)
+        se = naive_se(problem.X, f.resid, target=k)
+        r = _t_result(problem, est, se, np.inf, level, null_value, ci_type="wilson")
+        r.update(lo=lo, hi=hi)
+        return IntervalResult(cluster="", n_clusters=problem.n_obs, details=details,
+                              **common, **r)
+
+    # sandwich
+    _few_clusters(G, method, unit)
+    if len(codes_list) > 1:
+        mw = vcov_multiway(problem.X, f.resid, codes_list, type=method,
+                           working_weights=f.working_weights)
+        V = mw.vcov
+        df = G - 1
+        details.update(n_clusters_by_factor=dict(zip(roles, mw.n_clusters, strict=True)),
+                       eigenvalue_fix=mw.fixed)
+        G_report = G
+    else:
+        if G < 2:
+            raise TooFewClustersError(
+                f"cluster {label or unit!r} has a single level in the selected rows; a "
+                "cluster-robust variance needs at least 2 clusters (report the estimate "
+                "stratified, or choose a finer cluster factor)"
+            )
+        V = vcov_cluster(problem.X, f.resid, codes_list[0], type=method,
+                         working_weights=f.working_weights)
+        if method == "CR2":
+            df = float(satterthwaite_df(problem.X, codes_list[0], type="CR2",
+                                        working_weights=f.working_weights)[k])
+        else:
+            df = G - 1
+        G_report = G
+    se = float(np.sqrt(max(V[k, k], 0.0)))
+    r = _t_result(problem, est, se, df, level, null_value, ci_type="t")
+    return IntervalResult(cluster=label, n_clusters=G_report, details=details, **common, **r)
+
+
+def _resampling(problem, method, codes, label, unit, G, level, reps, seed, ci, weights,
+                nested, null_value, common, details, table) -> IntervalResult:
+    n_reps = int(reps) if reps is not None else DEFAULT_REPS[method]
+    if method == "bootstrap":
+        check_option("ci", ci, CI_TYPES)
+        if G < MIN_BOOTSTRAP_CLUSTERS and ci in ("percentile", "expanded", "bca"):
+            raise TooFewClustersError(
+                f"only {G} clusters ({unit}): a {ci} bootstrap interval cannot be trusted "
+                f"with fewer than {MIN_BOOTSTRAP_CLUSTERS}. Report the estimate stratified "
+                "by this factor, or use method='wild' (wild cluster bootstrap-t)"
+            )
+        _few_clusters(G, method, unit)
+        from evalmix.inference.bootstrap import cluster_bootstrap
+
+        nested_codes = None
+        if nested is not None:
+            if nested == "pair":
+                if problem.pair_codes is None:
+                    raise EvalmixError("nested='pair' needs a pairwise table with order")
+                nested_codes = problem.pair_codes
+            else:
+                table.check_cluster(nested)
+                nested_codes = intersect_codes(codes, problem.cluster_codes[nested])
+            details["nested"] = nested
+        res = cluster_bootstrap(problem.X, problem.y, codes, target=problem.target,
+                                family=problem.family, reps=n_reps, level=level, ci=ci,
+                                seed=seed, nested=nested_codes)
+        draws = np.asarray(res.draws, dtype=float)
+        good = draws[np.isfinite(draws)]
+        p = float("nan")
+        if np.isfinite(null_value) and good.size:
+            # share of centred replicates at least as far from the estimate as the null
+            p = float(np.mean(np.abs(good - res.estimate) >= abs(res.estimate - null_value)))
+            details["p_value_method"] = "centred bootstrap distribution"
+        details.update(n_failed=int(res.n_failed), bias=res.details.get("bias"))
+        df = float("nan") if ci != "studentized" else float(G - 1)
+        return IntervalResult(cluster=label, estimate=float(res.estimate), se=float(res.se),
+                              lo=float(res.lo), hi=float(res.hi), df=df,
+                              n_clusters=int(res.n_clusters), reps=int(res.reps),
+                              seed=res.seed, p_value=p, ci_type=ci, details=details,
+                              **common)
+    # wild
+    if problem.family != "linear":
+        raise InvalidOptionError(
+            "method='wild' is for least-squares estimands; use family='linear' (linear "
+            "probability) or method='CR2'/'bootstrap' for a logit coefficient"
+        )
+    if G < 2:
+        raise TooFewClustersError(f"the wild bootstrap needs at least 2 clusters; found {G}")
+    from evalmix.inference.wild import wild_cluster_bootstrap
+
+    test_null = null_value if np.isfinite(null_value) else 0.0
+    res = wild_cluster_bootstrap(problem.X, problem.y, codes, target=problem.target,
+                                 reps=n_reps, level=level, weights=weights, null=test_null,
+                                 seed=seed)
+    details.update(weights=weights, t_obs=float(res.t_obs),
+                   enumerated=bool(getattr(res, "enumerated", False)))
+    p = float(res.p_value) if np.isfinite(null_value) else float("nan")
+    return IntervalResult(cluster=label, estimate=float(res.estimate),
+                          se=float(getattr(res, "se_cr1", np.nan)), lo=float(res.lo),
+                          hi=float(res.hi), df=float("nan"), n_clusters=int(res.n_clusters),
+                          reps=int(res.reps), seed=res.seed, p_value=p,
+                          ci_type="test-inversion", details=details, **common)

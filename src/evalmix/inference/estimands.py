@@ -1,0 +1,548 @@
+"""Every estimand as one coefficient of an OLS (or logit) fit: the :class:`LinearProblem`.
+
+:func:`build_problem` turns ``(table, estimand, options)`` into arrays that every
+variance method (naive, sandwich, cluster bootstrap, wild bootstrap) consumes:
+
+``mean``
+    Intercept of ``y ~ 1``: all rows, or the rows of one condition (``contrast=``).
+``win_rate`` (pairwise)
+    Intercept of ``y ~ 1``. Without ``model=`` the table's own scoring is kept: ``y`` is
+    the share won by ``model_a`` (ties count 1/2 under ``ties="half"``, are removed under
+    ``"exclude"``, count as not-won under ``"separate"``). That is what
+    :func:`evalmix.analyze` expects (it re-expresses rows for ``model_b`` itself).
+    ``model="name"`` scores the named model on every row where it plays either side
+    (``1 - y`` where it is ``model_b``; under ``"separate"`` a strict ``"b"`` verdict).
+    ``contrast=`` keeps the rows whose ``model_b`` (or ``condition``) equals it.
+``controlled_win_rate`` (pairwise with order)
+    Intercept of ``y ~ 1 + (s - 1/2)`` on complete AB/BA pairs, ``s`` = 1 when the scored
+    model was shown first. Because ``s - 1/2 = +-1/2``, the intercept is exactly
+    ``(p_AB + p_BA) / 2``: position bias cancels.
+``difference`` (``conditions=(A, B)``: B minus A)
+    Paired when every matched unit -- the combination of all cluster factors (and, for
+    pairwise tables, which answer was shown first) -- has rows of both conditions: the
+    per-unit differences ``mean(y | unit, B) - mean(y | unit, A)``, intercept-only,
+    clustered by the unit's factors. Otherwise unpaired: the coefficient of a ``B``
+    indicator in ``y ~ 1 + 1{B}``. ``paired`` in the problem (and the result) says which.
+    On pairwise tables both are on the ``y`` scale (``model_a``'s score) of rows whose
+    ``model_b`` (or ``condition``) is A or B.
+``coef``
+    A coefficient of ``y ~ 1 + condition dummies + position`` (linear probability by
+    default, ``family="logit"`` for logistic); ``term=`` selects it. Position is
+    ``a_first - 1/2`` on pairwise tables (so its coefficient is the first-shown
+    advantage of ``model_a``), the ``position`` column on score tables.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from evalmix.errors import (
+    ConvergenceWarning,
+    DroppedRowsWarning,
+    EvalmixError,
+    InvalidOptionError,
+    check_option,
+)
+
+if TYPE_CHECKING:
+    from evalmix.data.table import EvalTable
+
+__all__ = [
+    "ESTIMANDS", "FAMILIES", "LinearProblem", "Fit", "build_problem", "fit", "fit_ols",
+    "fit_logit",
+]
+
+Estimand = Literal["mean", "win_rate", "controlled_win_rate", "difference", "coef"]
+Family = Literal["linear", "logit"]
+ESTIMANDS: tuple[str, ...] = ("mean", "win_rate", "controlled_win_rate", "difference", "coef")
+FAMILIES: tuple[str, ...] = ("linear", "logit")
+PAIRED: tuple[object, ...] = ("auto", True, False)
+#: IRLS stops when the largest Newton step is below this.
+LOGIT_TOL = 1e-12
+LOGIT_MAXIT = 100
+
+
+@dataclass(frozen=True)
+class LinearProblem:
+    """An estimand as coefficient ``target`` of a regression of ``y`` on ``X``.
+
+    Attributes
+    ----------
+    X : (n, k) float array
+    y : (n,) float array
+    target : int
+        Column of ``X`` whose coefficient is the estimand.
+    names : tuple of str
+        Column names of ``X``.
+    family : {"linear", "logit"}
+    cluster_codes : Mapping[str, ndarray]
+        Dense int codes (0..G-1) of every cluster factor, for the rows of ``X``.
+    pair_codes : ndarray or None
+        Codes of matched AB/BA pairs (pairwise tables with order), the smallest unit that
+        must be resampled or clustered together.
+    estimand, contrast : str
+    paired : bool or None
+        For ``difference``: whether per-unit differences were used.
+    null : float
+        Null value of the estimand (0.5 win rates and 0/1 means, 0 differences and
+        coefficients, NaN for means of numeric scores).
+    n_obs : int
+        Rows of ``X``.
+    details : Mapping
+        Extras (rows used, pairs dropped, who is scored, ...).
+    """
+
+    X: np.ndarray
+    y: np.ndarray
+    target: int
+    names: tuple[str, ...]
+    family: str
+    cluster_codes: Mapping[str, np.ndarray]
+    pair_codes: np.ndarray | None
+    estimand: str
+    contrast: str
+    paired: bool | None
+    null: float
+    n_obs: int
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "cluster_codes", MappingProxyType(dict(self.cluster_codes)))
+        object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
+
+    @property
+    def term(self) -> str:
+        return self.names[self.target]
+
+
+# --------------------------------------------------------------------------- fitting
+@dataclass(frozen=True)
+class Fit:
+    """OLS or logit fit: coefficients, fitted values, response residuals, weights."""
+
+    beta: np.ndarray
+    fitted: np.ndarray
+    resid: np.ndarray
+    working_weights: np.ndarray | None
+    converged: bool = True
+    iterations: int = 0
+
+
+def fit_ols(X: np.ndarray, y: np.ndarray) -> Fit:
+    """Least squares; raises on a rank-deficient design."""
+    X = np.asarray(X, dtype=float)
+    beta, _, rank, _ = np.linalg.lstsq(X, y, rcond=None)
+    if rank < X.shape[1]:
+        raise EvalmixError(
+            f"the design has {X.shape[1]} columns but rank {rank}: a covariate is constant "
+            "or collinear in the selected rows; drop it"
+        )
+    fitted = X @ beta
+    return Fit(beta, fitted, y - fitted, None)
+
+
+def fit_logit(X: np.ndarray, y: np.ndarray) -> Fit:
+    """Logistic regression (quasi-binomial for y in [0, 1]) by Newton-IRLS."""
+    X = np.asarray(X, dtype=float)
+    if np.any((y < 0) | (y > 1)):
+        raise EvalmixError("family='logit' needs outcomes in [0, 1]")
+    p0 = np.clip(y.mean(), 1e-6, 1 - 1e-6)
+    beta = np.zeros(X.shape[1])
+    beta[0] = np.log(p0 / (1 - p0)) if np.allclose(X[:, 0], 1) else 0.0
+    converged = False
+    it = 0
+    for it in range(1, LOGIT_MAXIT + 1):
+        eta = X @ beta
+        mu = 1 / (1 + np.exp(-eta))
+        w = mu * (1 - mu)
+        step = np.linalg.solve((X * w[:, None]).T @ X, X.T @ (y - mu))
+        beta = beta + step
+        if np.max(np.abs(step)) < LOGIT_TOL * (1 + np.max(np.abs(beta))):
+            converged = True
+            break
+    mu = 1 / (1 + np.exp(-(X @ beta)))
+    w = mu * (1 - mu)
+    if not converged or np.min(w) < 1e-12:
+        warnings.warn(
+            f"logistic fit did not converge in {it} iterations (largest |coef| "
+            f"{np.max(np.abs(beta)):.3g}); the outcome may be separated by a covariate. "
+            "Use family='linear' (linear probability) instead",
+            ConvergenceWarning, stacklevel=3,
+        )
+        w = np.maximum(w, 1e-300)
+    return Fit(beta, mu, y - mu, w, converged, it)
+
+
+def fit(problem: LinearProblem) -> Fit:
+    """Fit the problem's regression (OLS or logit)."""
+    if problem.family == "logit":
+        return fit_logit(problem.X, problem.y)
+    return fit_ols(problem.X, problem.y)
+
+
+# --------------------------------------------------------------------------- helpers
+def _dense(codes: np.ndarray) -> np.ndarray:
+    c, _ = pd.factorize(np.asarray(codes), sort=True)
+    return c.astype(np.int64)
+
+
+def _codes_for(table: EvalTable, mask: np.ndarray) -> dict[str, np.ndarray]:
+    return {r: _dense(table.codes(r)[mask]) for r in table.clusters}
+
+
+def _pairs_for(table: EvalTable, mask: np.ndarray) -> np.ndarray | None:
+    if table.kind != "pairwise" or not table.has_order:
+        return None
+    return _dense(table.pair_codes()[mask])
+
+
+def _mean_null(table: EvalTable) -> float:
+    return 0.5 if table.outcome_type in ("binary", "proportion") else float("nan")
+
+
+def _label_column(table: EvalTable, labels: Sequence[str], what: str) -> str:
+    """The canonical column whose values hold ``labels`` (condition or model_b)."""
+    d = table.data
+    candidates = ["condition"] if table.kind == "scores" else ["condition", "model_b", "model_a"]
+    candidates = [c for c in candidates if c in d.columns]
+    for col in candidates:
+        vals = set(d[col].astype(str).unique())
+        if all(str(lab) in vals for lab in labels):
+            return col
+    if not candidates:
+        raise EvalmixError(
+            f"{what} needs a condition column; read the table with condition=... "
+            "(score tables) or model_a/model_b (pairwise tables)"
+        )
+    avail = sorted(set(d[candidates[0]].astype(str).unique()))
+    raise EvalmixError(
+        f"{what}: {', '.join(repr(str(x)) for x in labels)} not found in column "
+        f"{candidates[0]!r}; its values are: {', '.join(repr(a) for a in avail[:30])}"
+    )
+
+
+def _unique_label(values: pd.Series, fallback: str) -> str:
+    u = values.astype(str).unique()
+    return str(u[0]) if len(u) == 1 else fallback
+
+
+def _oriented(table: EvalTable, frame: pd.DataFrame, model: str | None
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, str, str]:
+    """(mask, y scored for ``model``, 'scored model shown first' indicator, who, opponent)."""
+    ma = frame["model_a"].astype(str).to_numpy()
+    mb = frame["model_b"].astype(str).to_numpy()
+    y = frame["y"].to_numpy(dtype=float)
+    a_first = frame["a_first"].to_numpy(dtype=float)
+    if model is None:
+        mask = np.ones(len(frame), dtype=bool)
+        who = _unique_label(frame["model_a"], "model_a")
+        opp = _unique_label(frame["model_b"], "model_b")
+        return mask, y, a_first, who, opp
+    model = str(model)
+    is_a, is_b = ma == model, mb == model
+    mask = is_a | is_b
+    if not mask.any():
+        models = sorted(set(ma) | set(mb))
+        raise EvalmixError(
+            f"model {model!r} plays in no comparison; models: "
+            f"{', '.join(repr(m) for m in models[:30])}"
+        )
+    if table.ties == "separate":
+        won_b = (frame["verdict"].astype(str).to_numpy() == "b").astype(float)
+    else:
+        won_b = 1.0 - y
+    ys = np.where(is_a, y, won_b)
+    first = np.where(is_a, a_first, 1.0 - a_first)
+    opp_vals = np.where(is_a, mb, ma)[mask]
+    opp = str(opp_vals[0]) if len(set(opp_vals)) == 1 else "others"
+    return mask, ys, first, model, opp
+
+
+def _problem(X, y, target, names, table, mask, *, estimand, contrast, null, family="linear",
+             paired=None, details=None, cluster_codes=None, pair_codes="auto") -> LinearProblem:
+    X = np.asarray(X, dtype=float)
+    if X.ndim == 1:
+        X = X[:, None]
+    if X.shape[0] == 0:
+        raise EvalmixError(f"{estimand} [{contrast}]: no rows to analyse")
+    cc = _codes_for(table, mask) if cluster_codes is None else cluster_codes
+    pc = _pairs_for(table, mask) if isinstance(pair_codes, str) else pair_codes
+    return LinearProblem(
+        X=X, y=np.asarray(y, dtype=float), target=target, names=tuple(names), family=family,
+        cluster_codes=cc, pair_codes=pc, estimand=estimand, contrast=contrast,
+        paired=paired, null=null, n_obs=X.shape[0], details=details or {},
+    )
+
+
+# --------------------------------------------------------------------------- estimands
+def _mean(table: EvalTable, contrast: str | None) -> LinearProblem:
+    d = table.data
+    mask = np.ones(table.n_obs, dtype=bool)
+    label = "overall"
+    if contrast is not None and contrast != "overall":
+        col = _label_column(table, [contrast], "mean")
+        mask = d[col].astype(str).to_numpy() == str(contrast)
+        label = str(contrast)
+    y = table.y[mask]
+    return _problem(np.ones((mask.sum(), 1)), y, 0, ("(Intercept)",), table, mask,
+                    estimand="mean", contrast=label, null=_mean_null(table))
+
+
+def _require_pairwise(table: EvalTable, estimand: str) -> None:
+    if table.kind != "pairwise":
+        raise EvalmixError(
+            f"{estimand} needs a pairwise table (model_a/model_b columns); this is a "
+            "score table: use estimand='mean' or 'difference'"
+        )
+
+
+def _win_rate(table: EvalTable, contrast: str | None, model: str | None,
+              controlled: bool) -> LinearProblem:
+    estimand = "controlled_win_rate" if controlled else "win_rate"
+    _require_pairwise(table, estimand)
+    d = table.data
+    base = np.ones(table.n_obs, dtype=bool)
+    if contrast is not None:
+        col = _label_column(table, [contrast], estimand)
+        base = d[col].astype(str).to_numpy() == str(contrast)
+    sel, ys, first, who, opp = _oriented(table, d, model)
+    mask = base & sel
+    details: dict[str, Any] = {"scored_for": who, "ties": table.ties}
+    label = f"{who} vs {opp}"
+    if not controlled:
+        return _problem(np.ones((mask.sum(), 1)), ys[mask], 0, ("(Intercept)",), table, mask,
+                        estimand=estimand, contrast=label, null=0.5, details=details)
+    if not table.has_order:
+        raise EvalmixError(
+            "controlled_win_rate needs to know which answer was shown first; read the "
+            "table with first_shown=..."
+        )
+    pid = d["pair_id"].to_numpy()
+    known = mask & np.isfinite(first) & (pid >= 0)
+    f = pd.DataFrame({"pid": pid[known], "first": first[known]})
+    g = f.groupby("pid")["first"].agg(["min", "max"])
+    complete_ids = g.index[(g["min"] == 0) & (g["max"] == 1)]
+    complete = known & np.isin(pid, complete_ids.to_numpy())
+    n_drop = int(mask.sum() - complete.sum())
+    if not complete.any():
+        raise EvalmixError(
+            "controlled_win_rate found no complete AB/BA pair (both orders of one "
+            "comparison); use estimand='win_rate'"
+        )
+    if n_drop:
+        warnings.warn(
+            f"controlled_win_rate uses complete AB/BA pairs only: {n_drop} of "
+            f"{int(mask.sum())} rows without their other-order partner were left out",
+            DroppedRowsWarning, stacklevel=4,
+        )
+    details.update(n_pairs=len(complete_ids), rows_without_partner=n_drop)
+    X = np.column_stack([np.ones(complete.sum()), first[complete] - 0.5])
+    return _problem(X, ys[complete], 0, ("(Intercept)", "position"), table, complete,
+                    estimand=estimand, contrast=label, null=0.5, details=details)
+
+
+def _two_conditions(table: EvalTable, conditions: Sequence[str] | None
+                    ) -> tuple[str, str, str]:
+    d = table.data
+    if conditions is not None:
+        if isinstance(conditions, str) or len(conditions) != 2:
+            raise InvalidOptionError(
+                f"conditions={conditions!r}: give two labels (A, B); the difference is B - A"
+            )
+        a, b = (str(c) for c in conditions)
+        return a, b, _label_column(table, [a, b], "difference")
+    col = "condition" if "condition" in d.columns else (
+        "model_b" if table.kind == "pairwise" else None)
+    if col is None:
+        raise EvalmixError("difference needs a condition column (read with condition=...)")
+    levels = sorted(d[col].astype(str).unique())
+    if len(levels) != 2:
+        raise EvalmixError(
+            f"difference: column {col!r} has {len(levels)} levels "
+            f"({', '.join(repr(v) for v in levels[:10])}); name two with conditions=(A, B)"
+        )
+    return levels[0], levels[1], col
+
+
+def _difference(table: EvalTable, conditions: Sequence[str] | None,
+                paired: object) -> LinearProblem:
+    check_option("paired", paired, PAIRED)
+    a, b, col = _two_conditions(table, conditions)
+    d = table.data
+    lab = d[col].astype(str).to_numpy()
+    mask = (lab == a) | (lab == b)
+    label = f"{b} - {a}"
+    keys = list(table.clusters)
+    if table.kind == "pairwise" and table.has_order and keys:
+        keys = keys + ["a_first"]
+    details: dict[str, Any] = {"conditions": (a, b), "column": col}
+    use_paired = False
+    if keys and paired is not False:
+        sub = d.loc[mask, keys].copy()
+        sub["_cond"] = np.where(lab[mask] == b, "B", "A")
+        sub["_y"] = table.y[mask]
+        cells = sub.groupby(keys + ["_cond"], dropna=False, sort=True)["_y"].mean().unstack("_cond")
+        both = cells.notna().all(axis=1) if {"A", "B"} <= set(cells.columns) else \
+            pd.Series(False, index=cells.index)
+        n_match = int(both.sum())
+        if paired is True and n_match == 0:
+            raise EvalmixError(
+                f"paired=True but no unit (combination of {', '.join(keys)}) has rows of both "
+                f"{a!r} and {b!r}; use paired=False"
+            )
+        use_paired = n_match > 0 and (paired is True or bool(both.all()))
+        details["units_matched"] = n_match
+        details["units_total"] = len(cells)
+    if not use_paired:
+        X = np.column_stack([np.ones(mask.sum()), (lab[mask] == b).astype(float)])
+        return _problem(X, table.y[mask], 1, ("(Intercept)", f"{col}[{b}]"), table, mask,
+                        estimand="difference", contrast=label, null=0.0, paired=False,
+                        details=details)
+    if not both.all():
+        warnings.warn(
+            f"paired difference: {int((~both).sum())} of {len(both)} units lack one of the "
+            "two conditions and were left out", DroppedRowsWarning, stacklevel=4,
+        )
+    cells = cells[both]
+    diffs = (cells["B"] - cells["A"]).to_numpy(dtype=float)
+    idx = cells.index.to_frame(index=False)
+    codes = {r: _dense(idx[r].astype(str).to_numpy()) for r in table.clusters}
+    pair_codes = None
+    if "a_first" in keys:
+        pair_codes = _dense(pd.MultiIndex.from_frame(
+            idx[list(table.clusters)].astype(str)).factorize()[0])
+    details.update(pairing_unit=tuple(keys), rows_used=int(mask.sum()))
+    return _problem(np.ones((len(diffs), 1)), diffs, 0, ("(Intercept)",), table, mask,
+                    estimand="difference", contrast=label, null=0.0, paired=True,
+                    details=details, cluster_codes=codes, pair_codes=pair_codes)
+
+
+def _coef(table: EvalTable, term: str | None, family: str,
+          conditions: Sequence[str] | None) -> LinearProblem:
+    d = table.data
+    n = table.n_obs
+    mask = np.ones(n, dtype=bool)
+    cols: list[np.ndarray] = [np.ones(n)]
+    names: list[str] = ["(Intercept)"]
+    cond_col = None
+    for c in (["condition"] if table.kind == "scores" else ["condition", "model_b"]):
+        if c in d.columns and d[c].astype(str).nunique() >= 2:
+            cond_col = c
+            break
+    if cond_col is not None:
+        lab = d[cond_col].astype(str).to_numpy()
+        levels = sorted(set(lab))
+        ref = str(conditions[0]) if conditions else levels[0]
+        if ref not in levels:
+            raise EvalmixError(f"reference level {ref!r} not in {cond_col!r}: {levels}")
+        for lev in levels:
+            if lev != ref:
+                cols.append((lab == lev).astype(float))
+                names.append(f"{cond_col}[{lev}]")
+    if table.kind == "pairwise" and table.has_order:
+        af = d["a_first"].to_numpy(dtype=float)
+        mask &= np.isfinite(af)
+        cols.append(np.where(np.isfinite(af), af - 0.5, 0.0))
+        names.append("position")
+    elif "position" in d.columns:
+        pos = d["position"]
+        if pd.api.types.is_numeric_dtype(pos):
+            v = pos.to_numpy(dtype=float)
+            mask &= np.isfinite(v)
+            cols.append(np.where(np.isfinite(v), v, 0.0))
+            names.append("position")
+        else:
+            lab = pos.astype(str).to_numpy()
+            levels = sorted(set(lab))
+            for lev in levels[1:]:
+                cols.append((lab == lev).astype(float))
+                names.append(f"position[{lev}]")
+    if len(names) == 1:
+        raise EvalmixError(
+            "coef needs a covariate (a condition with 2+ levels, or position); this table "
+            "has none: use estimand='mean'"
+        )
+    if term is None:
+        target = 1
+    else:
+        alias = {n_: n_ for n_ in names}
+        for n_ in names[1:]:
+            if "[" in n_:
+                alias.setdefault(n_.split("[", 1)[1].rstrip("]"), n_)
+        if term == "condition" and cond_col is not None and sum(
+                x.startswith(cond_col + "[") for x in names) == 1:
+            alias["condition"] = names[1]
+        if term not in alias:
+            raise InvalidOptionError(
+                f"term={term!r} is not a coefficient; choose one of "
+                f"{', '.join(repr(x) for x in names)}"
+            )
+        target = names.index(alias[term])
+    X = np.column_stack(cols)[mask]
+    details = {"scored_for": "model_a"} if table.kind == "pairwise" else {}
+    return _problem(X, table.y[mask], target, names, table, mask, estimand="coef",
+                    contrast=names[target], null=0.0, family=family, details=details)
+
+
+def build_problem(
+    table: EvalTable,
+    estimand: Estimand,
+    *,
+    contrast: str | None = None,
+    model: str | None = None,
+    conditions: Sequence[str] | None = None,
+    term: str | None = None,
+    family: Family = "linear",
+    paired: bool | Literal["auto"] = "auto",
+) -> LinearProblem:
+    """Turn an estimand on an :class:`~evalmix.data.table.EvalTable` into a LinearProblem.
+
+    Parameters
+    ----------
+    table : EvalTable
+    estimand : {"mean", "win_rate", "controlled_win_rate", "difference", "coef"}
+    contrast : str, optional
+        ``mean``: a condition label (default: all rows, ``"overall"``). Win rates: keep
+        the rows whose ``model_b`` (or ``condition``) is this label.
+    model : str, optional
+        Win rates: the model whose win share is estimated (default: the table's
+        ``y``, i.e. ``model_a``'s).
+    conditions : (A, B), optional
+        ``difference``: B minus A (default: the two levels, sorted). ``coef``: A is
+        the reference level.
+    term : str, optional
+        ``coef``: the coefficient (e.g. ``"position"``, ``"condition[treatment]"`` or
+        just ``"treatment"``); default the first non-intercept term.
+    family : {"linear", "logit"}
+        ``coef`` only.
+    paired : "auto", True or False
+        ``difference``: force or forbid the per-unit (paired) estimator.
+
+    Examples
+    --------
+    >>> import evalmix
+    >>> t = evalmix.sim.clustered_scores(10, 5, p=0.7, icc=0.1, seed=1).table()
+    >>> build_problem(t, "mean").X.shape
+    (50, 1)
+    """
+    check_option("estimand", estimand, ESTIMANDS)
+    check_option("family", family, FAMILIES)
+    if family == "logit" and estimand != "coef":
+        raise InvalidOptionError(
+            f"family='logit' is for estimand='coef'; {estimand!r} is a mean or a "
+            "difference of means, estimated by least squares"
+        )
+    if estimand == "mean":
+        return _mean(table, contrast)
+    if estimand in ("win_rate", "controlled_win_rate"):
+        return _win_rate(table, contrast, model, estimand == "controlled_win_rate")
+    if estimand == "difference":
+        return _difference(table, conditions, paired)
+    return _coef(table, term, family, conditions)
