@@ -460,3 +460,8 @@ def test_eval_table_pickles_and_copies():
         assert np.array_equal(u.codes("item"), t.codes("item"))
         with pytest.raises(ValueError, match="read-only"):
             u.y[0] = 1.0
+
+
+def test_bare_outcome_column_is_not_a_table_of_duplicates():
+    t = evalmix.read(pd.DataFrame({"correct": [1, 0, 1, 1]}), outcome="correct")
+    assert t.n_obs == 4 and t.clusters == () and "_none_" in t.describe().to_markdown()

@@ -590,11 +590,14 @@ def _validate(
                 "one cluster carries no clustering information. Fix: drop it from clusters="
             )
 
-    # ---- duplicated rows
-    try:
-        dup = frame.duplicated(keep=False).to_numpy()
-    except TypeError:  # unhashable cells: compare their text
-        dup = frame.astype(str).duplicated(keep=False).to_numpy()
+    # ---- duplicated rows (a bare outcome column has nothing to tell rows apart by)
+    if frame.shape[1] < 2:
+        dup = np.zeros(n, dtype=bool)
+    else:
+        try:
+            dup = frame.duplicated(keep=False).to_numpy()
+        except TypeError:  # unhashable cells: compare their text
+            dup = frame.astype(str).duplicated(keep=False).to_numpy()
     if dup.any():
         problems.append(
             f"{int(dup.sum())} rows are exact duplicates of another row (rows {_rows(dup)}); "
