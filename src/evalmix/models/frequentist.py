@@ -51,7 +51,7 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -87,6 +87,11 @@ METHODS: tuple[str, ...] = ("auto", "mixedlm", "laplace", "vb", "map")
 SINGULAR_TOL = 1e-4
 #: Latent residual variance of the logistic distribution.
 LOGIT_RESIDUAL_VAR = np.pi**2 / 3
+#: An SD interval whose upper/lower ratio exceeds this is uninformative (near-zero SD).
+_MAX_INTERVAL_RATIO = 1e4
+#: Up to this many random-effect levels in all, Z'WZ is accumulated by one bincount
+#: into a dense q x q array; above it by a sparse product.
+_DENSE_MAX_LEVELS = 1500
 #: Gradient norm (per row, on the optimiser's scale) above which a fit is not converged.
 GRAD_TOL = 1e-5
 
@@ -523,16 +528,33 @@ class _LaplaceDeviance:
     ``deviance(theta, beta)`` maximises the penalised log-likelihood over the spherical
     random effects ``u`` (``b = Lambda u``) by Newton steps with step halving, then
     returns ``-2 log p(y | eta_hat) + |u_hat|^2 + log|L|^2``. The last ``u_hat`` warm-
-    starts the next call.
+    starts the next call. ``Z'WZ`` is accumulated with one ``bincount`` over the pairs of
+    terms (each row has one level per term), much cheaper than a sparse product.
     """
 
     def __init__(self, y: np.ndarray, trials: np.ndarray, X: np.ndarray,
-                 Z: sparse.csr_array, comp: np.ndarray):
+                 terms: Sequence[RandomTerm]):
         from scipy.special import gammaln
 
-        self.y, self.m, self.X, self.Z, self.comp = y, trials, X, Z.tocsr(), comp
-        self.q = Z.shape[1]
-        self.u = np.zeros(self.q)
+        n = y.size
+        self.y, self.m, self.X = y, trials, X
+        self.Z = sparse.hstack([_term_matrix(t, n) for t in terms]).tocsr()
+        self.Zt = self.Z.T.tocsr()
+        self.comp = np.concatenate([np.full(t.n_levels, j) for j, t in enumerate(terms)])
+        self.q = q = self.comp.size
+        self.u = np.zeros(q)
+        offs = np.cumsum([0] + [t.n_levels for t in terms])
+        self.dense = q <= _DENSE_MAX_LEVELS
+        flat, xx = [], []
+        for a, ta in enumerate(terms):
+            for b in range(a, len(terms)):
+                tb = terms[b]
+                if self.dense:
+                    flat.append((offs[a] + ta.codes) * q + offs[b] + tb.codes)
+                    xx.append(np.asarray(ta.x, dtype=float) * np.asarray(tb.x, dtype=float))
+        flat = flat or [np.zeros(0, dtype=np.int64)]
+        xx = xx or [np.zeros(0)]
+        self.flat, self.xx, self.npairs = np.concatenate(flat), np.concatenate(xx), len(flat)
         k = trials * y
         self.const = float(np.sum(gammaln(trials + 1) - gammaln(k + 1)
                                   - gammaln(trials - k + 1)))
@@ -540,30 +562,36 @@ class _LaplaceDeviance:
     def _loglik(self, eta: np.ndarray) -> float:
         return float(np.sum(self.m * (self.y * eta - np.logaddexp(0.0, eta))))
 
-    def _chol(self, ZL: sparse.csr_array, eta: np.ndarray) -> np.ndarray:
+    def _chol(self, lam: np.ndarray, eta: np.ndarray) -> np.ndarray:
         from scipy.linalg import cholesky
+        from scipy.special import expit
 
-        mu = 1 / (1 + np.exp(-eta))
+        mu = expit(eta)
         w = self.m * mu * (1 - mu)
-        H = (ZL.T @ ZL.multiply(w[:, None])).toarray() + np.eye(self.q)
-        return cholesky(H, lower=True)
+        if not self.dense:
+            ztwz = np.asarray((self.Zt @ self.Z.multiply(w[:, None])).toarray())
+            return cholesky(lam[:, None] * ztwz * lam[None, :] + np.eye(self.q), lower=True)
+        upper = np.bincount(self.flat, weights=np.tile(w, self.npairs) * self.xx,
+                            minlength=self.q * self.q).reshape(self.q, self.q)
+        ztwz = upper + upper.T - np.diag(np.diag(upper))
+        return cholesky(lam[:, None] * ztwz * lam[None, :] + np.eye(self.q), lower=True)
 
     def __call__(self, theta: np.ndarray, beta: np.ndarray) -> float:
         from scipy.linalg import cho_solve
+        from scipy.special import expit
 
-        ZL = (self.Z @ sparse.diags_array(theta[self.comp])).tocsr()
+        lam = theta[self.comp]
         off = self.X @ beta
         u = self.u.copy()
-        eta = off + ZL @ u
+        eta = off + self.Z @ (lam * u)
         pl = self._loglik(eta) - 0.5 * u @ u
         for _ in range(100):
-            mu = 1 / (1 + np.exp(-eta))
-            g = ZL.T @ (self.m * (self.y - mu)) - u
-            step = cho_solve((self._chol(ZL, eta), True), g)
+            g = lam * (self.Zt @ (self.m * (self.y - expit(eta)))) - u
+            step = cho_solve((self._chol(lam, eta), True), g)
             t = 1.0
             while True:
                 u_new = u + t * step
-                eta_new = off + ZL @ u_new
+                eta_new = off + self.Z @ (lam * u_new)
                 pl_new = self._loglik(eta_new) - 0.5 * u_new @ u_new
                 if pl_new >= pl - 1e-12 or t < 1e-8:
                     break
@@ -572,7 +600,7 @@ class _LaplaceDeviance:
             if np.max(np.abs(t * step)) < 1e-11:
                 break
         self.u = u
-        L = self._chol(ZL, eta)
+        L = self._chol(lam, eta)
         return float(-2 * (self._loglik(eta) + self.const) + u @ u
                      + 2 * np.log(np.diag(L)).sum())
 
@@ -622,6 +650,7 @@ def fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     Bates, D. et al. (2015). Fitting linear mixed-effects models using lme4. Journal of
     Statistical Software 67(1), section 5 (GLMMs). doi:10.18637/jss.v067.i01
     """
+    from scipy.special import expit
     from statsmodels.tools.numdiff import approx_hess3
 
     y, X = _check_arrays(y, X, fe_names, terms)
@@ -631,14 +660,12 @@ def fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     m = np.ones(y.size) if trials is None else np.asarray(trials, dtype=float)
     if m.shape != y.shape or np.any(m <= 0):
         raise EvalmixError("trials must be positive, one per row")
-    n, k, p = y.size, len(terms), X.shape[1]
+    k, p = len(terms), X.shape[1]
     z = _z(level)
-    comp = np.concatenate([np.full(t.n_levels, j) for j, t in enumerate(terms)])
-    dev = _LaplaceDeviance(y, m, X, sparse.hstack([_term_matrix(t, n) for t in terms]).tocsr(),
-                           comp)
+    dev = _LaplaceDeviance(y, m, X, terms)
     beta = np.zeros(p)  # logistic regression without random effects as the start
     for _ in range(30):
-        mu = 1 / (1 + np.exp(-(X @ beta)))
+        mu = expit(X @ beta)
         step = np.linalg.solve(X.T @ ((m * mu * (1 - mu))[:, None] * X), X.T @ (m * (y - mu)))
         beta = beta + step
         if np.max(np.abs(step)) < 1e-10:
@@ -697,7 +724,7 @@ def fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     hi[keep] = sd[keep] * np.exp(z * se[:keep.size])
     fe_cov = cov[keep.size:, keep.size:]
     results = LaplaceResults(params=np.concatenate([sd, x[k:]]), cov=fe_cov, deviance=fval,
-                             llf=-fval / 2, modes=dev.u * sd[comp], converged=converged)
+                             llf=-fval / 2, modes=dev.u * sd[dev.comp], converged=converged)
     return CrossedFit(
         method="laplace", fe_names=tuple(fe_names), fe_est=x[k:].copy(),
         fe_se=np.sqrt(np.diag(fe_cov)), vc_names=tuple(t.name for t in terms), vc_sd=sd,
@@ -1031,6 +1058,19 @@ def fit_statsmodels(
         scale, label, family = "log-odds", _TYPICAL, spec.family
 
     messages: list[str] = []
+    with np.errstate(divide="ignore", invalid="ignore"):
+        wide = (fit.vc_sd > 0) & ~(fit.vc_hi / fit.vc_lo < _MAX_INTERVAL_RATIO)
+    if wide.any():
+        names = [t.name for t, w in zip(terms, wide, strict=True) if w]
+        lo, hi = fit.vc_lo.copy(), fit.vc_hi.copy()
+        lo[wide], hi[wide] = 0.0, np.nan
+        fit = replace(fit, vc_lo=lo, vc_hi=hi)
+        msg = (f"variance component(s) {', '.join(names)} near zero: the Wald interval on the "
+               "log-SD scale spans several orders of magnitude and is reported as [0, NaN]. "
+               "The data barely identify them; use the Bayesian back end for an interval, "
+               "or drop the term")
+        messages.append(msg)
+        warnings.warn(msg, SingularFitWarning, stacklevel=2)
     if fit.singular:
         msg = (f"variance component(s) {', '.join(fit.singular)} estimated at (or near) zero "
                f"by {backend}; the data do not identify them. Consider dropping the term or "
