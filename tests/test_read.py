@@ -465,3 +465,14 @@ def test_eval_table_pickles_and_copies():
 def test_bare_outcome_column_is_not_a_table_of_duplicates():
     t = evalmix.read(pd.DataFrame({"correct": [1, 0, 1, 1]}), outcome="correct")
     assert t.n_obs == 4 and t.clusters == () and "_none_" in t.describe().to_markdown()
+
+
+def test_check_pairs_within_raises_when_a_factor_splits_pairs():
+    t = read_quiet(pair_frame(), **PAIR_KW)
+    d = t.frame()
+    # relabel the judge of every BA record: each complete pair now spans two judges
+    d.loc[d["a_first"] == 0.0, "judge"] = "j9"
+    split = dataclasses.replace(t, data=d)
+    split.check_pairs_within("item")
+    with pytest.raises(EvalmixError, match=r"'judge' .* splits 5 matched AB/BA pairs"):
+        split.check_pairs_within(["item", "judge"])
