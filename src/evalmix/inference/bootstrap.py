@@ -130,12 +130,28 @@ def cluster_weights(n_clusters: int, reps: int, rng: np.random.Generator) -> np.
     Row ``b`` counts how often each cluster was drawn when ``n_clusters`` clusters are
     drawn with replacement (equivalently Multinomial(G, 1/G each)).
     """
-    g = int(n_clusters)
-    dtype = np.uint16 if g <= np.iinfo(np.uint16).max else np.int64
-    idx = rng.integers(0, g, size=(reps, g), dtype=dtype)
-    off_dtype = np.int32 if reps * g < np.iinfo(np.int32).max else np.int64
-    flat = (idx + (np.arange(reps, dtype=off_dtype) * g)[:, None]).ravel()
+    return _counts(_draw_indices(n_clusters, reps, rng), n_clusters)
+
+
+def _draw_indices(n_clusters: int, reps: int, rng: np.random.Generator) -> np.ndarray:
+    """(reps, n_clusters) cluster indices drawn with replacement (the one random step)."""
+    return rng.integers(0, int(n_clusters), size=(reps, int(n_clusters)))
+
+
+def _counts(idx: np.ndarray, n_clusters: int) -> np.ndarray:
+    """Resampling counts (reps, G) from drawn indices."""
+    reps, g = idx.shape[0], int(n_clusters)
+    flat = (idx + (np.arange(reps, dtype=np.int64) * g)[:, None]).ravel()
     return np.bincount(flat, minlength=reps * g).reshape(reps, g).astype(np.float64)
+
+
+def _gather_sums(idx: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """Sum of per-cluster statistics over the drawn clusters: (reps, p).
+
+    Equal to ``_counts(idx) @ columns`` but cheaper when ``columns`` has few columns
+    (no (reps x G) count matrix is built).
+    """
+    return np.stack([np.take(col, idx).sum(axis=1) for col in columns.T], axis=1)
 
 
 def _nested_weights(block_cluster: np.ndarray, n_clusters: int, reps: int,
@@ -307,6 +323,13 @@ def _linear_fit(W: np.ndarray, sums: dict[str, np.ndarray], target: int,
     beta, bad = _solve(H, s)
     if not studentized:
         return beta[:, target], None
+    return beta[:, target], _linear_cr1(W, sums, H, beta, target)
+
+
+def _linear_cr1(W: np.ndarray, sums: dict[str, np.ndarray], H: np.ndarray,
+                beta: np.ndarray, target: int) -> np.ndarray:
+    """CR1 variance of coefficient ``target`` in each weighted fit (copies = clusters)."""
+    g, k = sums["s"].shape
     e = np.zeros((W.shape[0], k))
     e[:, target] = 1.0
     q, _ = _solve(H, e)
@@ -319,7 +342,18 @@ def _linear_fit(W: np.ndarray, sums: dict[str, np.ndarray], target: int,
     n_cl = W.sum(axis=1) if W.shape[1] == g else np.full(W.shape[0], g)
     n_obs = W @ sums["n"]
     adj = n_cl / (n_cl - 1) * (n_obs - 1) / (n_obs - k)
-    return beta[:, target], np.maximum(meat, 0) * adj
+    return np.maximum(meat, 0) * adj
+
+
+def _linear_from_gather(idx: np.ndarray, columns: np.ndarray, k: int,
+                        target: int) -> np.ndarray:
+    """Coefficient ``target`` of each resample from drawn indices (few-column fast path)."""
+    agg = _gather_sums(idx, columns)
+    H = agg[:, :k * k].reshape(-1, k, k)
+    if k == 1:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(H[:, 0, 0] > 0, agg[:, 1] / H[:, 0, 0], np.nan)
+    return _solve(H, agg[:, k * k:])[0][:, target]
 
 
 # ------------------------------------------------------------------------------ logit
@@ -498,8 +532,11 @@ def cluster_bootstrap(
         block_cluster = pairs.sort_values("u")["c"].to_numpy()
     n_blocks = int(block.max()) + 1
 
+    gather = None
     if family == "linear":
         sums = _block_sums(X, y, block, n_blocks, studentized)
+        if nested is None and not studentized and k <= 2:
+            gather = np.column_stack([sums["H"].reshape(n_blocks, k * k), sums["s"]])
 
         def fit(W: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
             return _linear_fit(W, sums, target, studentized)
@@ -523,10 +560,13 @@ def cluster_bootstrap(
     for a in range(0, reps, chunk):
         b = min(reps, a + chunk)
         if nested is None:
-            W = cluster_weights(g, b - a, rng)
+            idx = _draw_indices(g, b - a, rng)
+            if gather is not None:
+                d, v = _linear_from_gather(idx, gather, k, target), None
+            else:
+                d, v = fit(_counts(idx, g))
         else:
-            W = _nested_weights(block_cluster, g, b - a, rng)
-        d, v = fit(W)
+            d, v = fit(_nested_weights(block_cluster, g, b - a, rng))
         draws[a:b] = d
         if var is not None:
             var[a:b] = v
