@@ -24,8 +24,6 @@ from evalmix.errors import EvalmixError, InvalidOptionError
 from evalmix.inference import sandwich as sw
 from evalmix.inference.estimands import fit_logit
 
-
-
 REF = Path(__file__).resolve().parent / "reference" / "sandwich"
 #: R wrote 15 significant digits; our arithmetic agrees to ~1e-13. The issue asks 1e-8.
 R_TOL = 1e-8
@@ -172,7 +170,7 @@ def test_cr2_by_brute_force_small():
         s = X[idx].T @ A @ e[idx]
         meat += np.outer(s, s)
         # p_g: the n-vector with (M X_g' A_g (I - H)_{g,.}) e = contribution to coef
-        p_vecs.append((M @ X[idx].T @ A @ IH[idx, :]))
+        p_vecs.append(M @ X[idx].T @ A @ IH[idx, :])
     V = M @ meat @ M
     np.testing.assert_allclose(sw.vcov_cluster(X, e, g, type="CR2"), V, rtol=EXACT_TOL)
     df = []

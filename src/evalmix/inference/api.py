@@ -32,7 +32,7 @@ from evalmix.errors import (
     check_option,
 )
 from evalmix.inference.estimands import ESTIMANDS, LinearProblem, build_problem, fit
-from evalmix.inference.naive import naive_se, normal_interval, wilson_interval
+from evalmix.inference.naive import naive_se, wilson_interval
 from evalmix.inference.result import IntervalResult
 from evalmix.inference.sandwich import (
     intersect_codes,

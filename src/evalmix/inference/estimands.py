@@ -158,7 +158,7 @@ def fit_logit(X: np.ndarray, y: np.ndarray) -> Fit:
     beta[0] = np.log(p0 / (1 - p0)) if np.allclose(X[:, 0], 1) else 0.0
     converged = False
     it = 0
-    for it in range(1, LOGIT_MAXIT + 1):
+    for it in range(1, LOGIT_MAXIT + 1):  # noqa: B007 (used after the loop)
         eta = X @ beta
         mu = 1 / (1 + np.exp(-eta))
         w = mu * (1 - mu)
