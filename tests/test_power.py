@@ -261,3 +261,24 @@ def test_components_from_model_fit_variance_frame():
     res = parametric_power(fit, levels={"scenario": 10, "judge": 3}, estimand="difference",
                            effect=0.5, reps=50, seed=1, cluster=["scenario", "judge"])
     assert res.table.loc[0, "df"] == 2  # multiway: min(G) - 1
+
+
+def test_parametric_multiway_variance_equals_inference_sandwich():
+    sandwich = pytest.importorskip("evalmix.inference.sandwich")
+    from evalmix.plan.pilot import _multiway_var
+
+    rng = np.random.default_rng(5)
+    grid = np.indices((7, 4, 3)).reshape(3, -1)
+    codes = {"scenario": grid[0], "persona": grid[1], "judge": grid[2]}
+    y = rng.normal(size=(3, grid.shape[1])) + rng.normal(size=7)[grid[0]]
+    resid = y - y.mean(axis=1, keepdims=True)
+    ours, df = _multiway_var(resid, codes)
+    assert df == 2
+    checked = 0
+    for i in range(3):
+        ref = sandwich.vcov_multiway(np.ones((resid.shape[1], 1)), resid[i],
+                                     list(codes.values()), type="CR1")
+        if not ref.fixed:  # where the CGM sum is negative we fall back differently
+            assert ours[i] == pytest.approx(float(ref.vcov[0, 0]), rel=1e-10)
+            checked += 1
+    assert checked >= 2

@@ -405,7 +405,10 @@ def parametric_power(
     treatment-minus-control difference; ``"mean"`` tests the mean outcome against
     ``null``, default 0.5 for binomial and 0 for gaussian). The test is CR1 with
     t(G - 1), clustered on ``cluster`` (a factor, default the first in ``levels``, or a
-    list of factors: multiway CGM with df = min G - 1).
+    list of factors: multiway CGM with df = min G - 1, equal to
+    :func:`evalmix.inference.sandwich.vcov_multiway`; where the inclusion-exclusion sum is
+    negative this uses the largest one-way variance instead of zero, so a replication
+    never gets a zero SE).
 
     Parameters
     ----------
