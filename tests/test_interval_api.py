@@ -1,0 +1,173 @@
+"""evalmix.interval: methods, cluster levels, warnings and errors.
+
+References: statsmodels OLS(cov_type="cluster") for CR1 SEs on the table's own rows;
+statsmodels proportion_confint(method="wilson"); scipy t quantiles with G - 1 df; the
+sandwich module (itself checked against R in test_sandwich.py) for CR2 df; the real
+MT-Bench judgments (shared data) for "clustering by item widens the interval".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.api as sm
+from scipy import stats
+from statsmodels.stats.proportion import proportion_confint
+
+import evalmix
+from evalmix.errors import (
+    EvalmixError,
+    FewClustersWarning,
+    InvalidOptionError,
+    TooFewClustersError,
+)
+from evalmix.inference.result import TIDY_COLUMNS
+from evalmix.inference.sandwich import satterthwaite_df
+
+#: Same quantity computed by two exact routes in double precision.
+EXACT_TOL = 1e-9
+
+
+@pytest.fixture(scope="module")
+def scores():
+    return evalmix.sim.clustered_scores(30, 8, p=0.7, icc=0.2, size_cv=0.5, seed=2).table()
+
+
+@pytest.fixture(scope="module")
+def pairwise():
+    return evalmix.sim.pairwise_judges(n_scenarios=24, seed=5).table()
+
+
+def test_cr1_equals_statsmodels_and_uses_t_g_minus_1(scores):
+    r = evalmix.interval(scores, "mean", method="CR1", cluster="cluster")
+    y = scores.y
+    g = scores.codes("cluster")
+    ref = sm.OLS(y, np.ones_like(y)).fit(cov_type="cluster", cov_kwds={"groups": g})
+    assert r.estimate == pytest.approx(y.mean(), rel=EXACT_TOL)
+    assert r.se == pytest.approx(ref.bse[0], rel=EXACT_TOL)
+    assert r.df == 29 and r.n_clusters == 30 and r.cluster == "cluster"
+    q = stats.t.ppf(0.975, 29)
+    assert (r.lo, r.hi) == pytest.approx((r.estimate - q * r.se, r.estimate + q * r.se),
+                                         rel=EXACT_TOL)
+    assert r.p_value == pytest.approx(2 * stats.t.sf(abs(r.estimate - 0.5) / r.se, 29),
+                                      rel=EXACT_TOL)
+    assert r.null == 0.5 and r.ci_type == "t" and r.reps == 0
+
+
+def test_cr2_uses_satterthwaite_df(scores):
+    r = evalmix.interval(scores, "mean", method="CR2", cluster="cluster")
+    df = satterthwaite_df(np.ones((scores.n_obs, 1)), scores.codes("cluster"))[0]
+    assert r.df == pytest.approx(df, rel=EXACT_TOL)
+    assert r.df < 29  # unequal sizes (size_cv=0.5) cost degrees of freedom
+    q = stats.t.ppf(0.975, r.df)
+    assert r.hi - r.estimate == pytest.approx(q * r.se, rel=EXACT_TOL)
+
+
+def test_naive_and_wilson(scores):
+    y = scores.y
+    r = evalmix.interval(scores, "mean", method="naive")
+    assert r.se == pytest.approx(y.std(ddof=1) / np.sqrt(len(y)), rel=EXACT_TOL)
+    assert r.df == np.inf and r.ci_type == "normal" and r.cluster == ""
+    w = evalmix.interval(scores, "mean", method="wilson", level=0.9)
+    lo, hi = proportion_confint(y.sum(), len(y), alpha=0.1, method="wilson")
+    assert (w.lo, w.hi) == pytest.approx((lo, hi), rel=EXACT_TOL)
+    with pytest.raises(InvalidOptionError, match="independent"):
+        evalmix.interval(scores, "mean", method="naive", cluster="cluster")
+
+
+def test_clustered_wider_than_naive_when_icc_positive(scores):
+    naive = evalmix.interval(scores, "mean", method="naive")
+    for m in ("CR1", "CR2", "CR3"):
+        assert evalmix.interval(scores, "mean", method=m, cluster="cluster").se > naive.se
+
+
+def test_few_clusters_warning_and_bootstrap_refusal():
+    t = evalmix.sim.clustered_scores(4, 20, p=0.6, icc=0.1, seed=1).table()
+    with pytest.warns(FewClustersWarning, match="CR2 .* wild"):
+        evalmix.interval(t, "mean", method="CR1", cluster="cluster")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FewClustersWarning)
+        evalmix.interval(t, "mean", method="CR2", cluster="cluster")  # no warning
+    with pytest.raises(TooFewClustersError, match="stratified.*wild"):
+        evalmix.interval(t, "mean", method="bootstrap", cluster="cluster", reps=99, seed=1)
+
+
+def test_unknown_cluster_and_bad_options(scores):
+    with pytest.raises(EvalmixError, match="not a cluster factor"):
+        evalmix.interval(scores, "mean", method="CR1", cluster="judge")
+    with pytest.raises(InvalidOptionError, match="'naive', 'wilson'"):
+        evalmix.interval(scores, "mean", method="HC3")
+    with pytest.raises(InvalidOptionError, match="level"):
+        evalmix.interval(scores, "mean", method="CR1", cluster="cluster", level=95)
+
+
+def test_cluster_that_splits_pairs_is_refused(pairwise):
+    frame = pairwise.frame()
+    # relabel the judge of every BA record: the two orders of one comparison now differ
+    frame.loc[frame.a_first == 0, "judge"] = frame.loc[frame.a_first == 0, "judge"] + "x"
+    broken = dataclasses.replace(pairwise, data=frame, _codes={})
+    with pytest.raises(EvalmixError, match="splits .* matched AB/BA pairs"):
+        evalmix.interval(broken, "win_rate", method="CR1", cluster="judge")
+
+
+def test_multiway_label_and_df(pairwise):
+    with pytest.warns(FewClustersWarning):
+        r = evalmix.interval(pairwise, "coef", method="CR1", cluster=["scenario", "persona"])
+    assert r.cluster == "scenario+persona" and r.n_clusters == 6 and r.df == 5
+    with pytest.raises(InvalidOptionError, match="multiway"):
+        evalmix.interval(pairwise, "coef", method="CR2", cluster=["scenario", "persona"])
+
+
+def test_default_unit_is_the_ab_ba_pair(pairwise):
+    r = evalmix.interval(pairwise, "win_rate", method="bootstrap", reps=199, seed=3)
+    assert r.n_clusters == pairwise.n_obs // 2 and r.details["unit"] == "pair"
+    assert r.seed == 3 and r.reps == 199 and r.ci_type == "percentile"
+    c = evalmix.interval(pairwise, "win_rate", method="CR1")
+    assert c.n_clusters == pairwise.n_obs // 2 and c.cluster == ""
+
+
+def test_bootstrap_and_wild_by_cluster(pairwise):
+    b = evalmix.interval(pairwise, "difference", method="bootstrap", cluster="scenario",
+                         reps=499, seed=1)
+    cr = evalmix.interval(pairwise, "difference", method="CR1", cluster="scenario")
+    assert b.estimate == pytest.approx(cr.estimate, rel=EXACT_TOL)
+    assert b.lo < b.estimate < b.hi and b.n_clusters == 24 and np.isnan(b.df)
+    assert 0.5 < b.se / cr.se < 1.5
+    w = evalmix.interval(pairwise, "difference", method="wild", cluster="scenario",
+                         reps=499, seed=1)
+    assert w.se == pytest.approx(cr.se, rel=EXACT_TOL)  # the wild t uses the CR1 SE
+    assert w.ci_type == "test-inversion" and 0 <= w.p_value <= 1
+    with pytest.raises(InvalidOptionError, match="wild"):
+        evalmix.interval(pairwise, "coef", method="wild", cluster="scenario",
+                         family="logit", reps=99)
+
+
+def test_paired_flag_and_tidy(pairwise):
+    r = evalmix.interval(pairwise, "difference", method="CR2", cluster="scenario",
+                         conditions=("control", "treatment"))
+    assert r.paired is True and r.contrast == "treatment - control" and r.null == 0.0
+    row = r.tidy()
+    assert tuple(row.columns) == TIDY_COLUMNS and len(row) == 1
+
+
+def test_logit_coef_cr2(pairwise):
+    r = evalmix.interval(pairwise, "coef", method="CR2", cluster="scenario", family="logit",
+                         term="position")
+    assert r.contrast == "position" and np.isfinite(r.df) and r.se > 0
+
+
+def test_mtbench_item_clustering_widens(mtbench_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = evalmix.read(pd.read_csv(mtbench_path), outcome="outcome", model_a="model_a",
+                         model_b="model_b", first_shown="first_shown",
+                         clusters={"item": "item_id", "judge": "judge"})
+    sub = t.subset(t.data["judge"].to_numpy() == "gpt-4-0613")
+    naive = evalmix.interval(sub, "win_rate", method="naive")
+    item = evalmix.interval(sub, "win_rate", method="CR2", cluster="item")
+    assert item.n_clusters == 80
+    assert item.se > 1.2 * naive.se
