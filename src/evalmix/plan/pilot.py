@@ -192,7 +192,8 @@ def bootstrap_power(
                             reps=reps, seed=seed_record(seed), level=level, notes=notes)
 
 
-Estimand = Literal["mean", "win_rate", "difference"]
+Estimand = Literal["mean", "win_rate", "controlled_win_rate", "difference"]
+PILOT_ESTIMANDS: tuple[str, ...] = ("mean", "win_rate", "controlled_win_rate", "difference")
 
 
 def pilot_power(
@@ -204,6 +205,7 @@ def pilot_power(
     effect: float | None = None,
     null: float | None = None,
     conditions: tuple[str, str] | None = None,
+    problem_kwargs: Mapping[str, Any] | None = None,
     reps: int = 1000,
     level: float = 0.95,
     power: float = 0.8,
@@ -211,18 +213,36 @@ def pilot_power(
 ) -> PilotPowerResult:
     """Cluster-bootstrap power from a pilot :class:`~evalmix.data.table.EvalTable`.
 
-    ``estimand``: ``"mean"`` (mean score, null 0 unless given), ``"win_rate"`` (mean of
-    the table's ``y``, i.e. model_a's win score, null 0.5) or ``"difference"`` (second
-    minus first condition, by a condition indicator; for pairwise tables without a
-    condition column, ``model_b`` names the condition; paired designs lose nothing in the
-    point estimate but the pairing is not used in the variance). ``cluster`` names the
-    resampling role (default: the table's first cluster role). See
-    :func:`bootstrap_power`.
+    The estimand becomes one OLS coefficient through
+    :func:`evalmix.inference.estimands.build_problem` (``mean``, ``win_rate``,
+    ``controlled_win_rate``, ``difference`` paired or unpaired as it decides; extra
+    arguments in ``problem_kwargs``), so the power is that of the interval
+    :func:`evalmix.interval` would report with CR1. Without that module a small fallback
+    handles ``mean`` (null 0 unless given), ``win_rate`` (mean of the table's ``y``, null
+    0.5) and an unpaired ``difference`` (condition indicator; ``model_b`` names the
+    condition in pairwise tables). ``cluster`` names the resampling role (default: the
+    table's first cluster role). See :func:`bootstrap_power`.
     """
-    check_option("estimand", estimand, ("mean", "win_rate", "difference"))
+    check_option("estimand", estimand, PILOT_ESTIMANDS)
     roles = table.check_cluster(cluster if cluster is not None else table.clusters[:1])
     if len(roles) != 1:
         raise EvalmixError(f"pilot_power resamples one cluster role, got {roles}")
+    common = dict(n_clusters=n_clusters, effect=effect, reps=reps, level=level, power=power,
+                  seed=seed)
+    try:
+        from evalmix.inference.estimands import build_problem
+    except ImportError:  # pragma: no cover - until the inference package provides it
+        build_problem = None
+    if build_problem is not None:
+        prob = build_problem(table, estimand, conditions=conditions, **dict(problem_kwargs or {}))
+        if prob.family != "linear":
+            raise EvalmixError("pilot_power bootstraps OLS estimands; use a linear family")
+        null_value = null if null is not None else (
+            float(prob.null) if np.isfinite(prob.null) else 0.0)
+        return bootstrap_power(prob.X, prob.y, prob.cluster_codes[roles[0]],
+                               target=prob.target, null=null_value, **common)
+    if estimand == "controlled_win_rate":
+        raise EvalmixError("controlled_win_rate needs evalmix.inference.estimands")
     codes = table.codes(roles[0])
     y = table.y
     if estimand == "difference":
@@ -238,13 +258,10 @@ def pilot_power(
                                "conditions=(control, treatment)")
         keep = np.isin(cond, levels)
         X = np.column_stack([np.ones(keep.sum()), (cond[keep] == levels[1]).astype(float)])
-        return bootstrap_power(X, y[keep], codes[keep], target=1, n_clusters=n_clusters,
-                               null=0.0 if null is None else null, effect=effect, reps=reps,
-                               level=level, power=power, seed=seed)
+        return bootstrap_power(X, y[keep], codes[keep], target=1,
+                               null=0.0 if null is None else null, **common)
     null_value = (0.5 if estimand == "win_rate" else 0.0) if null is None else null
-    return bootstrap_power(np.ones((y.size, 1)), y, codes, target=0, n_clusters=n_clusters,
-                           null=null_value, effect=effect, reps=reps, level=level,
-                           power=power, seed=seed)
+    return bootstrap_power(np.ones((y.size, 1)), y, codes, target=0, null=null_value, **common)
 
 
 # ------------------------------------------------------------------ (b) parametric
