@@ -242,6 +242,20 @@ def test_pilot_power_on_eval_tables():
         pilot_power(pw, cluster=["scenario", "judge"], n_clusters=[10])
 
 
+def test_pilot_power_fallback_matches_build_problem(monkeypatch):
+    import sys
+
+    from evalmix.sim import clustered_scores
+
+    table = clustered_scores(25, 6, p=0.6, icc=0.1, seed=9).table()
+    kwargs = dict(n_clusters=[15, 50], null=0.5, reps=300, seed=4)
+    first = pilot_power(table, **kwargs).table
+    monkeypatch.setitem(sys.modules, "evalmix.inference.estimands", None)  # import fails
+    fallback = pilot_power(table, **kwargs).table
+    np.testing.assert_allclose(fallback.power, first.power)
+    np.testing.assert_allclose(fallback.mde, first.mde, rtol=1e-10)
+
+
 def test_components_from_model_fit_variance_frame():
     import pandas as pd
 
