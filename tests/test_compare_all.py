@@ -148,3 +148,28 @@ def test_errors_and_few_clusters(scores_table):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         compare_all(table, cluster="scenario", reps=100, seed=1)
+
+
+def test_closed_form_cr2_equals_general_sandwich(scores_table):
+    """The cell-means closed form equals evalmix.inference.sandwich on y ~ 0 + condition
+    (matrix square roots per cluster), for the SEs and the Satterthwaite df."""
+    sandwich = pytest.importorskip("evalmix.inference.sandwich")
+    d = scores_table.data
+    levels = sorted(d["condition"].unique())
+    D = (d["condition"].to_numpy()[:, None] == np.array(levels)[None, :]).astype(float)
+    y = scores_table.y
+    means = np.linalg.lstsq(D, y, rcond=None)[0]
+    codes = scores_table.codes("item")
+    out = compare_all(scores_table, cluster="item", method="CR2", reps=99, seed=1)
+    V = sandwich.vcov_cluster(D, y - D @ means, codes, type="CR2")
+    C = np.array([[-1.0, 1, 0], [-1, 0, 1], [0, -1, 1]])
+    np.testing.assert_allclose(out["se"], np.sqrt(np.einsum("pi,ij,pj->p", C, V, C)),
+                               rtol=R_TOL)
+    # df of contrast c'beta = df of the first coefficient after the reparametrisation
+    # gamma = basis beta with first row c (df depends only on c'(X'X)^{-1}X')
+    for p, c in enumerate(C):
+        basis = np.vstack([c, np.eye(3)[[i for i in range(3) if c[i] == 0][:1]],
+                           np.ones(3)])
+        Z = D @ np.linalg.inv(basis)  # coefficient 0 of Z is c' beta
+        df = sandwich.satterthwaite_df(Z, codes, type="CR2")[0]
+        assert out["df"].iloc[p] == pytest.approx(df, rel=1e-8)

@@ -181,6 +181,19 @@ def _findings(df: pd.DataFrame) -> str:
         "covers less than half the time.\n")
 
 
+def test_closed_form_cr1_is_the_sandwich_cr1():
+    """The vectorised CR1 of the study equals evalmix.inference.sandwich's CR1."""
+    sandwich = pytest.importorskip("evalmix.inference.sandwich")
+    rng = np.random.default_rng(1)
+    for m in (1, 10, 50):
+        sim = clustered_scores(N // m, m, p=P, icc=0.2, seed=rng)
+        y = sim.data["y"].to_numpy(float)
+        codes = np.repeat(np.arange(N // m), m)
+        V = sandwich.vcov_cluster(np.ones((N, 1)), y - y.mean(), codes, type="CR1")
+        ysum = np.bincount(codes, weights=y)[None, :]
+        assert _cr1_var(ysum, m)[0] == pytest.approx(V[0, 0], rel=1e-12)
+
+
 def test_coverage_study():
     df = _study()
     text = _markdown(df)
