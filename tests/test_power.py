@@ -296,3 +296,17 @@ def test_parametric_multiway_variance_equals_inference_sandwich():
             assert ours[i] == pytest.approx(float(ref.vcov[0, 0]), rel=1e-10)
             checked += 1
     assert checked >= 2
+
+
+def test_hemming_fixed_number_of_clusters_formula():
+    # Hemming et al. (2011), doi:10.1186/1471-2288-11-102, eq. 3: with K clusters fixed, an
+    # individually randomised sample size n_I is matched by clusters of
+    # m = n_I (1 - rho) / (K - n_I rho); under the normal reference the clustered design
+    # must then have exactly the power of the unclustered z test with n_I observations.
+    for n_i, k, rho in [(100, 40, 0.05), (60, 25, 0.2), (300, 90, 0.01)]:
+        m = n_i * (1 - rho) / (k - n_i * rho)
+        clustered = power(0.3, n_clusters=k, cluster_size=m, icc=rho, sd=1.0,
+                          distribution="normal")
+        simple = power(0.3, n_clusters=n_i, cluster_size=1, icc=0.0, sd=1.0,
+                       distribution="normal")
+        assert float(clustered.power) == pytest.approx(float(simple.power), rel=1e-12)

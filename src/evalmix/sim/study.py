@@ -225,7 +225,7 @@ def coverage(
     grid: Any = None,
     *,
     reps: int = 2000,
-    seed: int = 0,
+    seed: int | np.random.Generator = 0,
     level: float = 0.95,
     boot_reps: int = 999,
     jobs: int = 1,
@@ -254,8 +254,9 @@ def coverage(
     reps : int
         Replications per cell. The Monte Carlo SE of a coverage near 0.95 is
         ``sqrt(0.95 * 0.05 / reps)`` (0.0049 at 2,000 reps, 0.0022 at 10,000).
-    seed : int
+    seed : int or numpy.random.Generator
         Study seed; cell ``c`` uses ``SeedSequence(seed, spawn_key=hash(c's parameters))``.
+        A Generator contributes one drawn int, recorded in the result.
     level : float
     boot_reps : int
         Bootstrap resamples per replication.
@@ -306,9 +307,12 @@ def coverage(
         raise EvalmixError(f"no methods given; fast ones are {FAST_METHODS}")
     if int(reps) < 2 or int(boot_reps) < 2:
         raise EvalmixError(f"reps and boot_reps must be at least 2, got {reps}, {boot_reps}")
+    if isinstance(seed, np.random.Generator):
+        # per-cell seeds derive from an int: draw one and record it (rerun with that int)
+        seed = int(seed.integers(0, 2**63 - 1))
     if not isinstance(seed, int | np.integer):
-        raise EvalmixError(f"coverage needs an int seed (per-cell seeds derive from it), "
-                           f"got {seed!r}")
+        raise EvalmixError(f"coverage needs an int seed or a numpy Generator (per-cell seeds "
+                           f"derive from it), got {seed!r}")
     if not 0 < level < 1:
         raise EvalmixError(f"level must be in (0, 1), got {level}")
     seed, reps, boot_reps = int(seed), int(reps), int(boot_reps)
