@@ -177,9 +177,11 @@ def test_analyze_columns_and_rows(small_report):
 
 def test_analyze_decisions_follow_intervals(small_report):
     iv = small_report.intervals
-    ok = iv[np.isfinite(iv["lo"].astype(float))]
+    lo, hi = iv["lo"].astype(float), iv["hi"].astype(float)
+    ok = iv[lo.notna() & hi.notna() & (hi > lo)]  # (-inf, inf) counts: it contains the null
     expect = (ok["lo"] > ok["null"]) | (ok["hi"] < ok["null"])
     assert (ok["decision"].astype(bool) == expect).all()
+    assert iv.loc[~iv.index.isin(ok.index), "decision"].isna().all()
     nulls = iv.groupby("estimand")["null"].first()
     assert nulls["win_rate"] == 0.5 and nulls["difference"] == 0.0
     for _, part in iv.groupby(["estimand", "contrast"]):

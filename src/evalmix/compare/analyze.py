@@ -347,6 +347,12 @@ def analyze(
     for col in INTERVAL_COLUMNS:
         if col not in frame.columns:
             frame[col] = np.nan if col not in ("decision", "fragile") else pd.NA
+    zero = (frame["hi"].astype(float) == frame["lo"].astype(float)) & frame["lo"].notna()
+    if zero.any():
+        frame.loc[zero, "note"] = ("zero-width interval: the variance estimate was not "
+                                   "positive (multiway eigenvalue fix); no decision")
+        notes.append(f"{int(zero.sum())} interval(s) have zero width (a multiway variance "
+                     "that was not positive); they carry no decision")
     frame = add_decisions(frame)[list(INTERVAL_COLUMNS)]
     primary = {c.key for c in plan if c.primary}
     head = headline(frame, cluster=rec.cluster, method=rec.method, primary=primary)

@@ -44,7 +44,9 @@ def add_decisions(frame: pd.DataFrame) -> pd.DataFrame:
     lo = pd.to_numeric(out["lo"], errors="coerce").to_numpy(dtype=float)
     hi = pd.to_numeric(out["hi"], errors="coerce").to_numpy(dtype=float)
     null = pd.to_numeric(out["null"], errors="coerce").to_numpy(dtype=float)
-    known = np.isfinite(lo) & np.isfinite(hi) & np.isfinite(null)
+    # infinite bounds are real answers (e.g. a wild bootstrap with 3 clusters cannot
+    # reject anything: (-inf, inf) contains the null); zero-width intervals are not
+    known = ~np.isnan(lo) & ~np.isnan(hi) & np.isfinite(null) & (hi > lo)
     excl = (lo > null) | (hi < null)
     out["decision"] = pd.array(np.where(known, excl, False), dtype="boolean")
     out.loc[~known, "decision"] = pd.NA
@@ -55,6 +57,21 @@ def add_decisions(frame: pd.DataFrame) -> pd.DataFrame:
         lambda s: s.dropna().nunique())
     out["fragile"] = (n_dec > 1).astype(bool)
     return out
+
+
+def _disagreeing(rows: pd.DataFrame, decision: object) -> str:
+    """Rows whose decision differs from ``decision`` (method | cluster), for the reader."""
+    if decision is None or decision is pd.NA:
+        return ""
+    d = rows[rows["decision"].notna()]
+    off = d[d["decision"].astype(bool) != bool(decision)]
+    if off.empty:
+        return ""
+    labels = [f"{m} | {c or 'none'}" for m, c in zip(off["method"], off["cluster"],
+                                                     strict=True)]
+    head = ", ".join(labels[:5])
+    more = f" and {len(labels) - 5} more" if len(labels) > 5 else ""
+    return f"{len(labels)} of {len(d)} rows disagree: {head}{more}"
 
 
 def _pick(rows: pd.DataFrame, method: str, cluster: str) -> pd.Series | None:
@@ -74,7 +91,7 @@ def headline(frame: pd.DataFrame, *, cluster: str, method: str = "CR2",
     """
     cols = ["estimand", "contrast", "estimate", "naive_lo", "naive_hi", "method", "cluster",
             "lo", "hi", "n_clusters", "width_ratio", "naive_decision", "decision",
-            "fragile", "message"]
+            "fragile", "message", "disagreeing"]
     rows = []
     for (est, con), part in frame.groupby(["estimand", "contrast"], sort=False):
         if primary is not None and (est, con) not in primary:
@@ -106,5 +123,6 @@ def headline(frame: pd.DataFrame, *, cluster: str, method: str = "CR2",
             "n_clusters": rec["n_clusters"], "width_ratio": ratio,
             "naive_decision": naive["decision"], "decision": rec["decision"],
             "fragile": bool(part["fragile"].any()), "message": msg,
+            "disagreeing": _disagreeing(part, rec["decision"]),
         })
     return pd.DataFrame(rows, columns=cols)

@@ -65,17 +65,45 @@ def _label(r: pd.Series) -> str:
     return f"{r['method']} | {cl or 'none'}"
 
 
+_METHOD_ORDER = {m: i for i, m in enumerate(
+    ("naive", "wilson", "CR1", "CR2", "CR3", "bootstrap", "wild", "mixedlm", "glmm_vb",
+     "bayes"))}
+
+
+def _level_order(rows: pd.DataFrame) -> pd.DataFrame:
+    """Rows grouped by cluster level (none, one factor, multiway, model), then method."""
+    cl = rows["cluster"].fillna("").astype(str)
+    first_seen = {c: i for i, c in enumerate(dict.fromkeys(cl))}
+    rank = [(0 if c == "" else 3 if c == "model" else 2 if "+" in c else 1, first_seen[c])
+            for c in cl]
+    out = rows.assign(_g=[a for a, _ in rank], _s=[b for _, b in rank],
+                      _m=rows["method"].map(_METHOD_ORDER).fillna(99))
+    return out.sort_values(["_g", "_s", "_m"], kind="stable").drop(
+        columns=["_g", "_s", "_m"]).reset_index(drop=True)
+
+
 def forest(rows: pd.DataFrame, *, title: str, recommended: tuple[str, str] | None = None,
            null: float | None = None) -> Figure:
     """Forest plot of one (estimand, contrast): every method x cluster level."""
     plt = _plt()
-    r = rows[np.isfinite(rows["lo"].astype(float)) & np.isfinite(rows["hi"].astype(float))]
-    r = r.reset_index(drop=True)
+    lo_all, hi_all = rows["lo"].astype(float), rows["hi"].astype(float)
+    r = _level_order(rows[~np.isnan(lo_all) & ~np.isnan(hi_all)])
+    fin = np.concatenate([r["lo"].astype(float), r["hi"].astype(float),
+                          r["estimate"].astype(float)])
+    fin = fin[np.isfinite(fin)]
+    if null is None and len(rows):
+        null = float(rows["null"].iloc[0])
+    if null is not None and np.isfinite(null):
+        fin = np.append(fin, null)
+    span = (fin.max() - fin.min()) if fin.size else 1.0
+    xmin, xmax = (fin.min() - 0.05 * span, fin.max() + 0.05 * span) if fin.size else (0, 1)
+    r = r.assign(unbounded=~np.isfinite(r["lo"].astype(float))
+                 | ~np.isfinite(r["hi"].astype(float)))
+    r["lo"] = r["lo"].astype(float).clip(lower=xmin)
+    r["hi"] = r["hi"].astype(float).clip(upper=xmax)
     n = max(len(r), 1)
     fig, ax = plt.subplots(figsize=(7.2, 0.32 * n + 1.3))
     fragile = bool(rows["fragile"].fillna(False).any()) if "fragile" in rows else False
-    if null is None and len(rows):
-        null = float(rows["null"].iloc[0])
     ys = np.arange(len(r))[::-1]
     for y, (_, row) in zip(ys, r.iterrows(), strict=True):
         dec = row["decision"]
@@ -83,21 +111,30 @@ def forest(rows: pd.DataFrame, *, title: str, recommended: tuple[str, str] | Non
         color = _MODEL if model else (_EXCLUDES if dec is True else _INCLUDES)
         is_rec = recommended is not None and (row["method"], row["cluster"]) == recommended
         lw = 3.2 if is_rec else 1.8
-        ax.plot([row["lo"], row["hi"]], [y, y], color=color, lw=lw, solid_capstyle="butt")
+        ax.plot([row["lo"], row["hi"]], [y, y], color=color, lw=lw, solid_capstyle="butt",
+                ls=":" if row["unbounded"] else "-")
         ax.plot([row["estimate"]], [y], "o", color=color, ms=5 if not is_rec else 7)
         if row["method"] == "naive":
             ax.axhspan(y - 0.45, y + 0.45, color="#f2f2f2", zorder=0)
     labels = [("* " if recommended is not None
                and (row["method"], row["cluster"]) == recommended else "") + _label(row)
+              + (" (unbounded)" if row["unbounded"] else "")
+              + (" (zero width)" if row["hi"] == row["lo"] else "")
               for _, row in r.iterrows()]
+    prev = None
+    for y, (_, row) in zip(ys, r.iterrows(), strict=True):
+        if prev is not None and row["cluster"] != prev:
+            ax.axhline(y + 0.5, color="#cccccc", lw=0.8)
+        prev = row["cluster"]
     ax.set_yticks(ys, labels, fontsize=8)
     if null is not None:
         ax.axvline(null, color="black", ls="--", lw=1)
     ax.set_ylim(-0.7, len(r) - 0.3)
+    ax.set_xlim(xmin, xmax)
     head = f"{title}" + ("   [FRAGILE: methods disagree]" if fragile else "")
     ax.set_title(head, fontsize=10, color=_FRAGILE if fragile else "black", loc="left")
-    ax.set_xlabel("estimate with interval (dashed: null; * recommended; blue excludes the "
-                  "null, grey contains it, green model-based)", fontsize=7.5)
+    ax.set_xlabel("dashed: null   * recommended   blue: excludes the null   grey: "
+                  "contains it   green: model-based", fontsize=7.5)
     if fragile:
         for side in ax.spines.values():
             side.set_edgecolor(_FRAGILE)
@@ -241,7 +278,11 @@ def forest_order(report: Report) -> list[tuple[str, str]]:
     h = head.assign(_f=~head["fragile"].astype(bool),
                     _r=-head["width_ratio"].astype(float).fillna(0))
     h = h.sort_values(["_f", "_r"], kind="stable")
-    return list(zip(h["estimand"], h["contrast"], strict=True))[:MAX_FOREST]
+    keys = list(zip(h["estimand"], h["contrast"], strict=True))
+    rest = [k for k in dict.fromkeys(zip(report.intervals["estimand"],
+                                         report.intervals["contrast"], strict=True))
+            if k not in keys]
+    return (keys + rest)[:MAX_FOREST]
 
 
 def all_figures(report: Report) -> Iterator[tuple[str, Figure]]:

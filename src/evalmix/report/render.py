@@ -20,8 +20,8 @@ body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;max-width:118
 margin:24px auto;padding:0 18px;color:#222;line-height:1.45}
 h1{font-size:1.6em;margin-bottom:.2em} h2{border-bottom:1px solid #ddd;padding-bottom:.2em;
 margin-top:1.6em} table{border-collapse:collapse;font-size:.82em;margin:.6em 0}
-th,td{border:1px solid #ddd;padding:3px 7px;text-align:right} th{background:#f4f4f4}
-td:first-child,td:nth-child(2){text-align:left} .warn{background:#fff6e5;border-left:4px
+th,td{border:1px solid #ddd;padding:3px 7px;text-align:left} th{background:#f4f4f4}
+td.num{text-align:right;font-variant-numeric:tabular-nums} .warn{background:#fff6e5;border-left:4px
 solid #e08e0b;padding:6px 12px;margin:4px 0} .ok{background:#eaf6ee;border-left:4px solid
 #2e8b57;padding:6px 12px} .bad{background:#fdecea;border-left:4px solid #c0392b;
 padding:6px 12px} .rec{background:#eef3fb;border-left:4px solid #1f4e9c;padding:8px 12px}
@@ -49,6 +49,12 @@ def fmt(v: Any, digits: int = 3) -> str:
     return str(v)
 
 
+def _num(v: Any) -> str:
+    numeric = isinstance(v, int | float | np.integer | np.floating) and not isinstance(
+        v, bool | np.bool_)
+    return " class='num'" if numeric else ""
+
+
 def _table_html(df: pd.DataFrame, *, highlight: str | None = None, max_rows: int = 400
                 ) -> str:
     if df is None or df.empty:
@@ -59,7 +65,8 @@ def _table_html(df: pd.DataFrame, *, highlight: str | None = None, max_rows: int
     for _, r in d.iterrows():
         cls = " class='fragile'" if highlight and bool(r.get(highlight) is True
                                                          or r.get(highlight) == 1) else ""
-        cells = "".join(f"<td>{_html.escape(fmt(r[c]))}</td>" for c in d.columns)
+        cells = "".join(
+            f"<td{_num(r[c])}>{_html.escape(fmt(r[c]))}</td>" for c in d.columns)
         body.append(f"<tr{cls}>{cells}</tr>")
     more = (f"<p class='muted'>first {max_rows} of {len(df)} rows; all rows are in the "
             "CSV files</p>" if len(df) > max_rows else "")
@@ -94,6 +101,7 @@ def _headline_view(rep: Report) -> pd.DataFrame:
         "width ratio": h["width_ratio"],
         "fragile": h["fragile"].astype(bool),
         "what it means": h["message"],
+        "rows that disagree with the recommended decision": h["disagreeing"],
     })
 
 
