@@ -281,10 +281,10 @@ def run_cell(cell: Mapping[str, Any], methods, *, reps: int, level: float, boot_
         ok = np.isfinite(lo) & np.isfinite(hi)
         cov = (lo <= truth) & (truth <= hi)
         n_ok = int(ok.sum())
-        c = float(cov[ok].mean()) if n_ok else float("nan")
+        rate = float(cov[ok].mean()) if n_ok else float("nan")
         rows.append({
-            **cell, "method": m, "level": level, "coverage": c,
-            "mcse": float(np.sqrt(c * (1 - c) / n_ok)) if n_ok else float("nan"),
+            **cell, "method": m, "level": level, "coverage": rate,
+            "mcse": float(np.sqrt(rate * (1 - rate) / n_ok)) if n_ok else float("nan"),
             "mean_width": float(np.mean((hi - lo)[ok])) if n_ok else float("nan"),
             "miss_below": float(np.mean(hi[ok] < truth)) if n_ok else float("nan"),
             "miss_above": float(np.mean(lo[ok] > truth)) if n_ok else float("nan"),

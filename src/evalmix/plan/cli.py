@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -166,7 +166,8 @@ def _parametric_lines(args) -> tuple[pd.DataFrame, pd.DataFrame]:
     vary = {k: parse_numbers(v, integer=True) for k, v in _pairs(args.vary, "--vary").items()}
     if not levels:
         raise EvalmixError("--components needs --levels FACTOR=N for every factor")
-    estimand = "mean" if args.estimand in ("mean", "win_rate") else "difference"
+    estimand: Literal["mean", "difference"] = (
+        "mean" if args.estimand in ("mean", "win_rate") else "difference")
     effects = parse_numbers(args.effect)
     res = parametric_power(comps, levels=levels, vary=vary, estimand=estimand,
                            intercept=args.intercept, effect=effects[0], reps=args.reps,

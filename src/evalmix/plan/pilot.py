@@ -184,7 +184,7 @@ def bootstrap_power(
     table["effect"] = beta_hat[target] - null if effect is None else effect
     table["level"], table["target_power"] = level, power
     table["method"], table["seed"] = "cluster bootstrap", seed_record(seed)
-    notes = ()
+    notes: tuple[str, ...] = ()
     if g < 10:
         notes = (f"the pilot has only {g} clusters: its between-cluster spread is itself very "
                  "uncertain, which these Monte Carlo SEs do not include",)
@@ -227,8 +227,9 @@ def pilot_power(
     roles = table.check_cluster(cluster if cluster is not None else table.clusters[:1])
     if len(roles) != 1:
         raise EvalmixError(f"pilot_power resamples one cluster role, got {roles}")
-    common = dict(n_clusters=n_clusters, effect=effect, reps=reps, level=level, power=power,
-                  seed=seed)
+    common: dict[str, Any] = dict(n_clusters=n_clusters, effect=effect, reps=reps,
+                                  level=level, power=power, seed=seed)
+    build_problem: Any
     try:
         from evalmix.inference.estimands import build_problem
     except ImportError:  # pragma: no cover - until the inference package provides it
@@ -455,11 +456,11 @@ def parametric_power(
     """
     check_option("estimand", estimand, ("mean", "difference"))
     intercepts, slopes, fam, resid_sd = components_from_fit(components)
-    family = family or fam
-    check_option("family", family, ("binomial", "gaussian"))
+    model_family: str = family or fam
+    check_option("family", model_family, ("binomial", "gaussian"))
     if residual_sd is not None:
         resid_sd = residual_sd
-    if family == "gaussian" and resid_sd <= 0:
+    if model_family == "gaussian" and resid_sd <= 0:
         raise EvalmixError("a gaussian model needs residual_sd > 0 (or a Residual row)")
     levels = {str(k): int(v) for k, v in levels.items()}
     used = {f for term in intercepts for f in term.split(":")}
@@ -472,7 +473,7 @@ def parametric_power(
     if set(clusters) - set(levels):
         raise EvalmixError(f"cluster {clusters} must be among the factors {sorted(levels)}")
     null_value = null if null is not None else (
-        0.5 if (estimand == "mean" and family == "binomial") else 0.0)
+        0.5 if (estimand == "mean" and model_family == "binomial") else 0.0)
     plans = [("base", "base", dict(levels))]
     for f, values in (vary or {}).items():
         for v in values:
@@ -485,7 +486,8 @@ def parametric_power(
             raise EvalmixError(f"plan {label}: the cluster factor needs at least 2 levels")
         n_rows = int(np.prod(list(lv.values()))) * n_per_cell
         chunk = max(1, min(reps, 4_000_000 // max(n_rows, 1)))
-        summary = _simulate_plan(lv, intercepts, slopes, family=family, residual_sd=resid_sd,
+        summary = _simulate_plan(lv, intercepts, slopes, family=model_family,
+                                 residual_sd=resid_sd,
                                  intercept=intercept, effect=effect, estimand=estimand,
                                  n_per_cell=n_per_cell, cluster=clusters, reps=reps,
                                  null=null_value, level=level, power=power, rng=rng,

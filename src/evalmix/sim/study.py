@@ -150,15 +150,16 @@ class _Sink:
     """Appends finished cells to ``coverage.jsonl``; reads them back on resume."""
 
     def __init__(self, out: Path | None, manifest: dict[str, Any], resume: bool):
-        self.path = None if out is None else Path(out) / "coverage.jsonl"
+        self.path: Path | None = None
         self.done: dict[str, list[dict[str, Any]]] = {}
         if out is None:
             return
         out = Path(out)
+        path = self.path = out / "coverage.jsonl"
         out.mkdir(parents=True, exist_ok=True)
         man_path = out / "manifest.json"
-        if self.path.exists() and self.path.stat().st_size > 0 and not resume:
-            raise EvalmixError(f"{self.path} already holds results; pass resume=True (--resume) "
+        if path.exists() and path.stat().st_size > 0 and not resume:
+            raise EvalmixError(f"{path} already holds results; pass resume=True (--resume) "
                                "to continue that run, or choose another out folder")
         if resume and man_path.exists():
             old = json.loads(man_path.read_text())
@@ -169,8 +170,8 @@ class _Sink:
                     f" but this call asks for {', '.join(f'{k}={manifest[k]!r}' for k in diff)}")
         man_path.write_text(json.dumps(manifest, indent=1))
         good: list[str] = []
-        if resume and self.path.exists():
-            for line in self.path.read_text().splitlines():
+        if resume and path.exists():
+            for line in path.read_text().splitlines():
                 try:
                     rec = json.loads(line)
                     self.done[rec["key"]] = rec["rows"]
@@ -178,9 +179,9 @@ class _Sink:
                 except (json.JSONDecodeError, KeyError, TypeError):
                     continue  # a line cut short by an interruption
             # rewrite without the broken tail so appends start on a clean line
-            self.path.write_text("".join(g + "\n" for g in good))
-        elif not self.path.exists():
-            self.path.touch()
+            path.write_text("".join(g + "\n" for g in good))
+        elif not path.exists():
+            path.touch()
 
     def write(self, key: str, rows: list[dict[str, Any]]) -> None:
         if self.path is None:
