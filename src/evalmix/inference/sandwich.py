@@ -143,8 +143,10 @@ def _whiten(X: np.ndarray, resid: np.ndarray | None,
             "X'X is singular: the design has collinear or constant columns; drop a "
             "redundant covariate or level"
         ) from err
-    L = linalg.solve_triangular(R, np.eye(k), lower=False)
-    return _Whitened(Z=Xw @ L, ew=ew, L=L, Xw=Xw, w=w)
+    L = np.triu(np.linalg.inv(R))
+    # einsum without BLAS: a threaded gemm on a tall, k-column matrix stalls on a busy
+    # machine (measured 60-80 ms against 2 ms here for 100,000 x 3)
+    return _Whitened(Z=np.einsum("nj,jk->nk", Xw, L), ew=ew, L=L, Xw=Xw, w=w)
 
 
 def _adjust_fn(type: str, one_minus_lam: np.ndarray) -> np.ndarray:
