@@ -217,3 +217,16 @@ def test_expanded_percentile_uses_hesterbergs_alpha():
     # many clusters: expanded and plain percentile intervals coincide
     wide = bs.expanded_interval(res.draws, 10**7)
     np.testing.assert_allclose(wide, perc, rtol=1e-6)
+
+
+def test_se_cr1_is_statsmodels_cluster_se():
+    sm = pytest.importorskip("statsmodels.api")
+    rng = np.random.default_rng(12)
+    g = np.repeat(np.arange(30), rng.integers(2, 9, 30))
+    n = g.size
+    X = np.column_stack([np.ones(n), rng.normal(size=n), rng.integers(0, 2, n)])
+    y = X @ [0.2, 0.5, -0.3] + rng.normal(size=30)[g] + rng.normal(size=n)
+    fit = sm.OLS(y, X).fit(cov_type="cluster", cov_kwds={"groups": g})
+    for ci in ("percentile", "bca", "studentized"):
+        res = cluster_bootstrap(X, y, g, target=2, reps=200, ci=ci, seed=1)
+        assert res.se_cr1 == pytest.approx(fit.bse[2], rel=STATSMODELS_TOL)

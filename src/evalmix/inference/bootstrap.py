@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from scipy import special, stats
+from scipy import sparse, special, stats
 
 from evalmix.errors import (
     EvalmixError,
@@ -84,7 +84,7 @@ class BootstrapResult:
     n_failed : int
         Replicates without a finite estimate.
     se_cr1 : float
-        CR1 standard error of the full-sample coefficient (used by ``"studentized"``).
+        CR1 standard error of the full-sample coefficient (``"studentized"`` uses it).
     t_draws : numpy.ndarray or None
         Studentized replicates ``(draw - estimate) / se_draw`` for ``"studentized"``.
     details : Mapping
@@ -407,9 +407,10 @@ def _logit_fit(W: np.ndarray, cells: _Cells, target: int, start: np.ndarray,
     q, _ = _solve(info, e)
     # per-block score of the target direction, q' X_b'(y_b - n_b p_b), then weighted sum
     r = (cells.y - cells.n * p) * (Xc @ q.T).T  # (B, C)
-    score = np.zeros((W.shape[0], n_blocks))
-    for j in range(W.shape[0]):  # cheap: bincount per row of a chunk
-        score[j] = np.bincount(cells.block, weights=r[j], minlength=n_blocks)
+    member = sparse.csr_matrix((np.ones(cells.block.size), (cells.block,
+                                                            np.arange(cells.block.size))),
+                               shape=(n_blocks, cells.block.size))
+    score = np.asarray(member @ r.T).T  # (B, blocks): per-block sums of r
     meat = np.sum(W * score**2, axis=1)
     n_cl = W.sum(axis=1)
     n_obs = W @ np.bincount(cells.block, weights=cells.n, minlength=n_blocks)
@@ -534,22 +535,24 @@ def cluster_bootstrap(
 
     gather = None
     if family == "linear":
-        sums = _block_sums(X, y, block, n_blocks, studentized)
+        sums = _block_sums(X, y, block, n_blocks, True)
         if nested is None and not studentized and k <= 2:
             gather = np.column_stack([sums["H"].reshape(n_blocks, k * k), sums["s"]])
 
-        def fit(W: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-            return _linear_fit(W, sums, target, studentized)
+        def fit(W: np.ndarray, stud: bool = studentized
+                ) -> tuple[np.ndarray, np.ndarray | None]:
+            return _linear_fit(W, sums, target, stud)
     else:
         cells = _cells(X, y, block)
         start = _logit_fit(np.ones((1, n_blocks)), cells, target, np.zeros(k), False,
                            n_blocks, max_iter=100, return_beta=True)
 
-        def fit(W: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-            return _logit_fit(W, cells, target, start, studentized, n_blocks)
+        def fit(W: np.ndarray, stud: bool = studentized
+                ) -> tuple[np.ndarray, np.ndarray | None]:
+            return _logit_fit(W, cells, target, start, stud, n_blocks)
 
     ones = np.ones((1, n_blocks))
-    est0, var0 = fit(ones)
+    est0, var0 = fit(ones, True)
     estimate = float(est0[0])
     if not np.isfinite(estimate):
         raise EvalmixError("the full-sample fit failed (singular design or separation)")
@@ -577,7 +580,7 @@ def cluster_bootstrap(
     draws = np.where(finite, draws, np.nan)
     good = draws[finite]
     details: dict[str, Any] = {"bias": float(good.mean() - estimate)}
-    se_cr1 = float(np.sqrt(var0[0])) if var0 is not None else float("nan")
+    se_cr1 = float(np.sqrt(var0[0]))
     t_draws = None
     if ci == "percentile":
         lo, hi = percentile_interval(good, level)
