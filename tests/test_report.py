@@ -45,14 +45,15 @@ def test_decision_and_fragile_on_constructed_rows():
         ("win_rate", "A", "bootstrap", "item", np.nan, np.nan, 0.5),  # no interval
         ("win_rate", "B", "naive", "", 0.30, 0.40, 0.5),        # excludes (below)
         ("win_rate", "B", "CR2", "item", 0.20, 0.49, 0.5),      # excludes -> not fragile
+        ("win_rate", "B", "wild", "judge", -np.inf, np.inf, 0.5),  # unbounded: no vote
         ("difference", "B - A", "naive", "", -0.20, -0.01, 0.0),
         ("difference", "B - A", "CR2", "item", -0.25, 0.02, 0.0),
     ])
     out = add_decisions(f)
     assert out["decision"].tolist()[:2] == [True, False]
     assert pd.isna(out["decision"].iloc[2])
-    assert out["decision"].tolist()[3:5] == [True, True]
-    assert out["decision"].tolist()[5:] == [True, False]
+    assert out["decision"].tolist()[3:6] == [True, True, False]
+    assert out["decision"].tolist()[6:] == [True, False]
     assert out.loc[out["contrast"] == "A", "fragile"].all()
     assert not out.loc[out["contrast"] == "B", "fragile"].any()
     assert out.loc[out["contrast"] == "B - A", "fragile"].all()
@@ -185,7 +186,8 @@ def test_analyze_decisions_follow_intervals(small_report):
     nulls = iv.groupby("estimand")["null"].first()
     assert nulls["win_rate"] == 0.5 and nulls["difference"] == 0.0
     for _, part in iv.groupby(["estimand", "contrast"]):
-        fragile = part["decision"].dropna().nunique() > 1
+        bounded = np.isfinite(part["lo"].astype(float)) & np.isfinite(part["hi"].astype(float))
+        fragile = part.loc[bounded, "decision"].dropna().nunique() > 1
         assert (part["fragile"] == fragile).all()
 
 

@@ -38,7 +38,8 @@ def add_decisions(frame: pd.DataFrame) -> pd.DataFrame:
 
     ``decision`` is True/False, or missing when the row has no interval. ``fragile`` is
     True for every row of an (estimand, contrast) whose rows -- across methods and
-    cluster levels -- do not all reach the same decision.
+    cluster levels -- do not all reach the same decision (unbounded intervals, which
+    carry no evidence, do not vote).
     """
     out = frame.copy()
     lo = pd.to_numeric(out["lo"], errors="coerce").to_numpy(dtype=float)
@@ -53,7 +54,12 @@ def add_decisions(frame: pd.DataFrame) -> pd.DataFrame:
     if out.empty:
         out["fragile"] = pd.array([], dtype="boolean")
         return out
-    n_dec = out.groupby(["estimand", "contrast"], sort=False)["decision"].transform(
+    # an unbounded interval (e.g. a wild bootstrap on 3 clusters) carries no evidence
+    # either way: it gets a decision (it contains the null) but does not make a
+    # contrast fragile
+    bounded = pd.Series(np.isfinite(lo) & np.isfinite(hi), index=out.index)
+    votes = out["decision"].where(bounded)
+    n_dec = votes.groupby([out["estimand"], out["contrast"]], sort=False).transform(
         lambda s: s.dropna().nunique())
     out["fragile"] = (n_dec > 1).astype(bool)
     return out
@@ -63,7 +69,8 @@ def _disagreeing(rows: pd.DataFrame, decision: object) -> str:
     """Rows whose decision differs from ``decision`` (method | cluster), for the reader."""
     if decision is None or decision is pd.NA:
         return ""
-    d = rows[rows["decision"].notna()]
+    d = rows[rows["decision"].notna() & np.isfinite(rows["lo"].astype(float))
+             & np.isfinite(rows["hi"].astype(float))]
     off = d[d["decision"].astype(bool) != bool(decision)]
     if off.empty:
         return ""
