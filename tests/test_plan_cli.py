@@ -16,7 +16,9 @@ import pandas as pd
 from evalmix.plan.power import power
 from evalmix.sim.study import COVERAGE_COLUMNS
 
-EVALMIX = [sys.executable, "-m", "evalmix.cli"]
+# the installed console script (as users run it), else the module
+_SCRIPT = Path(sys.executable).with_name("evalmix")
+EVALMIX = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "evalmix.cli"]
 #: CSV round trip of float64 (pandas writes repr precision)
 CSV_TOL = 1e-12
 
