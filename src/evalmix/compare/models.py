@@ -42,9 +42,7 @@ def _backends(backend: str | None, fast: bool) -> tuple[list[str], list[str]]:
 
 def _method_name(fit: Any, requested: str) -> str:
     b = str(getattr(fit, "backend", requested))
-    if b.startswith("glmm"):
-        return "glmm_vb"
-    if b in ("mixedlm", "bayes"):
+    if b.startswith("glmm") or b in ("mixedlm", "bayes"):
         return b
     return "bayes" if requested == "bayes" else "mixedlm"
 
@@ -53,12 +51,30 @@ def _norm(s: str) -> str:
     return re.sub(r"[^a-z0-9]+", "", str(s).lower())
 
 
+_DIFF = re.compile(r"^\s*p\[(?P<b>.+?)\]\s*-\s*p\[(?P<a>.+?)\]\s*$")
+_ONE = re.compile(r"^\s*p\[(?P<b>.+?)\]\s*$")
+_COND = re.compile(r"^\s*(?:condition|model)\[(?P<b>.+?)\]\s*$")
+
+
 def _match(term: str, plan: Sequence[Contrast]) -> Contrast | None:
     """The contrast a probability-scale fixed-effect term names (or None).
 
-    Recognised forms (case and punctuation ignored): ``...[level]`` / ``...level`` for a
-    win rate or mean of one condition/model, ``...[b - a]`` or ``...b-a`` for a difference.
+    The model back ends name them ``p[level]`` (win rate of ``model_b`` = level, or
+    mean of a condition) and ``p[b] - p[a]`` (difference). Other spellings are matched
+    loosely (case and punctuation ignored).
     """
+    m = _DIFF.match(term)
+    if m:
+        for c in plan:
+            if c.estimand == "difference" and c.levels == (m["a"], m["b"]):
+                return c
+        return None
+    m = _ONE.match(term)
+    if m:
+        for c in plan:
+            if c.estimand in ("win_rate", "mean") and c.levels == (m["b"],):
+                return c
+        return None
     t = _norm(term)
     diffs = [c for c in plan if c.estimand == "difference"]
     for c in diffs:
@@ -79,12 +95,30 @@ def _is_probability(fe: pd.DataFrame) -> pd.Series:
     return fe["scale"].astype(str).str.lower().eq("probability")
 
 
+def _identity_rows(fe: pd.DataFrame, plan: Sequence[Contrast]) -> pd.DataFrame:
+    """Linear (identity-scale) fits: ``condition[B]`` is the difference B - reference."""
+    out = []
+    for _, r in fe[fe["scale"].astype(str).str.lower().eq("identity")].iterrows():
+        m = _COND.match(str(r["term"]))
+        if not m:
+            continue
+        for c in plan:
+            if c.estimand == "difference" and c.levels[1] == m["b"] and c.column == "condition":
+                rr = r.copy()
+                rr["term"] = f"p[{c.levels[1]}] - p[{c.levels[0]}]"
+                out.append(rr)
+                break
+    return pd.DataFrame(out)
+
+
 def _rows_from_fit(fit: Any, method: str, plan: Sequence[Contrast], level: float,
                    n_obs: int) -> list[dict[str, Any]]:
     fe = getattr(fit, "fixed_effects", None)
     if fe is None or fe.empty or "scale" not in fe.columns:
         return []
     prob = fe[_is_probability(fe)].copy()
+    if prob.empty:
+        prob = _identity_rows(fe, plan)
     if prob.empty:
         return []
     label = prob.get("label", pd.Series("", index=prob.index)).astype(str).str.lower()

@@ -28,7 +28,7 @@ __all__ = [
 #: Design-based methods a report runs, in display order.
 ALL_METHODS: tuple[str, ...] = ("naive", "wilson", "CR1", "CR2", "CR3", "bootstrap", "wild")
 #: Model-based methods (rows added from :func:`evalmix.fit`).
-MODEL_METHODS: tuple[str, ...] = ("mixedlm", "glmm_vb", "bayes")
+MODEL_METHODS: tuple[str, ...] = ("mixedlm", "glmm_laplace", "glmm_vb", "glmm_map", "bayes")
 #: Fewest clusters for which cluster-robust and bootstrap intervals are trusted
 #: (below about 20 they under-cover; Cameron & Miller 2015, doi:10.3368/jhr.50.2.317).
 MIN_CLUSTERS = 20
