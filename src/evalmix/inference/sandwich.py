@@ -80,6 +80,9 @@ CR_TYPES: tuple[str, ...] = ("CR0", "CR1", "CR2", "CR3")
 #: Eigenvalues of ``I - H_gg`` at or below this are treated as zero (clubSandwich's
 #: ``matrix_power`` uses the same 1e-12 cut-off).
 EIGEN_TOL = 1e-12
+#: Largest cluster for the per-cluster (m x m) path, and entries per batch of clusters.
+DENSE_MAX_SIZE = 3000
+DENSE_BATCH_ENTRIES = 2_000_000
 
 
 # --------------------------------------------------------------------------- helpers
@@ -209,8 +212,18 @@ def _dense_pieces(wh: _Whitened, codes: np.ndarray, G: int, type: str,
     t = np.zeros((G, k))
     d = np.zeros((G, k))
     omega = np.zeros((G, k, k))
+    if sizes.max() > DENSE_MAX_SIZE:
+        raise EvalmixError(
+            f"logit CR2 forms an m x m matrix per cluster and the largest cluster has "
+            f"{int(sizes.max())} rows (limit {DENSE_MAX_SIZE}); use CR1/CR3 for this "
+            "factor, family='linear', or a finer cluster factor"
+        )
+    batches = []
     for m in np.unique(sizes):
-        gs = np.flatnonzero(sizes == m)
+        same = np.flatnonzero(sizes == m)
+        step = max(1, DENSE_BATCH_ENTRIES // int(m * m))
+        batches += [(int(m), same[i:i + step]) for i in range(0, len(same), step)]
+    for m, gs in batches:
         idx = order[starts[gs][:, None] + np.arange(m)[None, :]]  # (b, m)
         Zg = Z[idx]  # (b, m, k)
         eg = ew[idx]
