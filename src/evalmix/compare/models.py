@@ -177,12 +177,16 @@ def _variance_rows(fit: Any, method: str) -> pd.DataFrame:
     total = float(var.sum())
     if "share" not in v.columns or v["share"].isna().all():
         v["share"] = var / total if total > 0 else np.nan
+    share = pd.to_numeric(v["share"], errors="coerce")
+    implied = (var / share)[(share > 0) & np.isfinite(share)]
+    if len(implied):
+        total = float(implied.median())  # the back end's own denominator (slopes excluded)
     # share interval from the SD interval with the other components at their estimates
     lo = pd.to_numeric(v.get("lo"), errors="coerce") ** 2
     hi = pd.to_numeric(v.get("hi"), errors="coerce") ** 2
     others = total - var
-    v["share_lo"] = lo / (lo + others)
-    v["share_hi"] = hi / (hi + others)
+    v["share_lo"] = (lo / (lo + others)).where(share.notna())
+    v["share_hi"] = (hi / (hi + others)).where(share.notna())
     for c in VARIANCE_REPORT_COLUMNS:
         if c not in v.columns:
             v[c] = np.nan

@@ -179,7 +179,9 @@ def variance_plot(variance: pd.DataFrame) -> Figure:
     v = variance.copy()
     factors = list(dict.fromkeys(v["factor"].astype(str)))
     backends = list(dict.fromkeys(v["backend"].astype(str)))
-    fig, ax = plt.subplots(figsize=(7.2, 0.45 * len(factors) * max(len(backends), 1) + 1.4))
+    fig, (ax, ax2) = plt.subplots(
+        1, 2, figsize=(10.5, 0.45 * len(factors) * max(len(backends), 1) + 1.6),
+        sharey=True, gridspec_kw={"width_ratios": [1.2, 1]})
     h = 0.8 / max(len(backends), 1)
     colors = ["#1f4e9c", "#e08e0b", "#2e8b57", "#7b3294"]
     for k, b in enumerate(backends):
@@ -194,12 +196,23 @@ def variance_plot(variance: pd.DataFrame) -> Figure:
         err = np.vstack([np.clip(share - lo, 0, None), np.clip(hi - share, 0, None)])
         ax.errorbar(share[ok], y[ok], xerr=err[:, ok], fmt="none", ecolor="black",
                     capsize=3, lw=1)
+        sd = np.array([float(part["sd"].get(f, np.nan)) for f in factors])
+        slo = np.array([float(part["lo"].get(f, np.nan)) for f in factors])
+        shi = np.array([float(part["hi"].get(f, np.nan)) for f in factors])
+        okk = np.isfinite(sd)
+        ax2.plot(sd[okk], y[okk], "o", color=colors[k % len(colors)], label=b)
+        both = okk & np.isfinite(slo) & np.isfinite(shi)
+        for yy, a, bb in zip(y[both], slo[both], shi[both], strict=True):
+            ax2.plot([a, bb], [yy, yy], color=colors[k % len(colors)], lw=2)
     ax.set_yticks(np.arange(len(factors))[::-1], factors)
     ax.set_xlabel("share of latent variance (interval from the SD interval, other "
                   "components at their estimates)", fontsize=8)
     ax.set_xlim(0, 1)
     ax.legend(fontsize=8, loc="lower right")
     ax.set_title("Variance decomposition", fontsize=10, loc="left")
+    ax2.set_xlabel("SD on the latent scale, with interval", fontsize=8)
+    ax2.set_xlim(left=0)
+    ax2.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     return fig
 
