@@ -67,6 +67,8 @@ def test_paired_difference_is_mean_of_item_differences(scores):
     # each difference keeps its item code: 30 clusters of one
     assert np.array_equal(np.sort(p.cluster_codes["item"]), np.arange(30))
     # forcing the unpaired estimator gives the same point estimate (balanced), paired=False
+    r = build_problem(t, "difference", contrast="tuned - base")
+    assert r.contrast == "tuned - base" and _fit_est(r) == pytest.approx(_fit_est(p))
     q = build_problem(t, "difference", conditions=("base", "tuned"), paired=False)
     assert q.paired is False and q.n_obs == 60 and q.names[1] == "condition[tuned]"
     assert _fit_est(q) == pytest.approx(_fit_est(p), rel=EXACT_TOL)

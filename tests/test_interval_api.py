@@ -170,4 +170,4 @@ def test_mtbench_item_clustering_widens(mtbench_path):
     naive = evalmix.interval(sub, "win_rate", method="naive")
     item = evalmix.interval(sub, "win_rate", method="CR2", cluster="item")
     assert item.n_clusters == 80
-    assert item.se > 1.2 * naive.se
+    assert item.se > 2 * naive.se  # observed 0.0206 vs 0.0065

@@ -290,7 +290,7 @@ def _resampling(problem, method, codes, label, unit, G, level, reps, seed, ci, w
             p = float(np.mean(np.abs(good - res.estimate) >= abs(res.estimate - null_value)))
             details["p_value_method"] = "centred bootstrap distribution"
         details.update(n_failed=int(res.n_failed), bias=res.details.get("bias"))
-        df = float("nan") if ci != "studentized" else float(G - 1)
+        df = float("nan")  # bootstrap intervals have no t reference
         return IntervalResult(cluster=label, estimate=float(res.estimate), se=float(res.se),
                               lo=float(res.lo), hi=float(res.hi), df=df,
                               n_clusters=int(res.n_clusters), reps=int(res.reps),

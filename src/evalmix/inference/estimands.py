@@ -510,7 +510,8 @@ def build_problem(
     estimand : {"mean", "win_rate", "controlled_win_rate", "difference", "coef"}
     contrast : str, optional
         ``mean``: a condition label (default: all rows, ``"overall"``). Win rates: keep
-        the rows whose ``model_b`` (or ``condition``) is this label.
+        the rows whose ``model_b`` (or ``condition``) is this label. ``difference``:
+        ``"B - A"``, the same as ``conditions=(A, B)``.
     model : str, optional
         Win rates: the model whose win share is estimated (default: the table's
         ``y``, i.e. ``model_a``'s).
@@ -544,5 +545,13 @@ def build_problem(
     if estimand in ("win_rate", "controlled_win_rate"):
         return _win_rate(table, contrast, model, estimand == "controlled_win_rate")
     if estimand == "difference":
+        if conditions is None and contrast is not None:
+            parts = [x.strip() for x in str(contrast).split(" - ")]
+            if len(parts) != 2:
+                raise InvalidOptionError(
+                    f"contrast={contrast!r}: for a difference write 'B - A' (with spaces "
+                    "around the minus) or pass conditions=(A, B)"
+                )
+            conditions = (parts[1], parts[0])
         return _difference(table, conditions, paired)
     return _coef(table, term, family, conditions)
