@@ -171,3 +171,13 @@ def test_mtbench_item_clustering_widens(mtbench_path):
     item = evalmix.interval(sub, "win_rate", method="CR2", cluster="item")
     assert item.n_clusters == 80
     assert item.se > 2 * naive.se  # observed 0.0206 vs 0.0065
+
+
+@pytest.mark.parametrize("module", ["sandwich", "estimands", "naive", "api"])
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+
+    mod = importlib.import_module(f"evalmix.inference.{module}")
+    result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
