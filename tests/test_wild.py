@@ -67,7 +67,7 @@ def test_full_enumeration_equals_brute_force():
     V = np.array(list(itertools.product((1.0, -1.0), repeat=7)))
     t = _brute_t(X, y, g, 1, 0.1, V)
     np.testing.assert_allclose(res.t_draws, t, rtol=EXACT_TOL, atol=EXACT_TOL)
-    assert res.p_value == np.mean(np.abs(t) >= abs(res.t_obs) * (1 - 1e-10))
+    assert res.p_value == np.mean(np.abs(t) >= abs(res.t_obs) * (1 - 1e-8))
 
 
 def test_hand_computed_mean_three_clusters():
@@ -91,7 +91,7 @@ def test_hand_computed_mean_three_clusters():
         t.append((mu - 5) / np.sqrt(3 / 2 * np.sum(cs**2) / 36))
     assert np.sum(s) == pytest.approx(15.0)
     np.testing.assert_allclose(res.t_draws, t, rtol=EXACT_TOL)
-    assert res.p_value == pytest.approx(np.mean(np.abs(t) >= abs(res.t_obs) * (1 - 1e-10)))
+    assert res.p_value == pytest.approx(np.mean(np.abs(t) >= abs(res.t_obs) * (1 - 1e-8)))
 
 
 def test_large_g_agrees_with_cr1_t_test():
@@ -119,7 +119,7 @@ def test_interval_bounds_are_where_the_test_flips():
         for theta, rejects in ((inside, False), (outside, True)):
             t = _brute_t(X, y, g, 1, theta, V)
             t_obs = (res.estimate - theta) / res.se_cr1
-            p = np.mean(np.abs(t) >= abs(t_obs) * (1 - 1e-10))
+            p = np.mean(np.abs(t) >= abs(t_obs) * (1 - 1e-8))
             assert bool(p < 0.1) == rejects
     assert res.lo < res.estimate < res.hi
 
@@ -158,3 +158,14 @@ def test_options():
     assert res.tidy().loc[0, "ci_type"] == "test-inversion"
     at_estimate = wild_cluster_bootstrap(X, y, g, target=1, null=res.estimate, reps=99)
     assert at_estimate.p_value == 1.0
+
+
+def test_five_clusters_rademacher_cannot_reject_at_5_percent():
+    """With G = 5 the 32 sign vectors give p >= 2/32 > 0.05: the 95% interval is the
+    whole line; Webb's six-point weights (7,776 vectors) give a finite interval."""
+    X, y, g = _data(G=5, seed=8)
+    rad = wild_cluster_bootstrap(X, y, g, target=1, reps=9999)
+    assert rad.enumerated and rad.reps == 32 and rad.p_value >= 2 / 32
+    assert rad.lo == -np.inf and rad.hi == np.inf
+    webb = wild_cluster_bootstrap(X, y, g, target=1, weights="webb", reps=9999, seed=1)
+    assert np.isfinite([webb.lo, webb.hi]).all() and webb.lo < webb.estimate < webb.hi
