@@ -201,7 +201,7 @@ def analyze(
     level: float = 0.95,
     progress: bool = True,
     min_clusters: int = MIN_CLUSTERS,
-    draws: int = 500,
+    draws: int | None = None,
     command: str | None = None,
 ) -> Report:
     """Every estimand x method x cluster level of ``table``, in one report.
@@ -232,8 +232,8 @@ def analyze(
         Show rich progress bars on stderr.
     min_clusters : int
         Fewest clusters for the recommended level (default 20).
-    draws : int
-        Posterior draws per chain for the Bayesian back end.
+    draws : int, optional
+        Posterior draws per chain for the Bayesian back end (default: the back end's).
     command : str, optional
         The command line, recorded in ``summary``.
 

@@ -51,9 +51,9 @@ def _norm(s: str) -> str:
     return re.sub(r"[^a-z0-9]+", "", str(s).lower())
 
 
-_DIFF = re.compile(r"^\s*p\[(?P<b>.+?)\]\s*-\s*p\[(?P<a>.+?)\]\s*$")
-_ONE = re.compile(r"^\s*p\[(?P<b>.+?)\]\s*$")
-_COND = re.compile(r"^\s*(?:condition|model)\[(?P<b>.+?)\]\s*$")
+_DIFF = re.compile(r"^\s*p\[(?P<b>.+?)\]\s*-\s*p\[(?P<a>.+?)\]\s*$", re.IGNORECASE)
+_ONE = re.compile(r"^\s*p\[(?P<b>.+?)\]\s*$", re.IGNORECASE)
+_COND = re.compile(r"^\s*(?:condition|model)\[(?P<b>.+?)\]\s*$", re.IGNORECASE)
 
 
 def _match(term: str, plan: Sequence[Contrast]) -> Contrast | None:
@@ -194,7 +194,7 @@ def _variance_rows(fit: Any, method: str) -> pd.DataFrame:
 
 
 def model_rows(table: EvalTable, plan: Sequence[Contrast], *, backend: str | None,
-               fast: bool, methods: Sequence[str], level: float, seed: int, draws: int,
+               fast: bool, methods: Sequence[str], level: float, seed: int, draws: int | None,
                bar: Any = None) -> tuple[dict[str, Any], list[dict[str, Any]], pd.DataFrame,
                                          list[str]]:
     """Fit the model back ends and return (fit summaries, rows, variance, notes)."""
@@ -212,7 +212,7 @@ def model_rows(table: EvalTable, plan: Sequence[Contrast], *, backend: str | Non
     for b in backends:
         task = bar.task(f"fitting {b} model", None) if bar is not None else None
         kwargs: dict[str, Any] = {"backend": b, "seed": seed}
-        if b == "bayes":
+        if b == "bayes" and draws is not None:
             kwargs["draws"] = draws
         t0 = time.perf_counter()
         out = guarded(fit, table, **kwargs)

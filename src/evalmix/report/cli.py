@@ -28,8 +28,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--reps", type=int, default=2000, metavar="B",
                    help="bootstrap replicates (default 2000)")
     p.add_argument("--seed", type=int, default=None, metavar="S", help="master seed")
-    p.add_argument("--draws", type=int, default=500,
-                   help="posterior draws per chain for the Bayesian model (default 500)")
+    p.add_argument("--draws", type=int, default=None,
+                   help="posterior draws per chain for the Bayesian model (default: the "
+                        "back end's, about 1,000 bulk ESS)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 

@@ -72,7 +72,7 @@ def truth_table(intervals: pd.DataFrame, truth: dict[str, Any], *,
 
 
 def demo_report(*, seed: int = 2026, fast: bool = False, reps: int = 2000,
-                draws: int = 500, progress: bool = True, command: str | None = None
+                draws: int | None = None, progress: bool = True, command: str | None = None
                 ) -> Any:
     """Simulate :func:`evalmix.sim.pairwise_judges`, analyze, attach the truth check."""
     import warnings
