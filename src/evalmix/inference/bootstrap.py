@@ -151,7 +151,14 @@ def _gather_sums(idx: np.ndarray, columns: np.ndarray) -> np.ndarray:
     Equal to ``_counts(idx) @ columns`` but cheaper when ``columns`` has few columns
     (no (reps x G) count matrix is built).
     """
-    return np.stack([np.take(col, idx).sum(axis=1) for col in columns.T], axis=1)
+    p = columns.shape[1]
+    if p % 2:
+        columns = np.column_stack([columns, np.zeros(columns.shape[0])])
+    out = []
+    for j in range(0, columns.shape[1], 2):  # two real columns per complex gather
+        z = np.take(columns[:, j] + 1j * columns[:, j + 1], idx).sum(axis=1)
+        out += [z.real, z.imag]
+    return np.stack(out[:p], axis=1)
 
 
 def _nested_weights(block_cluster: np.ndarray, n_clusters: int, reps: int,
