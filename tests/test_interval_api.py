@@ -181,3 +181,48 @@ def test_docstring_examples(module):
     mod = importlib.import_module(f"evalmix.inference.{module}")
     result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+def _coverage_table(reps: int = 2000, seed: int = 2026) -> pd.DataFrame:
+    """Coverage of 95% intervals for a cluster-level treatment effect with few, unequal
+    clusters (normal outcome, ICC 0.2, cluster sizes lognormal with CV ~0.8, treatment
+    assigned to 30% of clusters). True effect 0."""
+    from evalmix.inference.naive import naive_se
+    from evalmix.inference.sandwich import vcov_cluster
+
+    rng = np.random.default_rng(seed)
+    rows = []
+    for G in (8, 12, 20, 40):
+        hits = {m: 0 for m in ("naive", "CR1", "CR2", "CR3")}
+        for _ in range(reps):
+            sizes = np.maximum(1, np.round(rng.lognormal(np.log(15), 0.7, G))).astype(int)
+            g = np.repeat(np.arange(G), sizes)
+            treat = np.zeros(G)
+            treat[rng.choice(G, max(2, round(0.3 * G)), replace=False)] = 1
+            X = np.column_stack([np.ones(g.size), treat[g]])
+            y = rng.normal(0, np.sqrt(0.2), G)[g] + rng.normal(0, np.sqrt(0.8), g.size)
+            beta = np.linalg.lstsq(X, y, rcond=None)[0]
+            e = y - X @ beta
+            z = stats.norm.ppf(0.975)
+            se = naive_se(X, e, target=1)
+            hits["naive"] += abs(beta[1]) <= z * se
+            for m in ("CR1", "CR2", "CR3"):
+                se = np.sqrt(vcov_cluster(X, e, g, type=m)[1, 1])
+                df = satterthwaite_df(X, g)[1] if m == "CR2" else G - 1
+                hits[m] += abs(beta[1]) <= stats.t.ppf(0.975, df) * se
+        rows.append({"G": G, **{m: h / reps for m, h in hits.items()}})
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.slow
+def test_small_cluster_coverage_cr2_near_nominal():
+    """Monte Carlo SE of a 95% coverage at 2,000 replications is 0.5 points."""
+    table = _coverage_table()
+    print(table.to_string(index=False))
+    # recorded in docs/inference.md: CR2 0.985/0.951/0.950/0.953, CR1 0.818/0.874/0.884/0.925
+    assert (table["CR2"] >= 0.93).all()  # never anti-conservative beyond MC error
+    big = table["G"] >= 12
+    assert (table.loc[big, "CR2"] <= 0.965).all()  # near nominal from 12 clusters on
+    small = table["G"] <= 20
+    assert (table.loc[small, "CR1"] < table.loc[small, "CR2"] - 0.03).all()
+    assert (table["naive"] < table["CR1"]).all()
