@@ -358,3 +358,58 @@ def test_bad_inputs_give_clear_errors(crossed_table):
                            [intercept_term("g", list("aabb"))])
     with pytest.raises(EvalmixError, match="not both"):
         fit_statsmodels(crossed_table, build_spec(crossed_table), formula="y ~ 1 + (1|judge)")
+
+
+# ---------------------------------------------------------------------------- random effects
+#: Conditional modes / SDs vs lme4's ranef(condVar = TRUE): same formulas at optima that
+#: agree to ~1e-5 (REML) and ~1e-5 (Laplace; glmer stops marginally short).
+RANEF_ATOL = 1e-3
+
+
+def _ranef(dataset: str) -> pd.DataFrame:
+    r = pd.read_csv(REF / "reference_ranef.csv")
+    return r[r.dataset == dataset]
+
+
+def test_penicillin_conditional_modes_equal_lme4_and_statsmodels(penicillin):
+    _, fit = penicillin
+    ref = _ranef("penicillin")
+    np.testing.assert_allclose(fit.re_est, ref.estimate, atol=RANEF_ATOL)
+    np.testing.assert_allclose(fit.re_sd, ref.cond_sd, rtol=RANEF_ATOL)
+    # identity: our BLUPs are statsmodels' (same model, same optimum)
+    sm_blups = np.asarray(next(iter(fit.results.random_effects.values())))
+    np.testing.assert_allclose(fit.re_est, sm_blups, rtol=1e-6, atol=1e-9)
+
+
+def test_laplace_conditional_modes_equal_glmer(crossed_fits):
+    fit = crossed_fits["laplace"]
+    ref = _ranef("crossed_binary")
+    levels = pd.read_csv(REF / "crossed_binary.csv")
+    order = [lev for f in FACTORS for lev in sorted(levels[f].unique())]
+    assert list(ref.level) == order  # lme4 lists factors and levels in our order
+    assert fit.provenance["converged"]
+    res = fit.results
+    np.testing.assert_allclose(res.modes, ref.estimate, atol=RANEF_ATOL)
+
+
+def test_per_level_slope_rows_recover_judge_position_bias():
+    # judge-specific position bias = position + conditional mode, SE from the joint
+    # covariance of (fixed, random) effects given the SDs
+    from evalmix.sim import pairwise_judges
+
+    sim = pairwise_judges(12, 4, 2, 3, tie_threshold=0, sd_position_judge=0.8, seed=10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SingularFitWarning)  # seed 10: judges differ clearly
+        fit = fit_statsmodels(sim.table(), method="laplace", seed=1)
+    fe = fit.fixed_effects.set_index("term")
+    truth = sim.truth["judge_position"]
+    pos = fe[fe.scale == "log-odds"].loc["position"]
+    j = list(fit.results.modes)
+    k0 = sum(t.n_levels for t in build_spec(sim.table()).random[:-1])  # the slope term last
+    for i, (judge, true) in enumerate(sorted(truth.items())):
+        row = fe.loc[f"position[judge={judge}]"]
+        assert row.label.startswith("judge-specific")
+        np.testing.assert_allclose(row.estimate, pos.estimate + j[k0 + i], rtol=1e-12)
+        assert abs(row.estimate - true) < 3 * row.se, (judge, row.estimate, true, row.se)
+        # per-judge effects are better determined than the overall mean of 3 judges
+        assert row.se < pos.se

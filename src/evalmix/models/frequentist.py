@@ -103,6 +103,12 @@ class CrossedFit:
     ``vc_sd`` are on the latent (logit) scale for GLMMs; ``resid_sd`` is the residual SD
     (``pi / sqrt(3)`` fixed for logit). ``vc_lo``/``vc_hi`` bound the SDs (NaN when the
     method gives no interval). ``results`` is the statsmodels results object.
+    ``re_est``/``re_sd`` hold every level's random effect (all terms concatenated in term
+    order): conditional modes and their conditional SDs given the fixed effects and SDs
+    (REML/Laplace; lme4's ``ranef(condVar = TRUE)``), posterior means and SDs (VB), or
+    the joint mode and its Laplace SD (MAP). ``fe_re_cov`` is the joint covariance of (fixed effects, random
+    effects) given the SDs where the method has one (REML/Laplace: the inverse of the
+    penalised least-squares Hessian; MAP: its Laplace covariance), else None (VB).
     """
 
     method: str
@@ -122,6 +128,9 @@ class CrossedFit:
     results: Any = None
     singular: tuple[str, ...] = ()
     details: Mapping[str, Any] = field(default_factory=dict)
+    re_est: np.ndarray | None = None
+    re_sd: np.ndarray | None = None
+    fe_re_cov: np.ndarray | None = None
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -286,6 +295,23 @@ def _projected_gradient(theta: np.ndarray, cp: _CrossProducts) -> float:
     return float(np.max(np.abs(g))) if g.size else 0.0
 
 
+def _joint_cov(xwx: np.ndarray, lzwx: np.ndarray, A: np.ndarray, lam: np.ndarray,
+               scale: float) -> np.ndarray:
+    """Covariance of (beta, b = Lambda u) given the SDs: ``scale`` times the inverse of the
+    penalised least-squares Hessian [[X'WX, X'WZL], [LZ'WX, LZ'WZL + I]], mapped to b."""
+    p = xwx.shape[0]
+    H = np.block([[xwx, lzwx.T], [lzwx, A]])
+    cov = scale * np.linalg.pinv(H, hermitian=True)
+    d = np.concatenate([np.ones(p), lam])
+    return d[:, None] * cov * d[None, :]
+
+
+def _map_joint_cov(results: Any, p: int, k: int) -> np.ndarray:
+    cov = np.asarray(results.cov_params(), dtype=float)
+    idx = np.concatenate([np.arange(p), np.arange(p + k, cov.shape[0])])
+    return cov[np.ix_(idx, idx)]
+
+
 def fit_mixedlm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
                        terms: Sequence[RandomTerm], *, level: float = 0.95,
                        maxiter: int = 1000) -> CrossedFit:
@@ -370,6 +396,16 @@ def fit_mixedlm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     converged = grad < 1e-6 * max(1.0, abs(float(opt.fun)))
     converged = converged and (keep.size == 0 or bool(results.converged))
 
+    # conditional modes b = Lambda u of every level and their conditional SDs
+    theta_hat = np.where(singular, 0.0, sd / sigma)
+    lam = theta_hat[cp.comp]
+    A = lam[:, None] * cp.ZtZ * lam[None, :] + np.eye(lam.size)
+    resid_z = cp.Zty - cp.ZtX @ np.asarray(results.fe_params, dtype=float)
+    A_inv = np.linalg.inv(A)
+    re_est = lam * (A_inv @ (lam * resid_z))
+    re_sd = sigma * lam * np.sqrt(np.clip(np.diag(A_inv), 0.0, None))
+    fe_re_cov = _joint_cov(cp.XtX, lam[:, None] * cp.ZtX, A, lam, sigma**2)
+
     # Wald intervals on log SD from the Hessian of the full REML log-likelihood
     def loglik_kept(sub: np.ndarray) -> float:
         phi = np.append(np.log(np.maximum(sd, 1e-300)), sub[-1])
@@ -396,6 +432,7 @@ def fit_mixedlm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
         resid_lo=float(sigma * np.exp(-z * se_log[-1])),
         resid_hi=float(sigma * np.exp(z * se_log[-1])), level=level, converged=converged,
         grad_norm=grad, results=results, singular=tuple(np.asarray(names)[singular].tolist()),
+        re_est=re_est, re_sd=re_sd, fe_re_cov=fe_re_cov,
         details={"reml_criterion": float(opt.fun), "theta": theta.tolist(),
                  "optimizer": "L-BFGS-B on lme4's profiled REML criterion, then "
                               "statsmodels MixedLM (lbfgs) from that optimum",
@@ -492,6 +529,9 @@ def fit_glmm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
         resid_sd=resid, resid_lo=np.nan, resid_hi=np.nan, level=level,
         converged=converged, grad_norm=grad_norm, results=results,
         singular=tuple(t.name for t, s in zip(terms, singular, strict=True) if s),
+        re_est=np.asarray(results.vc_mean, dtype=float),
+        re_sd=np.asarray(results.vc_sd, dtype=float),
+        fe_re_cov=(None if method == "vb" else _map_joint_cov(results, X.shape[1], len(terms))),
         details={"optimizer": "BFGS", "optimizer_message": str(opt.message),
                  "iterations": int(getattr(opt, "nit", -1)),
                  "vc_prior_sd": vc_prior_sd, "fe_prior_sd": fe_prior_sd, "seed": seed,
@@ -723,14 +763,26 @@ def fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     lo[keep] = sd[keep] * np.exp(-z * se[:keep.size])
     hi[keep] = sd[keep] * np.exp(z * se[:keep.size])
     fe_cov = cov[keep.size:, keep.size:]
+    dev(sd, x[k:])  # conditional modes at the optimum
+    lam = sd[dev.comp]
+    eta = X @ x[k:] + dev.Z @ (lam * dev.u)
+    L = dev._chol(lam, eta)
+    mu = expit(eta)
+    w = m * mu * (1 - mu)
+    fe_re_cov = _joint_cov(X.T @ (w[:, None] * X),
+                           lam[:, None] * np.asarray(dev.Zt @ (w[:, None] * X)), L @ L.T, lam,
+                           1.0)
+    L_inv = np.linalg.inv(L)
+    re_sd = lam * np.sqrt((L_inv**2).sum(axis=0))  # lme4's condVar: given beta and SDs
     results = LaplaceResults(params=np.concatenate([sd, x[k:]]), cov=fe_cov, deviance=fval,
-                             llf=-fval / 2, modes=dev.u * sd[dev.comp], converged=converged)
+                             llf=-fval / 2, modes=dev.u * lam, converged=converged)
     return CrossedFit(
         method="laplace", fe_names=tuple(fe_names), fe_est=x[k:].copy(),
         fe_se=np.sqrt(np.diag(fe_cov)), vc_names=tuple(t.name for t in terms), vc_sd=sd,
         vc_lo=lo, vc_hi=hi, resid_sd=float(np.sqrt(LOGIT_RESIDUAL_VAR)), resid_lo=np.nan,
         resid_hi=np.nan, level=level, converged=converged, grad_norm=grad, results=results,
         singular=tuple(np.asarray([t.name for t in terms])[singular].tolist()),
+        re_est=dev.u * lam, re_sd=re_sd, fe_re_cov=fe_re_cov,
         details={"deviance": fval, "loglik": -fval / 2,
                  "optimizer": "L-BFGS-B over (SD, beta) on the Laplace deviance (PIRLS inside)",
                  "optimizer_message": str(out.message),
@@ -794,6 +846,43 @@ def _fixed_rows(fit: CrossedFit, spec: ModelSpec, logit: bool, scale: str,
             e = np.exp(r["estimate"])
             rows.append(dict(term=r["term"], estimate=e, se=e * r["se"], lo=np.exp(r["lo"]),
                              hi=np.exp(r["hi"]), scale="odds-ratio", label=label))
+    return rows
+
+
+def _level_rows(fit: CrossedFit, terms: Sequence[RandomTerm], scale: str
+                ) -> list[dict[str, Any]]:
+    """Per-level effects of random slopes: ``term + b_level`` (e.g. each judge's position
+    bias). The SE uses the joint covariance of the fixed and random effects given the SDs
+    (lme4-style, SD uncertainty ignored); for VB, whose factors are independent,
+    ``sqrt(se_term^2 + sd_b^2)``."""
+    if fit.re_est is None or fit.re_sd is None:
+        return []
+    z = _z(fit.level)
+    names = list(fit.fe_names)
+    rows = []
+    start = 0
+    for t in terms:
+        stop = start + t.n_levels
+        if not t.is_intercept:
+            j = names.index(t.term) if t.term in names else None
+            base = fit.fe_est[j] if j is not None else 0.0
+            base_se = fit.fe_se[j] if j is not None else 0.0
+            p = len(names)
+            for i, (lev, b, sb) in enumerate(zip(t.levels, fit.re_est[start:stop],
+                                                 fit.re_sd[start:stop], strict=True)):
+                est = float(base + b)
+                if fit.fe_re_cov is not None:
+                    c = np.zeros(fit.fe_re_cov.shape[0])
+                    c[p + start + i] = 1.0
+                    if j is not None:
+                        c[j] = 1.0
+                    se = float(np.sqrt(max(c @ fit.fe_re_cov @ c, 0.0)))
+                else:
+                    se = float(np.hypot(base_se, sb))
+                rows.append(dict(term=f"{t.term}[{t.factor}={lev}]", estimate=est, se=se,
+                                 lo=est - z * se, hi=est + z * se, scale=scale,
+                                 label=f"{t.factor}-specific ({t.term} + conditional mode)"))
+        start = stop
     return rows
 
 
@@ -1089,6 +1178,7 @@ def fit_statsmodels(
         warnings.warn(msg, ConvergenceWarning, stacklevel=2)
 
     rows = _fixed_rows(fit, spec, logit and method != "mixedlm", scale, label)
+    rows += _level_rows(fit, terms, scale)
     if method != "mixedlm":
         rows += _probability_rows(fit, spec, terms, rng, n_draws)
     fixed = pd.DataFrame(rows)

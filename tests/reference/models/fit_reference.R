@@ -5,11 +5,19 @@
 ##   reference_fixed.csv    dataset, software, model, term, estimate, se
 ##   reference_varcomp.csv  dataset, software, model, group, variance, sd, sd_lo, sd_hi, ci_method
 ##   reference_fit.csv      dataset, software, model, criterion, value (logLik, REML, nobs)
+##   reference_ranef.csv    dataset, software, model, group, level, estimate, cond_sd
+##                          (ranef(condVar = TRUE): conditional modes and conditional SDs)
 ##   sessionInfo.txt
 suppressPackageStartupMessages({library(lme4); library(glmmTMB)})
 options(digits = 12)
 
-fixed_rows <- list(); vc_rows <- list(); fit_rows <- list()
+fixed_rows <- list(); vc_rows <- list(); fit_rows <- list(); re_rows <- list()
+add_ranef <- function(dataset, model, fit) {
+  re <- as.data.frame(ranef(fit, condVar = TRUE))
+  re_rows[[length(re_rows) + 1]] <<- data.frame(
+    dataset = dataset, software = "lme4", model = model, group = re$grpvar,
+    level = as.character(re$grp), estimate = re$condval, cond_sd = re$condsd)
+}
 add_fixed <- function(dataset, software, model, est, se) {
   fixed_rows[[length(fixed_rows) + 1]] <<- data.frame(
     dataset = dataset, software = software, model = model, term = names(est),
@@ -55,6 +63,7 @@ data(Penicillin, package = "lme4")
 write.csv(Penicillin, "penicillin.csv", row.names = FALSE)
 m <- "diameter ~ 1 + (1|plate) + (1|sample), REML"
 f1 <- lmer(diameter ~ 1 + (1 | plate) + (1 | sample), data = Penicillin, REML = TRUE)
+add_ranef("penicillin", m, f1)  # before confint(): profiling mutates the fit's internals
 p1 <- confint(f1, method = "profile", oldNames = TRUE, level = 0.95)
 add_fixed("penicillin", "lme4", m, fixef(f1), sqrt(diag(vcov(f1))))
 lme4_vc("penicillin", m, f1, p1)
@@ -89,6 +98,7 @@ fm <- b_wins ~ condition + position + (1 | scenario) + (1 | persona) + (1 | auth
 m <- "b_wins ~ condition + position + (1|scenario) + (1|persona) + (1|author) + (1|judge), binomial, Laplace"
 t0 <- proc.time()[["elapsed"]]
 f3 <- glmer(fm, data = cb, family = binomial)
+add_ranef("crossed_binary", m, f3)  # before confint(): profiling mutates the fit's internals
 add_fit("crossed_binary", "lme4", m, "seconds", proc.time()[["elapsed"]] - t0)
 p3 <- tryCatch(confint(f3, parm = "theta_", method = "profile", oldNames = TRUE),
                error = function(e) NULL)
@@ -113,6 +123,7 @@ fmt <- function(df) { for (k in names(df)) if (is.numeric(df[[k]])) df[[k]] <- s
 write.csv(fmt(do.call(rbind, fixed_rows)), "reference_fixed.csv", row.names = FALSE)
 write.csv(fmt(do.call(rbind, vc_rows)), "reference_varcomp.csv", row.names = FALSE)
 write.csv(fmt(do.call(rbind, fit_rows)), "reference_fit.csv", row.names = FALSE)
+write.csv(fmt(do.call(rbind, re_rows)), "reference_ranef.csv", row.names = FALSE)
 writeLines(c(capture.output(sessionInfo()),
              paste("lme4", as.character(packageVersion("lme4"))),
              paste("glmmTMB", as.character(packageVersion("glmmTMB"))),
