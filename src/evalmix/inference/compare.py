@@ -184,8 +184,11 @@ def _bootstrap_maxt(count: np.ndarray, total: np.ndarray, pairs: np.ndarray, est
         with np.errstate(divide="ignore", invalid="ignore"):
             mw = (W @ total) / nw
             s = (total[None] - count[None] * mw[:, None, :]) / nw[:, None, :]  # (B, G, M)
-            s = s @ C.T  # (B, G, P): CR scores of each contrast
-            var = np.einsum("bg,bgp->bp", W, s**2)
+            s = np.nan_to_num(s, nan=0.0, posinf=0.0, neginf=0.0)
+            # per-resample meat of the group means: sum_g w_g s_g s_g' (copies = clusters)
+            Q = np.matmul((s * W[:, :, None]).transpose(0, 2, 1), s)  # (B, M, M)
+            i, j = pairs[:, 0], pairs[:, 1]
+            var = Q[:, i, i] + Q[:, j, j] - 2 * Q[:, i, j]
             n_star = W @ n_cell
             var *= (g / (g - 1) * (n_star - 1) / (n_star - m))[:, None]
             d = mw @ C.T
