@@ -413,3 +413,33 @@ def test_per_level_slope_rows_recover_judge_position_bias():
         assert abs(row.estimate - true) < 3 * row.se, (judge, row.estimate, true, row.se)
         # per-judge effects are better determined than the overall mean of 3 judges
         assert row.se < pos.se
+
+
+def test_bradley_terry_design_abilities_and_lpm_offset():
+    # three models compared pairwise (model_a varies): abilities 0, 0.5, 1 on log-odds
+    rng = np.random.default_rng(1)
+    n = 1200
+    ab = np.array([rng.choice(3, 2, replace=False) for _ in range(n)])
+    ability = np.array([0.0, 0.5, 1.0])
+    eta = ability[ab[:, 0]] - ability[ab[:, 1]]
+    win_a = rng.random(n) < 1 / (1 + np.exp(-eta))
+    models = np.array(["m1", "m2", "m3"])
+    d = pd.DataFrame({"rep": np.arange(n).astype(str), "model_a": models[ab[:, 0]],
+                      "model_b": models[ab[:, 1]], "outcome": np.where(win_a, "a", "b"),
+                      "item": rng.integers(0, 40, n).astype(str),
+                      "judge": rng.integers(0, 3, n).astype(str)})
+    t = evalmix.read(d, outcome="outcome", model_a="model_a", model_b="model_b",
+                     clusters={"item": "item", "judge": "judge"})
+    formula = "y ~ condition + (1|item) + (1|judge)"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SingularFitWarning)  # true SDs are 0
+        fit = fit_statsmodels(t, method="laplace", formula=formula, seed=1)
+        lpm = fit_statsmodels(t, method="mixedlm", formula=formula)
+    fe = fit.fixed_effects
+    fe = fe[fe.scale == "log-odds"].set_index("term")
+    for term, true in (("model[m2]", 0.5), ("model[m3]", 1.0), ("model[m3] - model[m2]", 0.5)):
+        assert abs(fe.loc[term, "estimate"] - true) < 3 * fe.loc[term, "se"], term
+    # without an intercept the linear probability model measures from 1/2; otherwise the
+    # judge intercepts would absorb the 1/2 (SD about 0.5)
+    assert lpm.variance.set_index("factor").loc["judge", "sd"] < 0.1
+    assert "y - 1/2" in lpm.provenance["note"]

@@ -375,9 +375,10 @@ def fit_mixedlm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     keep = np.flatnonzero(~singular)
 
     # statsmodels MixedLM from the optimum (the model without zero components)
-    vc = VCSpec([names[j] for j in keep],
-                [[[f"{names[j]}[{i}]" for i in range(terms[j].n_levels)]] for j in keep],
-                [[blocks[j]] for j in keep])
+    kept = [int(j) for j in keep]
+    vc = VCSpec([names[j] for j in kept],
+                [[[f"{names[j]}[{i}]" for i in range(terms[j].n_levels)]] for j in kept],
+                [[blocks[j]] for j in kept])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if keep.size:
@@ -834,8 +835,8 @@ def _fixed_rows(fit: CrossedFit, spec: ModelSpec, logit: bool, scale: str,
     for name, est, se in zip(fit.fe_names, fit.fe_est, fit.fe_se, strict=True):
         rows.append(dict(term=name, estimate=est, se=se, lo=est - z * se, hi=est + z * se,
                          scale=scale, label=label))
-    for cname, w in spec.contrasts:
-        w = np.asarray(w, dtype=float)
+    for cname, weights in spec.contrasts:
+        w = np.asarray(weights, dtype=float)
         est, se = float(w @ fit.fe_est), float(np.sqrt(w @ cov @ w))
         rows.append(dict(term=cname, estimate=est, se=se, lo=est - z * se, hi=est + z * se,
                          scale=scale, label=label))
@@ -995,7 +996,7 @@ def _variance_frame(fit: CrossedFit, terms: Sequence[RandomTerm], backend: str,
 
 def _seed_int(seed: int | np.random.Generator | None) -> int:
     if seed is None:
-        return int(np.random.SeedSequence().entropy % (2**32))
+        return int(np.random.SeedSequence().generate_state(1)[0])
     if isinstance(seed, np.random.Generator):
         return int(seed.integers(0, 2**32))
     if isinstance(seed, int | np.integer):
@@ -1127,9 +1128,14 @@ def fit_statsmodels(
     rng = np.random.default_rng(seed_used)
     terms = list(spec.random)
     if method == "mixedlm":
-        fit = fit_mixedlm_arrays(spec.y, spec.X, spec.fixed_names, terms, level=level)
+        # a linear probability model without an intercept (Bradley-Terry design) must
+        # measure win probabilities from 1/2, as the logit model does from log-odds 0
+        offset = 0.5 if logit and "Intercept" not in spec.fixed_names else 0.0
+        fit = fit_mixedlm_arrays(spec.y - offset, spec.X, spec.fixed_names, terms,
+                                 level=level)
         backend, approximate = "mixedlm", logit
-        note = _NOTES["lpm"] if logit else (
+        note = (_NOTES["lpm"] + (" The response is y - 1/2 (no intercept: equal abilities "
+                                 "mean a 1/2 win rate)." if offset else "")) if logit else (
             "REML estimates; Wald z intervals for fixed effects and on log-SD for variance "
             "components (can be too narrow for factors with few levels)")
         scale = "probability" if logit else "identity"
