@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 from scipy import stats
@@ -76,7 +76,8 @@ def _few_clusters(G: int, method: str, unit: str) -> None:
         )
 
 
-def _t_result(problem, est, se, df, level, null, **kw) -> dict[str, Any]:
+def _t_result(problem: LinearProblem, est: float, se: float, df: float, level: float,
+              null: float, **kw: Any) -> dict[str, Any]:
     q = stats.t.ppf(0.5 + level / 2, df) if np.isfinite(df) else stats.norm.ppf(0.5 + level / 2)
     p = float("nan")
     if np.isfinite(null) and se > 0:
@@ -184,10 +185,10 @@ def interval(
             f"multiway clustering ({'+'.join(roles)}) is available for method 'CR0' or "
             f"'CR1'; got {method!r}. Cluster by one factor for {method}"
         )
-    problem = build_problem(table, estimand, contrast=contrast, model=model,
+    problem = build_problem(table, cast(Any, estimand), contrast=contrast, model=model,
                             conditions=conditions, term=term, family=family, paired=paired)
     null_value = problem.null if null is None else float(null)
-    common = dict(estimand=problem.estimand, contrast=problem.contrast, method=method,
+    common: dict[str, Any] = dict(estimand=problem.estimand, contrast=problem.contrast, method=method,
                   level=float(level), n_obs=problem.n_obs, null=null_value,
                   paired=problem.paired)
     details: dict[str, Any] = dict(problem.details)
@@ -228,10 +229,10 @@ def interval(
     # sandwich
     _few_clusters(G, method, unit)
     if len(codes_list) > 1:
-        mw = vcov_multiway(problem.X, f.resid, codes_list, type=method,
+        mw = vcov_multiway(problem.X, f.resid, codes_list, type=cast(Any, method),
                            working_weights=f.working_weights)
         V = mw.vcov
-        df = G - 1
+        df: float = G - 1
         details.update(n_clusters_by_factor=dict(zip(roles, mw.n_clusters, strict=True)),
                        eigenvalue_fix=mw.fixed)
         G_report = G
@@ -242,7 +243,7 @@ def interval(
                 "cluster-robust variance needs at least 2 clusters (report the estimate "
                 "stratified, or choose a finer cluster factor)"
             )
-        V = vcov_cluster(problem.X, f.resid, codes_list[0], type=method,
+        V = vcov_cluster(problem.X, f.resid, codes_list[0], type=cast(Any, method),
                          working_weights=f.working_weights)
         if method == "CR2":
             df = float(satterthwaite_df(problem.X, codes_list[0], type="CR2",
@@ -255,8 +256,11 @@ def interval(
     return IntervalResult(cluster=label, n_clusters=G_report, details=details, **common, **r)
 
 
-def _resampling(problem, method, codes, label, unit, G, level, reps, seed, ci, weights,
-                nested, null_value, common, details, table) -> IntervalResult:
+def _resampling(problem: LinearProblem, method: str, codes: np.ndarray, label: str,
+                unit: str, G: int, level: float, reps: int | None, seed: Any, ci: str,
+                weights: Any, nested: str | None, null_value: float,
+                common: dict[str, Any], details: dict[str, Any], table: EvalTable
+                ) -> IntervalResult:
     n_reps = int(reps) if reps is not None else DEFAULT_REPS[method]
     if method == "bootstrap":
         check_option("ci", ci, CI_TYPES)
@@ -280,7 +284,8 @@ def _resampling(problem, method, codes, label, unit, G, level, reps, seed, ci, w
                 nested_codes = intersect_codes(codes, problem.cluster_codes[nested])
             details["nested"] = nested
         res = cluster_bootstrap(problem.X, problem.y, codes, target=problem.target,
-                                family=problem.family, reps=n_reps, level=level, ci=ci,
+                                family=cast(Any, problem.family), reps=n_reps,
+                                level=level, ci=cast(Any, ci),
                                 seed=seed, nested=nested_codes)
         draws = np.asarray(res.draws, dtype=float)
         good = draws[np.isfinite(draws)]
@@ -307,14 +312,14 @@ def _resampling(problem, method, codes, label, unit, G, level, reps, seed, ci, w
     from evalmix.inference.wild import wild_cluster_bootstrap
 
     test_null = null_value if np.isfinite(null_value) else 0.0
-    res = wild_cluster_bootstrap(problem.X, problem.y, codes, target=problem.target,
+    wres = wild_cluster_bootstrap(problem.X, problem.y, codes, target=problem.target,
                                  reps=n_reps, level=level, weights=weights, null=test_null,
                                  seed=seed)
-    details.update(weights=weights, t_obs=float(res.t_obs),
-                   enumerated=bool(getattr(res, "enumerated", False)))
-    p = float(res.p_value) if np.isfinite(null_value) else float("nan")
-    return IntervalResult(cluster=label, estimate=float(res.estimate),
-                          se=float(getattr(res, "se_cr1", np.nan)), lo=float(res.lo),
-                          hi=float(res.hi), df=float("nan"), n_clusters=int(res.n_clusters),
-                          reps=int(res.reps), seed=res.seed, p_value=p,
+    details.update(weights=weights, t_obs=float(wres.t_obs),
+                   enumerated=bool(getattr(wres, "enumerated", False)))
+    p = float(wres.p_value) if np.isfinite(null_value) else float("nan")
+    return IntervalResult(cluster=label, estimate=float(wres.estimate),
+                          se=float(getattr(wres, "se_cr1", np.nan)), lo=float(wres.lo),
+                          hi=float(wres.hi), df=float("nan"), n_clusters=int(wres.n_clusters),
+                          reps=int(wres.reps), seed=wres.seed, p_value=p,
                           ci_type="test-inversion", details=details, **common)
