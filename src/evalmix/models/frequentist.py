@@ -65,7 +65,7 @@ from evalmix.errors import (
     check_option,
 )
 from evalmix.models.result import FIXED_COLUMNS, VARIANCE_COLUMNS, ModelFit
-from evalmix.models.spec import ModelSpec, RandomTerm, build_spec
+from evalmix.models.spec import ModelSpec, RandomTerm, build_spec, collapse
 
 __all__ = [
     "METHODS",
@@ -648,7 +648,8 @@ class _LaplaceDeviance:
 
 def fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
                        terms: Sequence[RandomTerm], *, trials: np.ndarray | None = None,
-                       level: float = 0.95, maxiter: int = 500) -> CrossedFit:
+                       level: float = 0.95, maxiter: int = 500,
+                       binomial_constant: bool = True) -> CrossedFit:
     """Maximum likelihood logit GLMM by the Laplace approximation (``glmer``'s default).
 
     The random effects are integrated out by a Laplace approximation at their
@@ -670,6 +671,9 @@ def fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
         Binomial trials per row (default 1).
     level : float
     maxiter : int
+    binomial_constant : bool
+        Include ``log C(trials, successes)`` in the log-likelihood (as glmer does for
+        counts); False gives the log-likelihood of the underlying 0/1 rows.
 
     Returns
     -------
@@ -704,6 +708,8 @@ def fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     k, p = len(terms), X.shape[1]
     z = _z(level)
     dev = _LaplaceDeviance(y, m, X, terms)
+    if not binomial_constant:
+        dev.const = 0.0
     beta = np.zeros(p)  # logistic regression without random effects as the start
     for _ in range(30):
         mu = expit(X @ beta)
@@ -1142,7 +1148,18 @@ def fit_statsmodels(
         label = "linear model: conditional = population-averaged"
         family = "gaussian"
     elif method == "laplace":
-        fit = fit_laplace_arrays(spec.y, spec.X, spec.fixed_names, terms, level=level)
+        # rows with identical covariates and levels enter as one binomial count (the
+        # likelihood is the same up to a constant, which we leave out so that the
+        # log-likelihood is that of the individual rows)
+        col = collapse(spec)
+        if col.n_patterns < spec.n_obs:
+            cterms = [RandomTerm(t.factor, t.term, c, t.levels, x)
+                      for t, c, x in zip(terms, col.codes, col.x, strict=True)]
+            fit = fit_laplace_arrays(col.successes / col.trials, col.X, spec.fixed_names,
+                                     cterms, trials=col.trials, level=level,
+                                     binomial_constant=False)
+        else:
+            fit = fit_laplace_arrays(spec.y, spec.X, spec.fixed_names, terms, level=level)
         backend, approximate, note = "glmm_laplace", False, _NOTES["laplace"]
         scale, label, family = "log-odds", _TYPICAL, spec.family
     else:
