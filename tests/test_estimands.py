@@ -87,14 +87,21 @@ def test_difference_unpaired_when_units_do_not_match(scores):
         build_problem(t, "difference", paired=True)
 
 
-def test_partially_paired_forced_drops_with_warning(scores):
+def test_partially_paired_drops_with_warning(scores):
     frame, _ = scores
     f = frame[~((frame.item == "i0") & (frame.condition == "base"))]
     t = evalmix.read(f, outcome="score", condition="condition", clusters={"item": "item"})
-    assert build_problem(t, "difference").paired is False  # auto: not all units matched
     with pytest.warns(DroppedRowsWarning, match="1 of 30 units"):
-        p = build_problem(t, "difference", paired=True)
+        p = build_problem(t, "difference")  # auto: 29 of 30 units matched (>= 90%)
     assert p.paired is True and p.n_obs == 29
+    wide = f.pivot(index="item", columns="condition", values="score").dropna()
+    assert _fit_est(p) == pytest.approx((wide.tuned - wide.base).mean(), rel=EXACT_TOL)
+    # 5 of 30 units unmatched (83%): auto falls back to unpaired; forcing pairs warns
+    g = frame[~(frame.item.isin([f"i{v}" for v in range(5)]) & (frame.condition == "base"))]
+    t = evalmix.read(g, outcome="score", condition="condition", clusters={"item": "item"})
+    assert build_problem(t, "difference").paired is False
+    with pytest.warns(DroppedRowsWarning, match="5 of 30 units"):
+        assert build_problem(t, "difference", paired=True).n_obs == 25
 
 
 def test_win_rate_orientation(pairwise):

@@ -18,10 +18,11 @@ variance method (naive, sandwich, cluster bootstrap, wild bootstrap) consumes:
     model was shown first. Because ``s - 1/2 = +-1/2``, the intercept is exactly
     ``(p_AB + p_BA) / 2``: position bias cancels.
 ``difference`` (``conditions=(A, B)``: B minus A)
-    Paired when every matched unit -- the combination of all cluster factors (and, for
-    pairwise tables, which answer was shown first) -- has rows of both conditions: the
-    per-unit differences ``mean(y | unit, B) - mean(y | unit, A)``, intercept-only,
-    clustered by the unit's factors. Otherwise unpaired: the coefficient of a ``B``
+    Paired when (at least 90% of) the units -- the combination of all cluster factors
+    (and, for pairwise tables, which answer was shown first) -- have rows of both
+    conditions: the per-unit differences ``mean(y | unit, B) - mean(y | unit, A)``,
+    intercept-only, clustered by the unit's factors; units with one condition only are
+    left out with a warning. Otherwise unpaired: the coefficient of a ``B``
     indicator in ``y ~ 1 + 1{B}``. ``paired`` in the problem (and the result) says which.
     On pairwise tables both are on the ``y`` scale (``model_a``'s score) of rows whose
     ``model_b`` (or ``condition``) is A or B.
@@ -64,6 +65,9 @@ Family = Literal["linear", "logit"]
 ESTIMANDS: tuple[str, ...] = ("mean", "win_rate", "controlled_win_rate", "difference", "coef")
 FAMILIES: tuple[str, ...] = ("linear", "logit")
 PAIRED: tuple[object, ...] = ("auto", True, False)
+#: ``paired="auto"`` pairs when at least this share of units has both conditions (the
+#: rest are left out, with a DroppedRowsWarning).
+PAIRED_MIN_SHARE = 0.9
 #: IRLS stops when the largest Newton step is below this.
 LOGIT_TOL = 1e-12
 LOGIT_MAXIT = 100
@@ -397,7 +401,9 @@ def _difference(table: EvalTable, conditions: Sequence[str] | None,
                 f"paired=True but no unit (combination of {', '.join(keys)}) has rows of both "
                 f"{a!r} and {b!r}; use paired=False"
             )
-        use_paired = n_match > 0 and (paired is True or bool(both.all()))
+        share = n_match / max(len(cells), 1)
+        use_paired = n_match > 0 and (paired is True or (
+            share >= PAIRED_MIN_SHARE and n_match >= 2))
         details["units_matched"] = n_match
         details["units_total"] = len(cells)
     if not use_paired:
@@ -408,7 +414,8 @@ def _difference(table: EvalTable, conditions: Sequence[str] | None,
     if not both.all():
         warnings.warn(
             f"paired difference: {int((~both).sum())} of {len(both)} units lack one of the "
-            "two conditions and were left out", DroppedRowsWarning, stacklevel=4,
+            "two conditions and were left out (paired=False keeps every row and uses the "
+            "unpaired estimator)", DroppedRowsWarning, stacklevel=4,
         )
     cells = cells[both]
     diffs = (cells["B"] - cells["A"]).to_numpy(dtype=float)
