@@ -230,3 +230,32 @@ def test_se_cr1_is_statsmodels_cluster_se():
     for ci in ("percentile", "bca", "studentized"):
         res = cluster_bootstrap(X, y, g, target=2, reps=200, ci=ci, seed=1)
         assert res.se_cr1 == pytest.approx(fit.bse[2], rel=STATSMODELS_TOL)
+
+
+def test_studentized_replicate_se_is_cr1_of_the_expanded_resample():
+    """Each resample's SE (linear and logit) equals statsmodels' cluster SE on the
+    explicitly expanded resample, every drawn copy of a cluster its own cluster."""
+    sm = pytest.importorskip("statsmodels.api")
+    rng = np.random.default_rng(21)
+    g = np.repeat(np.arange(12), rng.integers(6, 12, 12))
+    n = g.size
+    X = np.column_stack([np.ones(n), rng.integers(0, 2, n)])
+    y = (rng.random(n) < 0.3 + 0.3 * X[:, 1]).astype(float)
+    W = cluster_weights(12, 3, np.random.default_rng(8)).astype(int)
+    for family in ("linear", "logit"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FewClustersWarning)
+            res = cluster_bootstrap(X, y, g, target=1, family=family, reps=3,
+                                    ci="studentized", seed=8)
+        for b in range(3):
+            rows = np.concatenate([np.flatnonzero(g == c) for c in range(12)
+                                   for _ in range(W[b, c])])
+            copy = np.concatenate([np.full((g == c).sum(), 100 * c + k) for c in range(12)
+                                   for k in range(W[b, c])])
+            model = sm.OLS if family == "linear" else sm.Logit
+            kw = {} if family == "linear" else {"disp": 0}
+            fit = model(y[rows], X[rows]).fit(cov_type="cluster",
+                                              cov_kwds={"groups": copy}, **kw)
+            assert res.draws[b] == pytest.approx(fit.params[1], rel=STATSMODELS_TOL)
+            se_b = (res.draws[b] - res.estimate) / res.t_draws[b]
+            assert se_b == pytest.approx(fit.bse[1], rel=STATSMODELS_TOL)
