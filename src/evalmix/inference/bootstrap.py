@@ -587,6 +587,7 @@ def cluster_bootstrap(
     draws = np.where(finite, draws, np.nan)
     good = draws[finite]
     details: dict[str, Any] = {"bias": float(good.mean() - estimate)}
+    assert var0 is not None  # the full-sample fit always computes its CR1 variance
     se_cr1 = float(np.sqrt(var0[0]))
     t_draws = None
     if ci == "percentile":
@@ -604,6 +605,7 @@ def cluster_bootstrap(
         (lo, hi), z0, acc = bca_interval(good, estimate, jack, level)
         details.update(z0=z0, acceleration=acc)
     else:
+        assert var is not None  # studentized: every chunk returned variances
         t_draws = (draws - estimate) / np.sqrt(var)
         lo, hi = studentized_interval(estimate, se_cr1, t_draws[finite], level)
     return BootstrapResult(
