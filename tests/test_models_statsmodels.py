@@ -177,6 +177,8 @@ def test_mixedlm_linear_probability_equals_lmer(crossed_fits):
 def test_laplace_equals_glmer_and_glmmtmb_on_crossed_binary(crossed_fits):
     fit = crossed_fits["laplace"]
     assert fit.backend == "glmm_laplace" and not fit.approximate
+    # 3 authors and 3 judges: warned (FewClustersWarning), recorded in fit.warnings
+    assert any(w.startswith("factor(s) author, judge have fewer than 5") for w in fit.warnings)
     fe = fit.fixed_effects
     fe = fe[fe.scale == "log-odds"].set_index("term")
     v = fit.variance.set_index("factor")

@@ -61,6 +61,7 @@ from scipy import optimize, sparse, stats
 from evalmix.errors import (
     ConvergenceWarning,
     EvalmixError,
+    FewClustersWarning,
     SingularFitWarning,
     check_option,
 )
@@ -85,6 +86,8 @@ METHODS: tuple[str, ...] = ("auto", "mixedlm", "laplace", "vb", "map")
 #: A component is reported as singular when its SD is below this fraction of the
 #: residual SD (lme4's ``isSingular`` uses 1e-4 on the same relative scale).
 SINGULAR_TOL = 1e-4
+#: Factors with fewer levels get a FewClustersWarning (their SD is barely identified).
+FEW_LEVELS = 5
 #: Latent residual variance of the logistic distribution.
 LOGIT_RESIDUAL_VAR = np.pi**2 / 3
 #: An SD interval whose upper/lower ratio exceeds this is uninformative (near-zero SD).
@@ -1087,6 +1090,8 @@ def fit_statsmodels(
 
     Warns
     -----
+    FewClustersWarning
+        A random factor has fewer than 5 levels.
     SingularFitWarning
         A variance component is (near) zero.
     ConvergenceWarning
@@ -1170,6 +1175,15 @@ def fit_statsmodels(
         scale, label, family = "log-odds", _TYPICAL, spec.family
 
     messages: list[str] = []
+    few = sorted({t.factor for t in terms if t.n_levels < FEW_LEVELS})
+    if few:
+        msg = (f"factor(s) {', '.join(few)} have fewer than {FEW_LEVELS} levels: their "
+               f"variance is barely identified and {backend}'s Wald intervals for it (and "
+               "for effects that vary by it) are too narrow. Report the Bayesian back end's "
+               "intervals, or enter the factor as a fixed effect (fixed=[...]) or fit per "
+               "level")
+        messages.append(msg)
+        warnings.warn(msg, FewClustersWarning, stacklevel=2)
     with np.errstate(divide="ignore", invalid="ignore"):
         wide = (fit.vc_sd > 0) & ~(fit.vc_hi / fit.vc_lo < _MAX_INTERVAL_RATIO)
     if wide.any():
