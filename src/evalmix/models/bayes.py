@@ -1,0 +1,309 @@
+"""Bayesian back end: crossed random-effects GLMMs sampled with nutpie (or PyMC's NUTS).
+
+Engines
+-------
+``"kernel"`` (default for binomial and gaussian families when nutpie is installed)
+    The model of :mod:`evalmix.models.pymc_model` with its log density and gradient
+    written by hand in one cached Numba loop (:mod:`evalmix.models.kernel`); no PyTensor
+    compile in the fitting process. Tests check it against PyMC's own log density.
+``"pymc"``
+    The same model built in PyMC, sampled with nutpie (Numba back end) when installed,
+    else PyMC's NUTS. Used for the cumulative family (``ties="separate"``).
+``"bambi"``
+    The same formula handed to Bambi (non-centred, Bambi's default priors), for users who
+    want Bambi's model object; slow on crossed designs (see docs/models.md).
+
+All engines return the same :class:`~evalmix.models.result.ModelFit`.
+
+References
+----------
+Gelman, A. and Hill, J. (2007). Data Analysis Using Regression and Multilevel/Hierarchical
+Models. Cambridge University Press. doi:10.1017/CBO9780511790942
+Nakagawa, S., Johnson, P. C. D. and Schielzeth, H. (2017). The coefficient of
+determination R2 and intra-class correlation coefficient from generalized linear
+mixed-effects models revisited. J. R. Soc. Interface 14: 20170213. doi:10.1098/rsif.2017.0213
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import time
+import warnings
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from evalmix.errors import (
+    ConvergenceWarning,
+    EvalmixError,
+    FewClustersWarning,
+    check_option,
+)
+from evalmix.models.pymc_model import (
+    DEFAULT_PRIORS,
+    build_model,
+    choose_parameterization,
+    population_draws,
+)
+from evalmix.models.result import DIAGNOSTIC_COLUMNS, ModelFit
+from evalmix.models.spec import ModelSpec, collapse
+from evalmix.models.summaries import fixed_table, variance_table
+
+__all__ = ["fit_bayes", "ENGINES", "SAMPLERS", "RHAT_MAX", "ESS_MIN", "FEW_LEVELS"]
+
+ENGINES = ("auto", "kernel", "pymc", "bambi")
+SAMPLERS = ("auto", "nutpie", "pymc")
+#: Convergence thresholds (Vehtari et al. 2021, doi:10.1214/20-BA1221).
+RHAT_MAX = 1.01
+ESS_MIN = 400
+#: Factors with fewer levels get a FewClustersWarning.
+FEW_LEVELS = 5
+
+
+def _has(mod: str) -> bool:
+    return importlib.util.find_spec(mod) is not None
+
+
+def _seed_int(seed) -> int:
+    if seed is None:
+        return int(np.random.SeedSequence().generate_state(1)[0] % (2**31 - 1))
+    if isinstance(seed, np.random.Generator):
+        return int(seed.integers(0, 2**31 - 1))
+    return int(seed)
+
+
+def _stack(idata, name: str) -> np.ndarray:
+    a = idata.posterior[name].to_numpy()
+    return a.reshape((-1, *a.shape[2:]))
+
+
+def _sample(spec: ModelSpec, data, terms, *, engine: str, sampler: str, draws: int,
+            tune: int, chains: int, seed: int, prior_scale: float, progress: bool,
+            target_accept: float | None):
+    """Return (idata, engine, sampler)."""
+    if engine == "kernel":
+        import nutpie
+
+        from evalmix.models.kernel import DensityKernel
+
+        kern = DensityKernel(spec, data, terms, prior_scale=prior_scale)
+        kw = {"target_accept": target_accept} if target_accept else {}
+        idata = nutpie.sample(kern.nutpie_model(), draws=draws, tune=tune, chains=chains,
+                              cores=chains, seed=seed, progress_bar=progress, **kw)
+        return idata, "kernel", "nutpie"
+    model, _ = build_model(spec, data, prior_scale=prior_scale, terms=terms)
+    if sampler == "nutpie":
+        import nutpie
+
+        kw = {"target_accept": target_accept} if target_accept else {}
+        compiled = nutpie.compile_pymc_model(model)
+        idata = nutpie.sample(compiled, draws=draws, tune=tune, chains=chains, cores=chains,
+                              seed=seed, progress_bar=progress, **kw)
+    else:
+        import pymc as pm
+
+        with model:
+            idata = pm.sample(draws=draws, tune=tune, chains=chains, cores=1,
+                              random_seed=seed, progressbar=progress,
+                              target_accept=target_accept or 0.8,
+                              compute_convergence_checks=False)
+    return idata, "pymc", sampler
+
+
+def _diagnostics(idata, names: list[str]) -> pd.DataFrame:
+    import arviz as az
+
+    s = az.summary(idata, var_names=names, kind="all", round_to="none")
+    out = s.reset_index().rename(columns={"index": "parameter"})
+    return out[list(DIAGNOSTIC_COLUMNS)]
+
+
+def summarise(spec: ModelSpec, terms, post: dict[str, np.ndarray], *, level: float,
+              seed: int, backend: str = "bayes") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Fixed-effects and variance tables from stacked posterior draws."""
+    rng = np.random.default_rng(seed + 1)
+    pop = population_draws(spec, terms, post, rng=rng)
+    sd = {t.sd_var: np.asarray(post[t.sd_var], dtype=float) for t in terms}
+    b = pop.get("b", np.zeros((len(next(iter(post.values()))), 0)))
+    fixed = fixed_table(spec, terms, b, pop["u"], sd, pop.get("cutpoints"), level=level)
+    var = variance_table(spec, terms, sd, post.get("sigma"), level=level, backend=backend)
+    return fixed, var
+
+
+def fit_bayes(
+    spec: ModelSpec,
+    *,
+    engine: Literal["auto", "kernel", "pymc", "bambi"] = "auto",
+    sampler: Literal["auto", "nutpie", "pymc"] = "auto",
+    draws: int = 1000,
+    tune: int = 500,
+    chains: int = 2,
+    seed=None,
+    prior_scale: float = 1.0,
+    sensitivity: float | None = None,
+    level: float = 0.95,
+    target_accept: float | None = None,
+    progress: bool = False,
+) -> ModelFit:
+    """Fit a :class:`ModelSpec` by NUTS; see the module docstring for the engines.
+
+    Parameters
+    ----------
+    spec : ModelSpec
+    engine, sampler : str
+        ``"auto"``: the Numba kernel with nutpie when possible, else PyMC with nutpie if
+        installed, else PyMC's NUTS.
+    draws, tune, chains : int
+        Per chain. Defaults give about 1,000 bulk ESS on eval designs (about 7 leapfrog
+        steps per draw with the zero-sum parameterisation).
+    seed : int or numpy.random.Generator, optional
+        Recorded in ``provenance`` and ``idata.attrs``.
+    prior_scale : float
+        Multiplies the SD priors (HalfNormal(1) on the logit scale by default).
+    sensitivity : float, optional
+        Refit with the SD priors at this scale and put a side-by-side table in
+        ``provenance["prior_sensitivity"]``.
+    level : float
+        Interval level (equal-tailed posterior quantiles).
+
+    Returns
+    -------
+    ModelFit
+    """
+    check_option("engine", engine, ENGINES)
+    check_option("sampler", sampler, SAMPLERS)
+    if draws < 50 or tune < 0 or chains < 1:
+        raise EvalmixError(f"draws={draws}, tune={tune}, chains={chains}: need draws >= 50, "
+                           "tune >= 0 and chains >= 1")
+    t0 = time.perf_counter()
+    seed_i = _seed_int(seed)
+    data = collapse(spec)
+    if engine == "bambi":
+        from evalmix.models.bambi_engine import fit_bambi
+
+        return fit_bambi(spec, draws=draws, tune=tune, chains=chains, seed=seed_i,
+                         sampler="pymc" if sampler == "auto" else sampler, level=level,
+                         progress=progress)
+    if sampler == "auto":
+        sampler = "nutpie" if _has("nutpie") else "pymc"
+    if engine == "auto":
+        from evalmix.models.kernel import KERNEL_FAMILIES
+
+        engine = ("kernel" if sampler == "nutpie" and spec.family in KERNEL_FAMILIES
+                  else "pymc")
+    if engine == "kernel" and (sampler != "nutpie" or not _has("nutpie")):
+        raise EvalmixError("engine='kernel' needs the nutpie sampler (pip install nutpie); "
+                           "use engine='pymc' otherwise")
+    terms = choose_parameterization(spec, data, prior_sd=prior_scale)
+    idata, engine_used, sampler_used = _sample(
+        spec, data, terms, engine=engine, sampler=sampler, draws=draws, tune=tune,
+        chains=chains, seed=seed_i, prior_scale=prior_scale, progress=progress,
+        target_accept=target_accept)
+    t_sample = time.perf_counter() - t0
+    names = ["b"] * bool(spec.fixed_names) + [v for t in terms for v in (t.sd_var, t.var)]
+    names += [n for n in ("sigma", "cutpoints") if n in idata.posterior]
+    post = {n: _stack(idata, n) for n in names}
+    fixed, var = summarise(spec, terms, post, level=level, seed=seed_i)
+    diag = _diagnostics(idata, names)
+    divergences = int(idata.sample_stats["diverging"].sum())
+    msgs = _check(spec, diag, divergences, var)
+    prov = _provenance(spec, data, terms, engine_used, sampler_used, seed_i, draws, tune,
+                       chains, prior_scale, time.perf_counter() - t0, t_sample)
+    if sensitivity is not None:
+        alt = fit_bayes(spec, engine=engine, sampler=sampler, draws=draws, tune=tune,
+                        chains=chains, seed=seed_i, prior_scale=sensitivity, level=level,
+                        target_accept=target_accept, progress=progress)
+        prov["prior_sensitivity"] = sensitivity_table(fixed, var, alt, prior_scale,
+                                                      sensitivity)
+    for k, v in prov.items():
+        if isinstance(v, int | float | str):
+            idata.posterior.attrs[k] = v
+    idata.posterior.attrs["priors"] = json.dumps(prov["priors"])
+    idata.posterior.attrs["versions"] = json.dumps(prov["versions"])
+    for m, cls in msgs:
+        warnings.warn(m, cls, stacklevel=3)
+    return ModelFit(backend="bayes", family=spec.family, formula=spec.formula,
+                    fixed_effects=fixed, variance=var, diagnostics=diag,
+                    divergences=divergences, idata=idata, approximate=False,
+                    provenance=prov, warnings=tuple(m for m, _ in msgs))
+
+
+def _check(spec: ModelSpec, diag: pd.DataFrame, divergences: int, var: pd.DataFrame):
+    msgs = []
+    bad_r = diag[diag["r_hat"] > RHAT_MAX]
+    bad_e = diag[diag["ess_bulk"] < ESS_MIN]
+    if divergences or len(bad_r) or len(bad_e):
+        parts = []
+        if divergences:
+            parts.append(f"{divergences} divergent transitions")
+        if len(bad_r):
+            parts.append(f"R-hat > {RHAT_MAX} for {len(bad_r)} parameters (max "
+                         f"{diag['r_hat'].max():.3f}: {bad_r['parameter'].iloc[0]})")
+        if len(bad_e):
+            parts.append(f"bulk ESS < {ESS_MIN} for {len(bad_e)} parameters (min "
+                         f"{diag['ess_bulk'].min():.0f}: "
+                         f"{diag.loc[diag['ess_bulk'].idxmin(), 'parameter']})")
+        msgs.append(("MCMC did not pass the convergence checks: " + "; ".join(parts)
+                     + ". Increase draws/tune (e.g. draws=2000, tune=1000), or simplify "
+                     "the random-effect structure; do not report these intervals as is.",
+                     ConvergenceWarning))
+    seen = set()
+    for r in spec.random:
+        if r.n_levels < FEW_LEVELS and r.factor not in seen:
+            seen.add(r.factor)
+            row = var[var["factor"] == r.factor]
+            rng = (f" (SD interval {row['lo'].iloc[0]:.2f}-{row['hi'].iloc[0]:.2f})"
+                   if len(row) else "")
+            msgs.append((
+                f"factor {r.factor!r} has only {r.n_levels} levels: its variance is barely "
+                f"identified{rng} and leans on the prior. Check the prior sensitivity "
+                f"(fit(..., sensitivity=2.5)), or treat it as fixed effects "
+                f"(fixed=('{r.factor}',)) or fit each level separately "
+                f"(strata='{r.factor}').", FewClustersWarning))
+    return msgs
+
+
+def _versions() -> dict[str, str]:
+    import importlib.metadata as md
+
+    out = {}
+    for p in ("evalmix", "numpy", "numba", "nutpie", "pymc", "pytensor", "arviz", "bambi"):
+        try:
+            out[p] = md.version(p)
+        except md.PackageNotFoundError:
+            pass
+    return out
+
+
+def _provenance(spec, data, terms, engine, sampler, seed, draws, tune, chains, prior_scale,
+                wall, t_sample) -> dict:
+    return {
+        "formula": spec.formula, "family": spec.family, "response": spec.response,
+        "design": spec.design, "reference": spec.reference or "",
+        "engine": engine, "sampler": sampler, "seed": seed, "draws": draws, "tune": tune,
+        "chains": chains, "prior_scale": prior_scale,
+        "priors": {**DEFAULT_PRIORS, "sd": f"HalfNormal({prior_scale:g})"
+                   + (" x sd(y)" if spec.family == "gaussian" else "")},
+        "parameterization": {t.name: ("zero-sum " if t.zero_sum else "")
+                             + ("centred" if t.centred else "non-centred") for t in terms},
+        "rows": spec.n_obs, "collapsed_rows": data.n_patterns,
+        "wall_seconds": round(wall, 3), "sampling_seconds": round(t_sample, 3),
+        "versions": _versions(), "notes": list(spec.notes),
+    }
+
+
+def sensitivity_table(fixed: pd.DataFrame, var: pd.DataFrame, alt: ModelFit,
+                      scale_a: float, scale_b: float) -> pd.DataFrame:
+    """Side-by-side estimates and intervals at two SD-prior scales."""
+    cols = ["estimate", "lo", "hi"]
+    fa = fixed[fixed["scale"].isin(["log-odds", "identity"])].set_index("term")[cols]
+    fb = alt.fixed_effects[alt.fixed_effects["scale"].isin(["log-odds", "identity"])
+                           ].set_index("term")[cols]
+    va = var.set_index("factor").rename(columns={"sd": "estimate"})[cols]
+    vb = alt.variance.set_index("factor").rename(columns={"sd": "estimate"})[cols]
+    a = pd.concat([fa, va.rename(index=lambda s: f"sd[{s}]")])
+    b = pd.concat([fb, vb.rename(index=lambda s: f"sd[{s}]")])
+    out = a.add_suffix(f"@{scale_a:g}").join(b.add_suffix(f"@{scale_b:g}"), how="outer")
+    return out.reset_index().rename(columns={"index": "term"})

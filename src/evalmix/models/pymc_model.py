@@ -1,0 +1,218 @@
+"""The PyMC model of a :class:`~evalmix.models.spec.ModelSpec`, built by hand for speed.
+
+Why not Bambi: Bambi parameterises every group effect non-centred without a zero-sum
+option; on crossed eval designs that geometry needs 30-240 leapfrog steps per draw and
+diverges (``../shared/PERF_NOTES.md``). Here each random term is parameterised for its own
+geometry:
+
+* **zero-sum, centred** (``pm.ZeroSumNormal(sigma=sd)``) when the term's mean is absorbed
+  by a fixed column (the intercept for random intercepts, the matching fixed slope for
+  random slopes, the cut points in a cumulative model) and each level carries much
+  information (the default for eval designs: every scenario/judge has many rows);
+* **zero-sum, non-centred** (``sd * ZeroSumNormal(sigma=1)``) when levels carry little
+  information (e.g. one or two rows per item). Measured: non-centring the 3-level factors
+  of a 4,320-row design removed its divergences but took 10x longer (strongly
+  informative levels make the non-centred posterior narrow and correlated), so
+  informative factors stay centred even with few levels;
+* a plain normal (centred / non-centred by the same rule) when no fixed column absorbs
+  the mean (e.g. random intercepts in a Bradley-Terry design without an intercept).
+
+Zero-sum deviations reparameterise the usual model ``u_f ~ N(0, sd_f^2)``: write
+``u_f = d_f + m_f`` with ``d_f`` summing to zero and ``m_f ~ N(0, sd_f^2 / G_f)``; the
+likelihood sees only ``grand = alpha + sum_f m_f``. With a flat prior on the fixed effect
+the posterior of ``(grand, d, sd)`` is the same, and the population-level ``alpha`` is
+recovered by drawing ``m_f | sd_f`` from its prior after sampling
+(:func:`population_draws`). The fixed-effect prior is then placed on ``grand`` instead of
+``alpha`` (a weakly informative Normal, so the difference is negligible).
+
+Rows are first collapsed into patterns (:func:`~evalmix.models.spec.collapse`); the
+likelihood is written on the sufficient statistics as a ``pm.Potential``:
+
+* binomial: ``k log sigma(eta) + (n - k) log sigma(-eta)``; under ``ties="half"`` ``k`` is
+  fractional (a tie counts one half): a fractional-binomial (quasi-)likelihood that keeps
+  one judgment's worth of information per row (encoding a tie as 1 success out of 2
+  trials would double the information and shrink intervals by ``sqrt(2)``);
+* gaussian: ``-n log sigma - (S2 - 2 mu S1 + n mu^2) / (2 sigma^2)``;
+* cumulative logit: ``sum_k n_k log P(y = k)`` with ordered cut points.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from evalmix.models.spec import Collapsed, ModelSpec
+
+__all__ = ["TermInfo", "build_model", "choose_parameterization", "DEFAULT_PRIORS",
+           "population_draws"]
+
+#: Weakly informative priors on the latent (link) scale; ``prior_scale`` multiplies the
+#: SD priors. Gaussian models use the same numbers times ``sd(y)``.
+DEFAULT_PRIORS = {
+    "fixed": "Normal(0, 2.5)",
+    "intercept": "Normal(0, 2.5)",
+    "sd": "HalfNormal(1.0 * prior_scale)",
+    "sigma": "HalfNormal(1.0) (gaussian residual SD, times sd(y))",
+    "cutpoints": "ordered Normal(0, 2.5)",
+}
+FIXED_SD = 2.5
+SD_SCALE = 1.0
+#: A level is "informative" (centred parameterisation) when its expected Fisher
+#: information times the prior SD squared exceeds this.
+CENTRED_INFORMATION = 4.0
+
+
+@dataclass(frozen=True)
+class TermInfo:
+    """How one random term was put into the model."""
+
+    name: str            # display name "1|judge"
+    var: str             # PyMC name of the deviations
+    sd_var: str          # PyMC name of the SD
+    factor: str
+    term: str
+    n_levels: int
+    zero_sum: bool
+    centred: bool
+    absorbed_by: str | None   # fixed column (or "cutpoints") absorbing the mean
+
+
+def _safe(s: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]+", "_", s).strip("_")
+
+
+def choose_parameterization(spec: ModelSpec, data: Collapsed, *, prior_sd: float = SD_SCALE
+                            ) -> list[TermInfo]:
+    """Pick zero-sum / centred per random term (rules in the module docstring)."""
+    if spec.family == "gaussian":
+        yv = float(np.var(spec.y)) or 1.0
+        weight, prior_sd = 1.0 / yv, prior_sd * float(np.sqrt(yv))
+    else:
+        weight = 0.25
+    out = []
+    used: set[str] = set()
+    for r, x in zip(spec.random, data.x, strict=True):
+        if r.is_intercept:
+            absorb = ("Intercept" if "Intercept" in spec.fixed_names
+                      else "cutpoints" if spec.family == "cumulative" else None)
+        else:
+            absorb = r.term if r.term in spec.fixed_names else None
+        info = (float(np.sum(data.trials * x * x)) / r.n_levels) * weight * prior_sd ** 2
+        var = _safe(f"u_{r.factor}" if r.is_intercept else f"u_{r.term}_{r.factor}")
+        while var in used:
+            var += "_"
+        used.add(var)
+        out.append(TermInfo(name=r.name, var=var, sd_var="sd_" + var[2:], factor=r.factor,
+                            term=r.term, n_levels=r.n_levels,
+                            zero_sum=absorb is not None and r.n_levels > 1,
+                            centred=info >= CENTRED_INFORMATION, absorbed_by=absorb))
+    return out
+
+
+def build_model(spec: ModelSpec, data: Collapsed, *, prior_scale: float = 1.0,
+                terms: list[TermInfo] | None = None):
+    """Build the PyMC model; returns ``(model, terms)``.
+
+    Variables: ``b`` (fixed effects, dims ``fixed``), ``sd_*`` and ``u_*`` per random term,
+    ``sigma`` (gaussian), ``cutpoints`` (cumulative).
+    """
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    terms = terms if terms is not None else choose_parameterization(spec, data)
+    if spec.family == "gaussian":
+        ysd = float(np.std(spec.y)) or 1.0
+        ymean = float(np.mean(spec.y))
+    else:
+        ysd, ymean = 1.0, 0.0
+    coords = {"fixed": list(spec.fixed_names)}
+    for t in terms:
+        coords[t.var + "_level"] = list(spec.random[terms.index(t)].levels)
+    with pm.Model(coords=coords) as model:
+        k = len(spec.fixed_names)
+        mu_b = np.zeros(k)
+        if "Intercept" in spec.fixed_names:
+            mu_b[spec.fixed_names.index("Intercept")] = ymean
+        if k:
+            b = pm.Normal("b", mu=mu_b, sigma=FIXED_SD * ysd, dims="fixed")
+            eta = pt.dot(pt.as_tensor_variable(data.X), b)
+        else:
+            eta = pt.zeros(data.n_patterns)
+        for t, codes, x in zip(terms, data.codes, data.x, strict=True):
+            sd = pm.HalfNormal(t.sd_var, sigma=SD_SCALE * prior_scale * ysd)
+            dims = t.var + "_level"
+            if t.zero_sum and t.centred:
+                u = pm.ZeroSumNormal(t.var, sigma=sd, dims=dims)
+            elif t.zero_sum:
+                z = pm.ZeroSumNormal("z_" + t.var[2:], sigma=1.0, dims=dims)
+                u = pm.Deterministic(t.var, sd * z, dims=dims)
+            elif t.centred:
+                u = pm.Normal(t.var, 0.0, sd, dims=dims)
+            else:
+                z = pm.Normal("z_" + t.var[2:], 0.0, 1.0, dims=dims)
+                u = pm.Deterministic(t.var, sd * z, dims=dims)
+            contrib = u[np.asarray(codes)]
+            if t.term != "1":
+                contrib = contrib * np.asarray(x)
+            eta = eta + contrib
+        n = np.asarray(data.trials)
+        if spec.family in ("bernoulli", "binomial"):
+            s = np.asarray(data.successes)
+            ll = pt.sum(-s * pt.softplus(-eta) - (n - s) * pt.softplus(eta))
+        elif spec.family == "gaussian":
+            sigma = pm.HalfNormal("sigma", sigma=ysd)
+            s1, s2 = np.asarray(data.sum_y), np.asarray(data.sum_y2)
+            ll = pt.sum(-n * (pt.log(sigma) + 0.5 * np.log(2 * np.pi))
+                        - (s2 - 2 * eta * s1 + n * eta ** 2) / (2 * sigma ** 2))
+        elif spec.family == "cumulative":
+            kc = len(spec.categories)
+            cut = pm.Normal("cutpoints", mu=np.linspace(-1, 1, kc - 1), sigma=FIXED_SD,
+                            transform=pm.distributions.transforms.ordered,
+                            shape=kc - 1)
+            counts = np.asarray(data.counts)
+            ll = 0.0
+            # P(y <= j) = sigma(c_j - eta)
+            cdf = [pt.sigmoid(cut[j] - eta) for j in range(kc - 1)]
+            ll = ll + pt.sum(counts[:, 0] * -pt.softplus(-(cut[0] - eta)))
+            ll = ll + pt.sum(counts[:, -1] * -pt.softplus(cut[kc - 2] - eta))
+            for j in range(1, kc - 1):
+                ll = ll + pt.sum(counts[:, j] * pt.log(pt.clip(cdf[j] - cdf[j - 1], 1e-300, 1)))
+        else:  # pragma: no cover - spec validates families
+            raise ValueError(spec.family)
+        pm.Potential("loglik", ll)
+    return model, terms
+
+
+def population_draws(spec: ModelSpec, terms: list[TermInfo], post: dict[str, np.ndarray],
+                     *, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Population-level fixed effects (and cut points) from zero-sum posterior draws.
+
+    ``post`` maps variable names to arrays of shape (draws, ...) (chains stacked). For
+    every zero-sum term ``m_f ~ N(0, sd_f^2 / G_f)`` is drawn and removed from the fixed
+    column (or cut points) that absorbed it; the term's deviations get ``m_f`` added so
+    that ``b + u`` (the realised level effects) is unchanged.
+    """
+    b = np.array(post["b"], dtype=float, copy=True) if "b" in post else None
+    cut = np.array(post["cutpoints"], dtype=float, copy=True) if "cutpoints" in post else None
+    u_full = {}
+    for t in terms:
+        u = np.asarray(post[t.var], dtype=float)
+        if not t.zero_sum:
+            u_full[t.var] = u
+            continue
+        sd = np.asarray(post[t.sd_var], dtype=float)
+        m = rng.standard_normal(sd.shape) * sd / np.sqrt(t.n_levels)
+        if t.absorbed_by == "cutpoints":
+            cut = cut + m[:, None]
+        else:
+            j = spec.fixed_names.index(t.absorbed_by)
+            b[:, j] = b[:, j] - m
+        u_full[t.var] = u + m[:, None]
+    out = {"u": u_full}
+    if b is not None:
+        out["b"] = b
+    if cut is not None:
+        out["cutpoints"] = cut
+    return out
