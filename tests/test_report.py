@@ -226,3 +226,38 @@ def test_report_serialises(small_report, tmp_path):
     md = small_report.to_markdown()
     assert "Headline" in md and "scenario" in md
     assert any("persona" in w and "clusters" in w for w in small_report.warnings)
+
+
+# ---------------------------------------------------------------- model rows
+def test_model_rows_take_population_averaged_probabilities():
+    from evalmix.compare.models import _rows_from_fit, _variance_rows
+    from evalmix.compare.plan import Contrast
+    from evalmix.models.result import ModelFit
+
+    plan = [Contrast("win_rate", "control vs reference", "model_b", ("control",), 0.5, True),
+            Contrast("controlled_win_rate", "control vs reference", "model_b", ("control",),
+                     0.5, True, primary=False),
+            Contrast("difference", "treatment - control", "model_b", ("control", "treatment"),
+                     0.0, True)]
+    pop, typ = "population-averaged (random effects integrated out)", "typical cluster"
+    fe = pd.DataFrame([
+        ("P[control]", 0.55, 0.02, 0.51, 0.59, 0.95, "probability", typ),
+        ("P[control]", 0.54, 0.03, 0.48, 0.60, 0.95, "probability", pop),
+        ("P[treatment] - P[control]", 0.06, 0.02, 0.02, 0.10, 0.95, "probability", pop),
+        ("position", 0.4, 0.1, 0.2, 0.6, 0.95, "log-odds", ""),
+    ], columns=["term", "estimate", "se", "lo", "hi", "level", "scale", "label"])
+    var = pd.DataFrame({"factor": ["scenario", "judge", "Residual"], "sd": [1.0, 0.5, 1.8138],
+                        "variance": [1.0, 0.25, 3.29], "share": [1 / 4.54, 0.25 / 4.54,
+                                                                 3.29 / 4.54],
+                        "icc": np.nan, "lo": [0.5, 0.1, np.nan], "hi": [2.0, 1.0, np.nan],
+                        "level": 0.95, "backend": "bayes"})
+    f = ModelFit(backend="bayes", family="binomial", formula="y ~ ...", fixed_effects=fe,
+                 variance=var)
+    rows = pd.DataFrame(_rows_from_fit(f, "bayes", plan, 0.95, 100)).set_index("estimand")
+    assert rows.loc["win_rate", "estimate"] == 0.54  # population-averaged, not typical
+    assert rows.loc["controlled_win_rate", "hi"] == 0.60
+    assert rows.loc["difference", "lo"] == 0.02 and rows.loc["difference", "cluster"] == "model"
+    v = _variance_rows(f, "bayes").set_index("factor")
+    # share interval: the SD bound squared over itself plus the other components
+    assert v.loc["scenario", "share_lo"] == pytest.approx(0.25 / (0.25 + 3.54), rel=1e-12)
+    assert v.loc["scenario", "share_hi"] == pytest.approx(4.0 / (4.0 + 3.54), rel=1e-12)

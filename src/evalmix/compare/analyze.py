@@ -202,6 +202,7 @@ def analyze(
     progress: bool = True,
     min_clusters: int = MIN_CLUSTERS,
     draws: int | None = None,
+    fit_options: dict[str, Any] | None = None,
     command: str | None = None,
 ) -> Report:
     """Every estimand x method x cluster level of ``table``, in one report.
@@ -215,10 +216,12 @@ def analyze(
         default: none, every role, and two-way combinations of crossed roles.
     methods : sequence of str, optional
         Subset of ``naive, wilson, CR1, CR2, CR3, bootstrap, wild`` (default all) plus
-        model back ends ``mixedlm, glmm_vb, bayes`` to restrict the model rows.
+        model methods ``mixedlm, glmm_laplace, glmm_vb, glmm_map, bayes`` (default: the
+        Laplace GLMM for 0/1 and tie-scored outcomes or ``mixedlm`` for numeric scores,
+        and ``bayes`` unless ``fast``).
     backend : {"bayes", "statsmodels"} or None
-        Model back end(s) for the model-based rows and variance components. ``None``
-        runs statsmodels, and the Bayesian back end unless ``fast``.
+        Restrict the model rows to one back end. ``None`` runs statsmodels, and the
+        Bayesian back end unless ``fast``.
     fast : bool
         Skip MCMC (design-based methods and statsmodels only).
     reps : int
@@ -234,6 +237,8 @@ def analyze(
         Fewest clusters for the recommended level (default 20).
     draws : int, optional
         Posterior draws per chain for the Bayesian back end (default: the back end's).
+    fit_options : dict, optional
+        Extra keyword arguments for :func:`evalmix.fit` (e.g. ``{"slopes": ("judge",)}``).
     command : str, optional
         The command line, recorded in ``summary``.
 
@@ -268,7 +273,7 @@ def analyze(
     chosen = check_methods(methods)
     design_methods = [m for m in ALL_METHODS if m in chosen]
     model_methods = [m for m in MODEL_METHODS if m in chosen] if methods is not None \
-        else list(MODEL_METHODS)
+        else None
     levels_run = cluster_levels(table, levels)
     judge = judge_role(table)
     rec = recommend_cluster(table, min_clusters=min_clusters, judge=judge)
@@ -339,7 +344,7 @@ def analyze(
         # ------------------------------------------------------------ model rows
         fits, mrows, variance, mnotes = model_rows(
             table, plan, backend=backend, fast=fast, methods=model_methods, level=level,
-            seed=seed, draws=draws, bar=bar)
+            seed=seed, draws=draws, fit_options=dict(fit_options or {}), bar=bar)
         notes += mnotes
     rows += mrows
 

@@ -28,16 +28,41 @@ VARIANCE_REPORT_COLUMNS = ("factor", "sd", "variance", "share", "icc", "lo", "hi
                            "backend", "share_lo", "share_hi")
 
 
-def _backends(backend: str | None, fast: bool) -> tuple[list[str], list[str]]:
-    notes = []
-    if backend == "bayes":
+#: report method name -> (fit backend, statsmodels method)
+_FITS: dict[str, tuple[str, str | None]] = {
+    "mixedlm": ("statsmodels", "mixedlm"),
+    "glmm_laplace": ("statsmodels", "laplace"),
+    "glmm_vb": ("statsmodels", "vb"),
+    "glmm_map": ("statsmodels", "map"),
+    "bayes": ("bayes", None),
+}
+
+
+def _backends(table: EvalTable, backend: str | None, fast: bool,
+              methods: Sequence[str] | None) -> tuple[list[str], list[str]]:
+    """Model methods to run, in order, and notes on what was skipped.
+
+    Default: one statsmodels fit -- the Laplace logit GLMM (``lme4::glmer``'s method) for
+    0/1 and tie-scored outcomes, REML ``mixedlm`` for numeric scores -- plus the Bayesian
+    fit unless ``fast``. ``methods`` (model method names) overrides the statsmodels part.
+    """
+    notes: list[str] = []
+    numeric = table.outcome_type == "numeric"
+    default_sm = ["mixedlm"] if numeric else ["glmm_laplace"]
+    sm = [m for m in (methods or ()) if m in _FITS and m != "bayes"] or default_sm
+    if numeric:
+        sm = [m for m in sm if m == "mixedlm"] or ["mixedlm"]
+    want_bayes = backend in (None, "bayes") and (methods is None or "bayes" in methods)
+    run: list[str] = []
+    if backend in (None, "statsmodels"):
+        run += sm
+    if want_bayes:
         if fast:
-            notes.append("--fast skips MCMC, so the Bayesian back end was not run")
-            return [], notes
-        return ["bayes"], notes
-    if backend == "statsmodels":
-        return ["statsmodels"], notes
-    return (["statsmodels"] if fast else ["statsmodels", "bayes"]), notes
+            if backend == "bayes":
+                notes.append("--fast skips MCMC, so the Bayesian back end was not run")
+        else:
+            run.append("bayes")
+    return run, notes
 
 
 def _method_name(fit: Any, requested: str) -> str:
@@ -194,31 +219,35 @@ def _variance_rows(fit: Any, method: str) -> pd.DataFrame:
 
 
 def model_rows(table: EvalTable, plan: Sequence[Contrast], *, backend: str | None,
-               fast: bool, methods: Sequence[str], level: float, seed: int, draws: int | None,
+               fast: bool, methods: Sequence[str] | None, level: float, seed: int,
+               draws: int | None, fit_options: dict[str, Any] | None = None,
                bar: Any = None) -> tuple[dict[str, Any], list[dict[str, Any]], pd.DataFrame,
                                          list[str]]:
     """Fit the model back ends and return (fit summaries, rows, variance, notes)."""
-    backends, notes = _backends(backend, fast)
+    backends, notes = _backends(table, backend, fast, methods)
     fit = upstream("evalmix.models.api", "fit")
     fits: dict[str, Any] = {}
     rows: list[dict[str, Any]] = []
     var_parts: list[pd.DataFrame] = []
-    if not backends or not methods:
+    if not backends:
         return fits, rows, pd.DataFrame(columns=list(VARIANCE_REPORT_COLUMNS)), notes
     if fit is None:
         notes.append("evalmix.fit is not available in this installation, so there are no "
                      "model-based rows or variance components")
         return fits, rows, pd.DataFrame(columns=list(VARIANCE_REPORT_COLUMNS)), notes
     for b in backends:
-        task = bar.task(f"fitting {b} model", None) if bar is not None else None
-        kwargs: dict[str, Any] = {"backend": b, "seed": seed}
-        if b == "bayes" and draws is not None:
-            kwargs["draws"] = draws
+        task = bar.task(f"fitting model: {b}", None) if bar is not None else None
+        fit_backend, sm_method = _FITS[b]
+        kwargs: dict[str, Any] = {"backend": fit_backend, "seed": seed, "level": level,
+                                  **(fit_options or {})}
+        if sm_method is not None:
+            kwargs["method"] = sm_method
+        else:
+            kwargs["progress"] = False
+            if draws is not None:
+                kwargs["draws"] = draws
         t0 = time.perf_counter()
         out = guarded(fit, table, **kwargs)
-        if not out.ok and "draws" in kwargs and "draws" in (out.error or ""):
-            kwargs.pop("draws")
-            out = guarded(fit, table, **kwargs)
         wall = time.perf_counter() - t0
         if bar is not None:
             bar.done(task)
@@ -229,8 +258,6 @@ def model_rows(table: EvalTable, plan: Sequence[Contrast], *, backend: str | Non
             continue
         f = out.value
         method = _method_name(f, b)
-        if method not in methods:
-            continue
         fits[method] = {"backend": getattr(f, "backend", b), "formula": getattr(f, "formula", ""),
                         "family": getattr(f, "family", ""),
                         "approximate": bool(getattr(f, "approximate", False)),

@@ -20,6 +20,8 @@ import pandas as pd
 
 __all__ = ["demo_report", "truth_table"]
 
+#: Posterior draws per chain in the demo (2 chains; enough for 95% intervals).
+DEMO_DRAWS = 500
 #: Rows of the demo design (scenarios, personas, authors, judges): 6,480 judgments.
 DEMO_DESIGN = {"n_scenarios": 30, "n_personas": 6, "n_authors": 3, "n_judges": 3}
 
@@ -84,8 +86,10 @@ def demo_report(*, seed: int = 2026, fast: bool = False, reps: int = 2000,
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         table = sim.table()
+    # The default model (no judge x condition slopes: with 3 judges they made NUTS 6x
+    # slower and did not mix) keeps the demo within a couple of minutes.
     report = evalmix.analyze(table, fast=fast, reps=reps, seed=seed, progress=progress,
-                             draws=draws, command=command)
+                             draws=DEMO_DRAWS if draws is None else draws, command=command)
     rec = report.recommendation
     tt = truth_table(report.intervals, sim.truth,
                      recommended=(rec.get("method", "CR2"), rec.get("cluster", "")))
