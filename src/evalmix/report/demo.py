@@ -20,8 +20,8 @@ import pandas as pd
 
 __all__ = ["demo_report", "truth_table"]
 
-#: Posterior draws per chain in the demo (2 chains; enough for 95% intervals).
-DEMO_DRAWS = 500
+#: Posterior draws per chain in the demo (2 chains; the back end's default).
+DEMO_DRAWS = 1000
 #: Rows of the demo design (scenarios, personas, authors, judges): 6,480 judgments.
 DEMO_DESIGN = {"n_scenarios": 30, "n_personas": 6, "n_authors": 3, "n_judges": 3}
 
