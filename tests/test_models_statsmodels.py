@@ -461,3 +461,26 @@ def test_laplace_collapsed_counts_equal_row_level_fit():
     np.testing.assert_allclose(fe[fe.scale == "log-odds"].se, rows.fe_se, rtol=1e-4)
     np.testing.assert_allclose(fit.variance.sd.iloc[0], rows.vc_sd[0], rtol=1e-5)
     np.testing.assert_allclose(fit.results.llf, rows.results.llf, rtol=1e-9)
+
+
+def test_containment_df_and_t_intervals(crossed_fits, crossed_table):
+    from scipy import stats
+
+    from evalmix.models.frequentist import containment_df
+
+    spec = build_spec(crossed_table, slopes=("judge",))
+    df = containment_df(spec.fixed_names, spec.random)
+    # intercept: contained by the random intercepts, smallest factor has 3 levels;
+    # condition and position: by their judge slopes (3 judges)
+    assert df == {"Intercept": 2.0, "condition[treatment]": 2.0, "position": 2.0}
+    nospec = build_spec(crossed_table, judge_position=False)
+    assert containment_df(nospec.fixed_names, nospec.random)["position"] == np.inf
+    fit = crossed_fits["laplace"]
+    fe = fit.fixed_effects
+    row = fe[(fe.term == "Intercept") & (fe.scale == "log-odds")].iloc[0]
+    q = stats.t.ppf(0.975, 2)
+    np.testing.assert_allclose([row.lo, row.hi], [row.estimate - q * row.se,
+                                                  row.estimate + q * row.se], rtol=1e-12)
+    row = fe[(fe.term == "position") & (fe.scale == "log-odds")].iloc[0]
+    np.testing.assert_allclose(row.hi - row.estimate, stats.norm.ppf(0.975) * row.se)
+    assert fit.provenance["df"]["Intercept"] == 2.0
