@@ -484,3 +484,43 @@ def test_containment_df_and_t_intervals(crossed_fits, crossed_table):
     row = fe[(fe.term == "position") & (fe.scale == "log-odds")].iloc[0]
     np.testing.assert_allclose(row.hi - row.estimate, stats.norm.ppf(0.975) * row.se)
     assert fit.provenance["df"]["Intercept"] == 2.0
+
+
+# ---------------------------------------------------------------------------- slow: coverage
+#: Issue 4's bar: 90% intervals contain the truth in at least 80 of 100 seeded fits.
+COVERAGE_MIN = 0.80
+
+
+@pytest.mark.slow
+def test_laplace_coverage_on_simulated_truth():
+    """100 seeded pairwise designs (20 scenarios x 6 personas x 3 authors x 3 judges x 2
+    conditions x 2 orders = 4,320 rows; judge x condition and judge x position slopes,
+    SD 0.3 each), Laplace fit with both slopes, 90% intervals. Table in
+    docs/models-frequentist.md (about 4 minutes on 2 cores)."""
+    from evalmix.sim import pairwise_judges
+
+    hits: dict[str, list[bool]] = {k: [] for k in ("condition", "position", "scenario",
+                                                  "persona", "author")}
+    converged = 0
+    for seed in range(100):
+        sim = pairwise_judges(20, 6, 3, 3, tie_threshold=0, seed=seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fit = fit_statsmodels(sim.table(), method="laplace", level=0.90,
+                                  slopes=("judge",), seed=seed, n_draws=100)
+        converged += bool(fit.provenance["converged"])
+        fe = fit.fixed_effects
+        fe = fe[fe.scale == "log-odds"].set_index("term")
+        v = fit.variance.set_index("factor")
+        for key, term, truth in (("condition", "condition[treatment]",
+                                  sim.truth["condition_effect"]),
+                                 ("position", "position", sim.truth["position_bias"])):
+            hits[key].append(bool(fe.loc[term, "lo"] <= truth <= fe.loc[term, "hi"]))
+        for f in ("scenario", "persona", "author"):
+            hi = v.loc[f, "hi"] if np.isfinite(v.loc[f, "hi"]) else np.inf
+            hits[f].append(bool(v.loc[f, "lo"] <= sim.truth["sds"][f] <= hi))
+    cover = {k: float(np.mean(h)) for k, h in hits.items()}
+    print("coverage of 90% intervals:", cover, "converged:", converged)
+    assert converged >= 95
+    for k in ("condition", "position", "scenario", "persona"):
+        assert cover[k] >= COVERAGE_MIN, (k, cover[k])

@@ -1,23 +1,27 @@
-"""statsmodels back ends for crossed random-effects models.
+"""Frequentist (statsmodels) back ends for crossed random-effects models.
 
-Three methods, all with *crossed* factors (every factor spans all rows):
+Four methods, all with *crossed* factors (every factor spans all rows); ``"auto"`` picks
+``"mixedlm"`` for numeric outcomes and ``"laplace"`` for binary / tie-scored ones:
 
 ``"mixedlm"``
     :class:`statsmodels.regression.mixed_linear_model.MixedLM`, REML, one group holding
-    every row and one variance component per factor (``exog_vc``). Exact REML for
+    every row and one variance component per term (``exog_vc``). Exact REML for
     continuous outcomes; on a 0/1 outcome it is a *linear probability* model (an
     approximation: variances are on the probability scale and shrink towards 0/1 bounds).
-    The optimum is found by BFGS on the profiled REML log-likelihood with statsmodels'
-    analytic score (statsmodels' own L-BFGS stops early on crossed designs; see
-    ``shared/PERF_NOTES.md``). Intervals: Wald on the fixed effects; Wald on log-SD
-    for the variance components (glmmTMB's default), from a numerical Hessian of the
-    full REML log-likelihood in (log SD_k, log sigma).
+    The optimum is found on lme4's profiled REML criterion computed from the model's
+    cross-products (O(q^3) per evaluation, bounded at SD = 0), then statsmodels is fitted
+    from it (statsmodels' own L-BFGS from its default start stops far from the optimum
+    on crossed designs; see ``shared/PERF_NOTES.md``). Intervals: Wald ``t`` with
+    containment df for fixed effects; Wald on log-SD for the variance components
+    (glmmTMB's default), from a numerical Hessian of the full REML log-likelihood in
+    (log SD_k, log sigma).
 ``"laplace"``
     Maximum-likelihood logit GLMM with the random effects integrated out by the Laplace
     approximation: ``lme4::glmer``'s default (nAGQ = 1), implemented here (statsmodels
     has no Laplace GLMM) with penalised IRLS for the conditional modes and L-BFGS-B over
     (SDs, fixed effects). Matches glmer/glmmTMB on the frozen references. Wald intervals
-    from the Hessian of the approximate deviance (SDs on the log scale).
+    (``t`` with containment df for fixed effects; log scale for SDs) from the Hessian of
+    the approximate deviance.
 ``"vb"``
     :class:`statsmodels.genmod.bayes_mixed_glm.BinomialBayesMixedGLM` ``fit_vb``:
     mean-field variational Bayes for a logit GLMM (binary outcomes). Approximate:
