@@ -131,8 +131,6 @@ class DensityKernel:
             pos += 1 + nfree
         self.sigma_at = pos if self.family == 1 else None
         self.ndim = pos + (1 if self.family == 1 else 0)
-        self._g_b = np.zeros(k)
-        self._g_u = np.zeros(int(self.u_off[-1]))
 
     # ------------------------------------------------------------------ transforms
     def _levels(self, x: np.ndarray):
@@ -161,8 +159,10 @@ class DensityKernel:
             inv_var = 1.0 / (sigma * sigma)
         else:
             inv_var = 1.0
+        # fresh gradient buffers per call: nutpie evaluates chains in parallel threads
+        g_b, g_u_all = np.empty(k), np.empty(u_all.shape[0])
         q = _rows(self.X, np.ascontiguousarray(b), self.cg, self.xs, u_all, self.succ,
-                  self.trials, self.s2, self.family, inv_var, self._g_b, self._g_u)
+                  self.trials, self.s2, self.family, inv_var, g_b, g_u_all)
         if self.family == 1:
             lp = -self.n_total * log_sigma - 0.5 * q * inv_var
             grad[self.sigma_at] = -self.n_total + q * inv_var
@@ -171,11 +171,10 @@ class DensityKernel:
             grad[self.sigma_at] += -sigma * sigma / self.ysd ** 2 + 1.0
         else:
             lp = q
-        g_u_all = self._g_u
         # fixed effects: Normal(mu_b, sd_b)
         d = b - self.mu_b
         lp += -0.5 * float(d @ d) / self.sd_b ** 2
-        grad[:k] = self._g_b - d / self.sd_b ** 2
+        grad[:k] = g_b - d / self.sd_b ** 2
         s2p = self.sd_prior ** 2
         for t, (i0, i1, i2), lo, hi, (sd, free, v, u) in zip(
                 self.terms, self.slices, self.u_off[:-1], self.u_off[1:], cache, strict=True):
