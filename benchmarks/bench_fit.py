@@ -66,7 +66,8 @@ def child(case: str, out: str, draws: int | None, tune: int | None) -> None:
                           progress=False, **kw)
     wall = time.perf_counter() - t0
     d = fit.diagnostics
-    fx = fit.fixed_effects.set_index("term")
+    fe = fit.fixed_effects
+    fx = fe[fe["scale"] == "log-odds"].set_index("term")
     res = {
         "case": case, "rows": table.n_obs, "fit_seconds": round(wall, 2),
         "min_ess_bulk": float(d["ess_bulk"].min()),
