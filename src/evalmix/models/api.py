@@ -31,10 +31,10 @@ def fit(
     strata: str | None = None,
     engine: Literal["auto", "kernel", "pymc", "bambi"] = "auto",
     sampler: Literal["auto", "nutpie", "pymc"] = "auto",
-    method: str = "mixedlm",
+    method: str = "auto",
     seed=None,
-    draws: int = 1000,
-    tune: int = 500,
+    draws: int = 600,
+    tune: int = 400,
     chains: int = 2,
     prior_scale: float = 1.0,
     sensitivity: float | None = None,
@@ -51,7 +51,8 @@ def fit(
     backend : {"bayes", "statsmodels"}
         ``"bayes"``: NUTS (nutpie) on the model of :mod:`evalmix.models.pymc_model`;
         ``"statsmodels"``: :func:`evalmix.models.frequentist.fit_statsmodels`
-        (``method="mixedlm"``, ``"vb"`` or ``"map"``; approximations are flagged).
+        (``method="auto"``, ``"mixedlm"``, ``"vb"`` or ``"map"``; approximations are
+        flagged).
     formula : str, optional
         lme4-syntax formula (supported subset: see :mod:`evalmix.models.spec`). Default:
         condition + position + a random intercept per cluster role + judge-specific
@@ -93,7 +94,8 @@ def fit(
     if backend == "statsmodels":
         from evalmix.models.frequentist import fit_statsmodels
 
-        return fit_statsmodels(table, spec, method=method, seed=seed, **backend_kwargs)
+        return fit_statsmodels(table, spec, method=method, level=level, seed=seed,
+                               **backend_kwargs)
     from evalmix.models.bayes import fit_bayes
 
     return fit_bayes(spec, engine=engine, sampler=sampler, draws=draws, tune=tune,

@@ -137,8 +137,8 @@ def fit_bayes(
     *,
     engine: Literal["auto", "kernel", "pymc", "bambi"] = "auto",
     sampler: Literal["auto", "nutpie", "pymc"] = "auto",
-    draws: int = 1000,
-    tune: int = 500,
+    draws: int = 600,
+    tune: int = 400,
     chains: int = 2,
     seed=None,
     prior_scale: float = 1.0,
@@ -156,8 +156,9 @@ def fit_bayes(
         ``"auto"``: the Numba kernel with nutpie when possible, else PyMC with nutpie if
         installed, else PyMC's NUTS.
     draws, tune, chains : int
-        Per chain. Defaults give about 1,000 bulk ESS on eval designs (about 7 leapfrog
-        steps per draw with the zero-sum parameterisation).
+        Per chain. Defaults give about 600 bulk ESS for the slowest parameter on the
+        benchmark designs (about 7-15 leapfrog steps per draw with the zero-sum
+        parameterisation; ESS/draw about 0.5).
     seed : int or numpy.random.Generator, optional
         Recorded in ``provenance`` and ``idata.attrs``.
     prior_scale : float
