@@ -203,6 +203,7 @@ def analyze(
     min_clusters: int = MIN_CLUSTERS,
     draws: int | None = None,
     fit_options: dict[str, Any] | None = None,
+    mcmc_timeout: float | None = None,
     command: str | None = None,
 ) -> Report:
     """Every estimand x method x cluster level of ``table``, in one report.
@@ -239,6 +240,9 @@ def analyze(
         Posterior draws per chain for the Bayesian back end (default: the back end's).
     fit_options : dict, optional
         Extra keyword arguments for :func:`evalmix.fit` (e.g. ``{"slopes": ("judge",)}``).
+    mcmc_timeout : float, optional
+        Stop the Bayesian fit after this many seconds (it then runs in a forked child
+        process) and report without it; ``None`` or 0: no limit.
     command : str, optional
         The command line, recorded in ``summary``.
 
@@ -344,7 +348,8 @@ def analyze(
         # ------------------------------------------------------------ model rows
         fits, mrows, variance, mnotes = model_rows(
             table, plan, backend=backend, fast=fast, methods=model_methods, level=level,
-            seed=seed, draws=draws, fit_options=dict(fit_options or {}), bar=bar)
+            seed=seed, draws=draws, fit_options=dict(fit_options or {}),
+            mcmc_timeout=mcmc_timeout, bar=bar)
         notes += mnotes
     rows += mrows
 
@@ -373,6 +378,7 @@ def analyze(
     summary = _summary(table, seed=seed, reps=reps, level=level, fast=fast,
                        backend=backend, methods=design_methods, levels=levels_run,
                        command=command, fits=fits)
+    summary["mcmc_timeout"] = mcmc_timeout
     return Report(intervals=frame, variance=variance, judges=judges, design=design,
                   headline=head, warnings=tuple(dict.fromkeys(warns)), position=position,
                   summary=summary)

@@ -218,10 +218,45 @@ def _variance_rows(fit: Any, method: str) -> pd.DataFrame:
     return v[list(VARIANCE_REPORT_COLUMNS)]
 
 
+def _fit_with_timeout(fit: Any, table: EvalTable, timeout: float | None,
+                     **kwargs: Any) -> Any:
+    """``fit(table, **kwargs)``, in a forked child process when ``timeout`` is set.
+
+    MCMC run time is hard to predict; a report should not hang on it. The child is
+    terminated after ``timeout`` seconds and :class:`TimeoutError` is raised.
+    """
+    if not timeout or timeout <= 0:
+        return fit(table, **kwargs)
+    import multiprocessing as mp
+
+    try:
+        ctx = mp.get_context("fork")
+    except ValueError:  # pragma: no cover - no fork on this platform
+        return fit(table, **kwargs)
+    with ctx.Pool(1) as pool:
+        job = pool.apply_async(_call_fit, (fit, table, kwargs))
+        try:
+            return job.get(timeout=timeout)
+        except mp.TimeoutError:
+            pool.terminate()
+            raise TimeoutError(
+                f"the fit did not finish within {timeout:.0f} s and was stopped; rerun with "
+                "a longer --mcmc-timeout (0 = no limit), fewer --draws, or --fast") from None
+
+
+def _call_fit(fit: Any, table: Any, kwargs: dict[str, Any]) -> Any:
+    f = fit(table, **kwargs)
+    # InferenceData and statsmodels results may not pickle cheaply; the report needs
+    # only the tidy tables
+    from dataclasses import replace
+
+    return replace(f, idata=None, results=None)
+
+
 def model_rows(table: EvalTable, plan: Sequence[Contrast], *, backend: str | None,
                fast: bool, methods: Sequence[str] | None, level: float, seed: int,
                draws: int | None, fit_options: dict[str, Any] | None = None,
-               bar: Any = None) -> tuple[dict[str, Any], list[dict[str, Any]], pd.DataFrame,
+               mcmc_timeout: float | None = None, bar: Any = None) -> tuple[dict[str, Any], list[dict[str, Any]], pd.DataFrame,
                                          list[str]]:
     """Fit the model back ends and return (fit summaries, rows, variance, notes)."""
     backends, notes = _backends(table, backend, fast, methods)
@@ -247,7 +282,8 @@ def model_rows(table: EvalTable, plan: Sequence[Contrast], *, backend: str | Non
             if draws is not None:
                 kwargs["draws"] = draws
         t0 = time.perf_counter()
-        out = guarded(fit, table, **kwargs)
+        limit = mcmc_timeout if fit_backend == "bayes" else None
+        out = guarded(_fit_with_timeout, fit, table, limit, **kwargs)
         wall = time.perf_counter() - t0
         if bar is not None:
             bar.done(task)

@@ -31,6 +31,10 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--draws", type=int, default=None,
                    help="posterior draws per chain for the Bayesian model (default: the "
                         "back end's, about 1,000 bulk ESS)")
+    p.add_argument("--mcmc-timeout", dest="mcmc_timeout", type=float, default=600,
+                   metavar="SECONDS",
+                   help="stop the Bayesian fit after this long and report without it "
+                        "(default 600; 0 = no limit)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
@@ -115,7 +119,8 @@ def run_report(args: argparse.Namespace) -> int:
         table = _read(args)
     report = evalmix.analyze(
         table, levels=args.levels, backend=args.backend, fast=args.fast, reps=args.reps,
-        seed=args.seed, progress=not args.quiet, draws=args.draws, command=_command_line())
+        seed=args.seed, progress=not args.quiet, draws=args.draws,
+        mcmc_timeout=args.mcmc_timeout, command=_command_line())
     _finish(report, Path(args.out), t0)
     return 0
 
@@ -125,7 +130,8 @@ def run_demo(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     report = demo_report(seed=args.seed, fast=args.fast, reps=args.reps, draws=args.draws,
-                         progress=not args.quiet, command=_command_line())
+                         progress=not args.quiet, mcmc_timeout=args.mcmc_timeout,
+                         command=_command_line())
     _finish(report, Path(args.out), t0)
     t = report.truth
     if t is not None and not t.empty:

@@ -74,8 +74,8 @@ def truth_table(intervals: pd.DataFrame, truth: dict[str, Any], *,
 
 
 def demo_report(*, seed: int = 2026, fast: bool = False, reps: int = 2000,
-                draws: int | None = None, progress: bool = True, command: str | None = None
-                ) -> Any:
+                draws: int | None = None, progress: bool = True,
+                mcmc_timeout: float | None = None, command: str | None = None) -> Any:
     """Simulate :func:`evalmix.sim.pairwise_judges`, analyze, attach the truth check."""
     import warnings
 
@@ -89,7 +89,8 @@ def demo_report(*, seed: int = 2026, fast: bool = False, reps: int = 2000,
     # The default model (no judge x condition slopes: with 3 judges they made NUTS 6x
     # slower and did not mix) keeps the demo within a couple of minutes.
     report = evalmix.analyze(table, fast=fast, reps=reps, seed=seed, progress=progress,
-                             draws=DEMO_DRAWS if draws is None else draws, command=command)
+                             draws=DEMO_DRAWS if draws is None else draws,
+                             mcmc_timeout=mcmc_timeout, command=command)
     rec = report.recommendation
     tt = truth_table(report.intervals, sim.truth,
                      recommended=(rec.get("method", "CR2"), rec.get("cluster", "")))
