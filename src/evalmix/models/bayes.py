@@ -137,7 +137,7 @@ def fit_bayes(
     *,
     engine: Literal["auto", "kernel", "pymc", "bambi"] = "auto",
     sampler: Literal["auto", "nutpie", "pymc"] = "auto",
-    draws: int = 600,
+    draws: int = 1000,
     tune: int = 400,
     chains: int = 2,
     seed=None,
@@ -156,7 +156,7 @@ def fit_bayes(
         ``"auto"``: the Numba kernel with nutpie when possible, else PyMC with nutpie if
         installed, else PyMC's NUTS.
     draws, tune, chains : int
-        Per chain. Defaults give about 600 bulk ESS for the slowest parameter on the
+        Per chain. Defaults give about 1,000 bulk ESS for the slowest parameter on the
         benchmark designs (about 7-15 leapfrog steps per draw with the zero-sum
         parameterisation; ESS/draw about 0.5).
     seed : int or numpy.random.Generator, optional
