@@ -7,6 +7,7 @@ the seeded ``crossed_binary.csv``; the R script and sessionInfo sit beside the C
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -18,8 +19,6 @@ from evalmix.models.kernel import DensityKernel
 from evalmix.models.pymc_model import build_model, choose_parameterization
 from evalmix.models.spec import build_spec, collapse
 from evalmix.sim import pairwise_judges
-
-from pathlib import Path
 
 pytestmark = pytest.mark.mcmc
 REF = Path(__file__).resolve().parent / "reference" / "models"
@@ -160,7 +159,7 @@ def test_kernel_density_equals_pymc():
             g = dlogp(point)
             sizes = {v.name: np.size(point[v.name]) for v in model.value_vars}
             starts = np.cumsum([0] + [sizes[v.name] for v in model.value_vars])
-            at = {v.name: (s, s + sizes[v.name]) for v, s in zip(model.value_vars, starts)}
+            at = {v.name: (s, s + sizes[v.name]) for v, s in zip(model.value_vars, starts[:-1], strict=True)}
             g_mine_order = np.concatenate([g[at[n][0]:at[n][1]] for n in order])
             np.testing.assert_allclose(grad, g_mine_order, rtol=KERNEL_RTOL, atol=1e-9)
             offsets.append(logp(point) - mine)

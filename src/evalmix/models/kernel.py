@@ -176,7 +176,7 @@ class DensityKernel:
         lp += -0.5 * float(d @ d) / self.sd_b ** 2
         grad[:k] = g_b - d / self.sd_b ** 2
         s2p = self.sd_prior ** 2
-        for t, (i0, i1, i2), lo, hi, (sd, free, v, u) in zip(
+        for t, (i0, i1, i2), lo, hi, (sd, free, _v, u) in zip(
                 self.terms, self.slices, self.u_off[:-1], self.u_off[1:], cache, strict=True):
             g_u = g_u_all[lo:hi]
             nfree = i2 - i1

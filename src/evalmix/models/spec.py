@@ -41,7 +41,7 @@ as lme4's ``||``), with ``g`` a cluster role or ``a:b`` of roles. Correlated ran
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
