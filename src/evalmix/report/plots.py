@@ -144,7 +144,8 @@ def forest(rows: pd.DataFrame, *, title: str, recommended: tuple[str, str] | Non
     return fig
 
 
-def headline_plot(head: pd.DataFrame, *, null_of: dict[str, float]) -> Figure:
+def headline_plot(head: pd.DataFrame, *, null_of: dict[str, float],
+                  reference: str | None = None) -> Figure:
     """Naive (thin, grey) vs recommended (thick) interval for every headline contrast."""
     plt = _plt()
     # leaderboard order: estimand blocks, then by estimate
@@ -159,14 +160,18 @@ def headline_plot(head: pd.DataFrame, *, null_of: dict[str, float]) -> Figure:
         ax.plot([h["naive_lo"], h["naive_hi"]], [y + 0.17, y + 0.17], color=_INCLUDES, lw=2)
         ax.plot([h["lo"], h["hi"]], [y - 0.12, y - 0.12], color=color, lw=3.2)
         ax.plot([h["estimate"]], [y - 0.12], "o", color=color, ms=4)
+    suffix = f" vs {reference}" if reference else None
     labels = [f"{h['contrast']} ({h['estimand']})" if h["estimand"] == "difference"
-              else str(h["contrast"]) for _, h in head.iterrows()]
+              else (str(h["contrast"])[: -len(suffix)] if suffix
+                    and str(h["contrast"]).endswith(suffix) else str(h["contrast"]))
+              for _, h in head.iterrows()]
     ax.set_yticks(ys, labels, fontsize=7.5)
     nulls = sorted({null_of.get(e, np.nan) for e in head["estimand"]})
     for v in nulls:
         if np.isfinite(v):
             ax.axvline(v, color="black", ls="--", lw=1)
-    ax.set_title("Naive (grey) vs recommended (blue; red = fragile) intervals",
+    ax.set_title("Naive (grey) vs recommended (blue; red = fragile) intervals"
+                 + (f"\nwin rate of each model against {reference}" if reference else ""),
                  fontsize=10, loc="left")
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
@@ -305,7 +310,10 @@ def all_figures(report: Report) -> Iterator[tuple[str, Figure]]:
     iv = report.intervals
     if not report.headline.empty:
         nulls = iv.groupby("estimand")["null"].first().to_dict()
-        yield "headline", headline_plot(report.headline, null_of=nulls)
+        from evalmix.report.render import _common_reference
+
+        yield "headline", headline_plot(report.headline, null_of=nulls,
+                                        reference=_common_reference(report))
     for i, (est, con) in enumerate(forest_order(report)):
         rows = iv[(iv["estimand"] == est) & (iv["contrast"] == con)]
         if rows.empty:

@@ -28,6 +28,9 @@ padding:6px 12px} .rec{background:#eef3fb;border-left:4px solid #1f4e9c;padding:
 tr.fragile td{background:#fdecea} img{max-width:100%;margin:8px 0} .muted{color:#666;
 font-size:.85em} code{background:#f4f4f4;padding:1px 4px}
 details summary{cursor:pointer;font-weight:600;margin:.6em 0}
+td{white-space:nowrap} td.wrap{white-space:normal;min-width:260px}
+.grid{display:flex;flex-wrap:wrap;gap:6px} .grid img.forest{max-width:49%}
+.finding{background:#fdecea;border-left:4px solid #c0392b;padding:6px 12px;margin:4px 0}
 .big{font-size:1.05em;font-weight:600}
 """
 
@@ -55,6 +58,10 @@ def _num(v: Any) -> str:
     return " class='num'" if numeric else ""
 
 
+def _wrap(column: Any, value: Any) -> str:
+    return " class='wrap'" if isinstance(value, str) and len(value) > 40 else ""
+
+
 def _table_html(df: pd.DataFrame, *, highlight: str | None = None, max_rows: int = 400
                 ) -> str:
     if df is None or df.empty:
@@ -66,7 +73,8 @@ def _table_html(df: pd.DataFrame, *, highlight: str | None = None, max_rows: int
         cls = " class='fragile'" if highlight and bool(r.get(highlight) is True
                                                          or r.get(highlight) == 1) else ""
         cells = "".join(
-            f"<td{_num(r[c])}>{_html.escape(fmt(r[c]))}</td>" for c in d.columns)
+            f"<td{_num(r[c]) or _wrap(c, r[c])}>{_html.escape(fmt(r[c]))}</td>"
+            for c in d.columns)
         body.append(f"<tr{cls}>{cells}</tr>")
     more = (f"<p class='muted'>first {max_rows} of {len(df)} rows; all rows are in the "
             "CSV files</p>" if len(df) > max_rows else "")
@@ -90,8 +98,10 @@ def _headline_view(rep: Report) -> pd.DataFrame:
     h = rep.headline
     if h.empty:
         return h
+    common = _common_reference(rep)
+    contrast = [str(c).rpartition(" vs ")[0] if common else c for c in h["contrast"]]
     return pd.DataFrame({
-        "contrast": h["contrast"], "estimand": h["estimand"], "estimate": h["estimate"],
+        "contrast": contrast, "estimand": h["estimand"], "estimate": h["estimate"],
         "naive interval": [f"[{fmt(a)}, {fmt(b)}]" for a, b in zip(h["naive_lo"],
                                                                    h["naive_hi"], strict=True)],
         "recommended": [f"{m} | {c or 'none'}" for m, c in zip(h["method"], h["cluster"],
@@ -100,7 +110,7 @@ def _headline_view(rep: Report) -> pd.DataFrame:
                                                                          strict=True)],
         "width ratio": h["width_ratio"],
         "fragile": h["fragile"].astype(bool),
-        "what it means": h["message"],
+        "what it means": [m.replace("your error bar was ", "") for m in h["message"]],
         "rows that disagree with the recommended decision": h["disagreeing"],
     })
 
@@ -119,6 +129,7 @@ def _intro(rep: Report) -> list[tuple[str, str]]:
         lines.append(("rec", f"Recommended interval: {rec.get('method')} clustered by "
                              f"'{rec.get('cluster') or 'none'}' ({rec.get('n_clusters')} "
                              f"clusters). Why: {rec.get('reason', '')}"))
+    lines += _findings(rep)
     h = rep.headline
     if not h.empty:
         r = h["width_ratio"].astype(float)
@@ -129,6 +140,29 @@ def _intro(rep: Report) -> list[tuple[str, str]]:
                              "are fragile: the methods disagree on whether the null is "
                              "excluded."))
     return lines
+
+
+def _findings(rep: Report) -> list[tuple[str, str]]:
+    """Position-bias findings worth a line at the top of the report."""
+    p = rep.position
+    if p is None or p.empty:
+        return []
+    judges = p[p["judge"] != "(all judges)"]
+    lo, hi = judges["first_shown_lo"].astype(float), judges["first_shown_hi"].astype(float)
+    biased = judges[(lo > 0.5) | (hi < 0.5)]
+    if biased.empty:
+        return [("p", "Position bias: no judge's first-shown win rate differs from 0.5 "
+                      "beyond its interval.")]
+    out = []
+    for _, r in biased.iterrows():
+        side = "first" if r["first_shown_win_rate"] > 0.5 else "second"
+        out.append(("finding",
+                    f"Position bias: {r['judge']} prefers the answer shown {side}: "
+                    f"first-shown win rate {r['first_shown_win_rate']:.3f} "
+                    f"[{r['first_shown_lo']:.3f}, {r['first_shown_hi']:.3f}] among decisive "
+                    f"verdicts; its verdict flips with the order in {r['flip_rate']:.0%} of "
+                    f"AB/BA pairs (consistency {r['consistency']:.0%})."))
+    return out
 
 
 def _truth_lines(rep: Report) -> list[tuple[str, str]]:
@@ -147,6 +181,21 @@ def _truth_lines(rep: Report) -> list[tuple[str, str]]:
     return [(kind, text)]
 
 
+def _img(figs: dict[str, str], key: str, alt: str, cls: str | None = None) -> str:
+    c = f" class='{cls}'" if cls else ""
+    return f"<img{c} alt='{alt}' src='data:image/png;base64,{figs[key]}'>"
+
+
+def _common_reference(rep: Report) -> str | None:
+    """The single ``model_a`` every win-rate contrast is against, if there is one."""
+    h = rep.headline
+    if h.empty or not h["estimand"].isin(["win_rate"]).all():
+        return None
+    refs = {str(c).rpartition(" vs ")[2] for c in h["contrast"]}
+    return refs.pop() if len(refs) == 1 and all(" vs " in str(c) for c in h["contrast"]) \
+        else None
+
+
 def html(rep: Report) -> str:
     """The report as one self-contained HTML page."""
     figs = dict((name, to_base64(fig)) for name, fig in all_figures(rep))
@@ -158,15 +207,30 @@ def html(rep: Report) -> str:
     if cmd:
         parts.append(f"<p class='muted'>Command: <code>{esc(str(cmd))}</code></p>")
     for kind, text in _intro(rep):
-        tag = {"p": "p", "rec": "div class='rec'", "big": "p class='big'"}[kind]
+        tag = {"p": "p", "rec": "div class='rec'", "big": "p class='big'",
+               "finding": "div class='finding'"}[kind]
         parts.append(f"<{tag}>{esc(text)}</{tag.split()[0]}>")
     for kind, text in _truth_lines(rep):
         parts.append(f"<div class='{kind}'>{esc(text)}</div>")
     parts.append("<h2>Headline: naive vs recommended intervals</h2>")
-    parts.append(_table_html(_headline_view(rep), highlight="fragile"))
     if "headline" in figs:
-        parts.append(f"<img alt='headline intervals' src='data:image/png;base64,"
-                     f"{figs['headline']}'>")
+        parts.append(_img(figs, "headline", "headline intervals"))
+    if not rep.position.empty:
+        parts.append("<h2>Position bias by judge</h2>")
+        parts.append("<p class='muted'>First-shown win rate among decisive verdicts (0.5 "
+                     "= no preference for either position; interval CR1 over the recommended "
+                     "cluster), flip rate (the winner reverses when the order is swapped) "
+                     "and consistency (same verdict in both orders), from matched AB/BA "
+                     "pairs.</p>")
+        if "position" in figs:
+            parts.append(_img(figs, "position", "position bias"))
+        parts.append(_table_html(rep.position))
+    parts.append("<h2>Headline table</h2>")
+    common = _common_reference(rep)
+    if common:
+        parts.append(f"<p class='muted'>Every contrast is a win rate against "
+                     f"{esc(common)}.</p>")
+    parts.append(_table_html(_headline_view(rep), highlight="fragile"))
     if rep.truth is not None and not rep.truth.empty:
         parts.append("<h2>Truth check (simulated data)</h2>")
         parts.append(_table_html(rep.truth))
@@ -177,33 +241,22 @@ def html(rep: Report) -> str:
         parts.append("<p>none</p>")
     forests = [k for k in figs if k.startswith("forest_")]
     parts.append("<h2>Forest plots: every method and cluster level</h2>")
-    parts.append("<p class='muted'>One panel per contrast. Rows are method | cluster level; "
-                 "the dashed line is the null (0.5 for win rates, 0 for differences); blue "
-                 "intervals exclude it, grey ones contain it, green are model-based; the "
-                 "starred row is the recommended one; a red title marks a fragile contrast "
-                 "(the rows disagree). Fragile and most-widened contrasts come first.</p>")
+    parts.append("<p class='muted'>One panel per contrast. Rows are method | cluster level, "
+                 "grouped by level; the dashed line is the null (0.5 for win rates, 0 for "
+                 "differences); blue intervals exclude it, grey ones contain it, green are "
+                 "model-based; the starred row is the recommended one; a red title marks a "
+                 "fragile contrast (the rows disagree). Fragile and most-widened contrasts "
+                 "come first.</p>")
+    parts.append("<div class='grid'>")
     for k in forests:
-        parts.append(f"<img class='forest' alt='forest plot' "
-                     f"src='data:image/png;base64,{figs[k]}'>")
-    if not rep.position.empty:
-        parts.append("<h2>Position bias by judge</h2>")
-        parts.append("<p class='muted'>First-shown win rate among decisive verdicts (0.5 "
-                     "= no preference for either position; interval CR1 over the recommended "
-                     "cluster), flip rate (the winner reverses when the order is swapped) "
-                     "and consistency (same verdict in both orders), from matched AB/BA "
-                     "pairs.</p>")
-        if "position" in figs:
-            parts.append(f"<img alt='position bias' src='data:image/png;base64,"
-                         f"{figs['position']}'>")
-        parts.append(_table_html(rep.position))
+        parts.append(_img(figs, k, "forest plot", cls="forest"))
+    parts.append("</div>")
     if "controlled" in figs:
         parts.append("<h2>AB/BA-controlled vs uncontrolled win rates</h2>")
-        parts.append(f"<img alt='controlled win rates' src='data:image/png;base64,"
-                     f"{figs['controlled']}'>")
+        parts.append(_img(figs, "controlled", "controlled win rates"))
     parts.append("<h2>Variance components</h2>")
     if "variance" in figs:
-        parts.append(f"<img alt='variance shares' src='data:image/png;base64,"
-                     f"{figs['variance']}'>")
+        parts.append(_img(figs, "variance", "variance shares"))
     parts.append(_table_html(rep.variance))
     jt = rep.judges
     if jt is not None and not jt.empty:
