@@ -107,6 +107,16 @@ def test_penicillin_reml_criterion_identities(penicillin):
                                rtol=IDENTITY_RTOL)
 
 
+def test_penicillin_statsmodels_results_equal_ours(penicillin):
+    # identity: statsmodels MixedLM fitted from our optimum reports the same numbers
+    _, fit = penicillin
+    r = fit.results
+    np.testing.assert_allclose(r.vcomp, fit.vc_sd**2, rtol=1e-5)
+    np.testing.assert_allclose(r.scale, fit.resid_sd**2, rtol=1e-6)
+    np.testing.assert_allclose(r.fe_params, fit.fe_est, rtol=1e-9)
+    np.testing.assert_allclose(r.bse_fe, fit.fe_se, rtol=1e-5)
+
+
 def test_penicillin_sd_intervals_equal_glmmtmb_wald_on_log_sd(penicillin):
     _, fit = penicillin
     _, vc = _ref("penicillin", "glmmTMB")

@@ -97,9 +97,8 @@ FEW_LEVELS = 5
 LOGIT_RESIDUAL_VAR = np.pi**2 / 3
 #: An SD interval whose upper/lower ratio exceeds this is uninformative (near-zero SD).
 _MAX_INTERVAL_RATIO = 1e4
-#: Up to this many random-effect levels in all, Z'WZ is accumulated by one bincount
-#: into a dense q x q array; above it by a sparse product.
-_DENSE_MAX_LEVELS = 1500
+#: statsmodels' MixedLM results object is built only up to this many levels in all.
+_SM_MAX_LEVELS = 500
 #: Gradient norm (per row, on the optimiser's scale) above which a fit is not converged.
 GRAD_TOL = 1e-5
 
@@ -139,6 +138,7 @@ class CrossedFit:
     re_est: np.ndarray | None = None
     re_sd: np.ndarray | None = None
     fe_re_cov: np.ndarray | None = None
+    fe_cov: np.ndarray | None = None
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -197,10 +197,39 @@ def _check_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
 
 
 # ---------------------------------------------------------------------------- MixedLM
+def _block_solve(d: np.ndarray, B: np.ndarray, C: np.ndarray, R: np.ndarray
+                 ) -> tuple[np.ndarray, float]:
+    """Solve ``A Y = R`` and return ``log|A|`` for ``A = [[diag(d), B], [B', C]]``.
+
+    In a crossed design every row has one level of each term, so a term's own block of
+    ``Z'WZ`` is diagonal; eliminating the largest term's block leaves a Schur complement
+    ``C - B' D^-1 B`` of the size of the *other* terms (e.g. 3 judges + 6 personas
+    instead of 2,000 items), which is what makes lme4's sparse Cholesky fast.
+    """
+    from scipy.linalg import cho_solve, cholesky
+
+    q1 = d.size
+    dinv = (1.0 / d).reshape(-1, *([1] * (R.ndim - 1)))
+    R1, R2 = R[:q1], R[q1:]
+    logdet = float(np.log(d).sum())
+    if B.shape[1] == 0:
+        return dinv * R1, logdet
+    DB = B / d[:, None]
+    Ls = cholesky(C - B.T @ DB, lower=True)
+    Y2 = cho_solve((Ls, True), R2 - DB.T @ R1)
+    Y1 = dinv * R1 - DB @ Y2
+    return np.concatenate([Y1, Y2]), logdet + 2 * float(np.log(np.diag(Ls)).sum())
+
+
 @dataclass(frozen=True)
 class _CrossProducts:
     """Sufficient statistics of a linear mixed model: the REML criterion needs only
-    these cross-products, so one evaluation costs O(q^3), whatever the number of rows."""
+    these cross-products, so one evaluation costs O(q2^3 + q1 q2^2), whatever the number
+    of rows (q1 levels of the largest term, q2 of all others).
+
+    ``perm`` orders the columns of Z with the largest term first; ``d0``, ``B0``, ``C0``
+    are the blocks of Z'Z in that order.
+    """
 
     ZtZ: np.ndarray
     ZtX: np.ndarray
@@ -211,35 +240,56 @@ class _CrossProducts:
     comp: np.ndarray  # variance component of each column of Z
     n: int
     p: int
+    perm: np.ndarray
+    q1: int
+    d0: np.ndarray
+    B0: np.ndarray
+    C0: np.ndarray
+
+
+def _largest_first(comp: np.ndarray) -> tuple[np.ndarray, int]:
+    counts = np.bincount(comp)
+    big = int(np.argmax(counts))
+    perm = np.concatenate([np.flatnonzero(comp == big), np.flatnonzero(comp != big)])
+    return perm, int(counts[big])
 
 
 def _cross_products(y: np.ndarray, X: np.ndarray, Z: sparse.csr_array,
                     comp: np.ndarray) -> _CrossProducts:
     Zt = Z.T.tocsr()
+    ZtZ = np.asarray((Zt @ Z).toarray())
+    perm, q1 = _largest_first(comp)
+    P = ZtZ[np.ix_(perm, perm)]
     return _CrossProducts(
-        ZtZ=np.asarray((Zt @ Z).toarray()), ZtX=np.asarray(Zt @ X), Zty=np.asarray(Zt @ y),
-        XtX=X.T @ X, Xty=X.T @ y, yty=float(y @ y), comp=comp, n=y.size, p=X.shape[1])
+        ZtZ=ZtZ, ZtX=np.asarray(Zt @ X), Zty=np.asarray(Zt @ y),
+        XtX=X.T @ X, Xty=X.T @ y, yty=float(y @ y), comp=comp, n=y.size, p=X.shape[1],
+        perm=perm, q1=q1, d0=np.diag(P)[:q1].copy(), B0=P[:q1, q1:], C0=P[q1:, q1:])
 
 
 def _reml_pieces(theta: np.ndarray, cp: _CrossProducts
                  ) -> tuple[float, float, float, np.ndarray, np.ndarray]:
     """lme4's penalised least squares at relative SDs ``theta`` (SD_k / sigma).
 
-    Returns log|L|^2, log|R_X|^2, the penalised RSS r^2, beta-hat and R_X' R_X.
+    Returns log|L|^2, log|R_X|^2, the penalised RSS r^2, beta-hat and R_X' R_X, where
+    L L' = Lambda Z'Z Lambda + I (Bates et al. 2015, section 3).
     """
-    from scipy.linalg import cho_solve, cholesky, solve_triangular
+    from scipy.linalg import cho_solve, cholesky
 
-    lam = theta[cp.comp]
-    A = lam[:, None] * cp.ZtZ * lam[None, :] + np.eye(lam.size)
-    L = cholesky(A, lower=True)
-    Cu = solve_triangular(L, lam[:, None] * cp.ZtX, lower=True)
-    cu = solve_triangular(L, lam * cp.Zty, lower=True)
-    M = cp.XtX - Cu.T @ Cu
+    lam = theta[cp.comp[cp.perm]]
+    l1, l2 = lam[:cp.q1], lam[cp.q1:]
+    d = l1**2 * cp.d0 + 1.0
+    B = l1[:, None] * cp.B0 * l2[None, :]
+    C = l2[:, None] * cp.C0 * l2[None, :] + np.eye(l2.size)
+    R = lam[:, None] * np.column_stack([cp.ZtX[cp.perm], cp.Zty[cp.perm]])
+    Y, ld_l = _block_solve(d, B, C, R)
+    Q = R.T @ Y
+    p = cp.p
+    M = cp.XtX - Q[:p, :p]
     RX = cholesky(M, lower=True)
-    rhs = cp.Xty - Cu.T @ cu
+    rhs = cp.Xty - Q[:p, p]
     beta = cho_solve((RX, True), rhs)
-    r2 = cp.yty - cu @ cu - rhs @ beta
-    return (2 * np.log(np.diag(L)).sum(), 2 * np.log(np.diag(RX)).sum(), float(r2), beta, M)
+    r2 = cp.yty - Q[p, p] - rhs @ beta
+    return (ld_l, 2 * np.log(np.diag(RX)).sum(), float(r2), beta, M)
 
 
 def reml_deviance(theta: np.ndarray, cp: _CrossProducts) -> float:
@@ -309,7 +359,7 @@ def _joint_cov(xwx: np.ndarray, lzwx: np.ndarray, A: np.ndarray, lam: np.ndarray
     penalised least-squares Hessian [[X'WX, X'WZL], [LZ'WX, LZ'WZL + I]], mapped to b."""
     p = xwx.shape[0]
     H = np.block([[xwx, lzwx.T], [lzwx, A]])
-    cov = scale * np.linalg.pinv(H, hermitian=True)
+    cov = scale * np.linalg.inv(H)
     d = np.concatenate([np.ones(p), lam])
     return d[:, None] * cov * d[None, :]
 
@@ -382,38 +432,39 @@ def fit_mixedlm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     singular = theta < SINGULAR_TOL
     keep = np.flatnonzero(~singular)
 
-    # statsmodels MixedLM from the optimum (the model without zero components)
-    kept = [int(j) for j in keep]
-    vc = VCSpec([names[j] for j in kept],
-                [[[f"{names[j]}[{i}]" for i in range(terms[j].n_levels)]] for j in kept],
-                [[blocks[j]] for j in kept])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        if keep.size:
-            model = MixedLM(y, X, groups=np.zeros(n), exog_vc=vc)
-            results = model.fit(reml=True, method="lbfgs", start_params=theta[keep])
-        else:  # every component at zero: the REML fit is ordinary least squares
-            import statsmodels.api as sm
-
-            results = sm.OLS(y, X).fit()
-            results.fe_params, results.bse_fe = results.params, results.bse
-            results.vcomp, results.converged = np.zeros(0), True
-    sigma = float(np.sqrt(results.scale))
-    sd = np.zeros(k)
-    sd[keep] = np.sqrt(np.maximum(np.asarray(results.vcomp, dtype=float), 0.0))
+    # estimates at the optimum (lme4: sigma^2 = r^2 / (n - p), vcov = sigma^2 M^-1)
+    theta_hat = np.where(singular, 0.0, theta)
+    _, _, r2, beta, M = _reml_pieces(theta_hat, cp)
+    sigma = float(np.sqrt(r2 / (n - X.shape[1])))
+    sd = theta_hat * sigma
+    fe_cov = sigma**2 * np.linalg.inv(M)
     # the criterion is flat to rounding at the optimum: gradient noise ~1e-8 |deviance|
     converged = grad < 1e-6 * max(1.0, abs(float(opt.fun)))
-    converged = converged and (keep.size == 0 or bool(results.converged))
+
+    # statsmodels MixedLM from the optimum (the model without zero components); its fit
+    # recomputes a Hessian that costs O(q^3) with sparse LU, so beyond a few hundred
+    # levels only our (identical) numbers are returned
+    results = None
+    kept = [int(j) for j in keep]
+    if keep.size and comp.size <= _SM_MAX_LEVELS:
+        vc = VCSpec([names[j] for j in kept],
+                    [[[f"{names[j]}[{i}]" for i in range(terms[j].n_levels)]] for j in kept],
+                    [[blocks[j]] for j in kept])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = MixedLM(y, X, groups=np.zeros(n), exog_vc=vc)
+            results = model.fit(reml=True, method="lbfgs", start_params=theta[keep])
 
     # conditional modes b = Lambda u of every level and their conditional SDs
-    theta_hat = np.where(singular, 0.0, sd / sigma)
     lam = theta_hat[cp.comp]
     A = lam[:, None] * cp.ZtZ * lam[None, :] + np.eye(lam.size)
-    resid_z = cp.Zty - cp.ZtX @ np.asarray(results.fe_params, dtype=float)
+    resid_z = cp.Zty - cp.ZtX @ beta
     A_inv = np.linalg.inv(A)
     re_est = lam * (A_inv @ (lam * resid_z))
     re_sd = sigma * lam * np.sqrt(np.clip(np.diag(A_inv), 0.0, None))
-    fe_re_cov = _joint_cov(cp.XtX, lam[:, None] * cp.ZtX, A, lam, sigma**2)
+    has_slopes = any(not t.is_intercept for t in terms)
+    fe_re_cov = (_joint_cov(cp.XtX, lam[:, None] * cp.ZtX, A, lam, sigma**2)
+                 if has_slopes else None)
 
     # Wald intervals on log SD from the Hessian of the full REML log-likelihood
     def loglik_kept(sub: np.ndarray) -> float:
@@ -434,9 +485,8 @@ def fit_mixedlm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     lo[keep] = sd[keep] * np.exp(-z * se_log[:-1])
     hi[keep] = sd[keep] * np.exp(z * se_log[:-1])
     return CrossedFit(
-        method="mixedlm", fe_names=tuple(fe_names),
-        fe_est=np.asarray(results.fe_params, dtype=float),
-        fe_se=np.asarray(results.bse_fe, dtype=float),
+        method="mixedlm", fe_names=tuple(fe_names), fe_est=np.asarray(beta, dtype=float),
+        fe_se=np.sqrt(np.diag(fe_cov)), fe_cov=fe_cov,
         vc_names=names, vc_sd=sd, vc_lo=lo, vc_hi=hi, resid_sd=sigma,
         resid_lo=float(sigma * np.exp(-z * se_log[-1])),
         resid_hi=float(sigma * np.exp(z * se_log[-1])), level=level, converged=converged,
@@ -444,7 +494,10 @@ def fit_mixedlm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
         re_est=re_est, re_sd=re_sd, fe_re_cov=fe_re_cov,
         details={"reml_criterion": float(opt.fun), "theta": theta.tolist(),
                  "optimizer": "L-BFGS-B on lme4's profiled REML criterion, then "
-                              "statsmodels MixedLM (lbfgs) from that optimum",
+                              "statsmodels MixedLM (lbfgs) from that optimum"
+                              + ("" if results is not None else
+                                 " (skipped: more than "
+                                 f"{_SM_MAX_LEVELS} levels or no nonzero component)"),
                  "optimizer_message": str(opt.message),
                  "interval": "Wald z (fixed effects); Wald on log-SD (variance components)"},
     )
@@ -577,8 +630,8 @@ class _LaplaceDeviance:
     ``deviance(theta, beta)`` maximises the penalised log-likelihood over the spherical
     random effects ``u`` (``b = Lambda u``) by Newton steps with step halving, then
     returns ``-2 log p(y | eta_hat) + |u_hat|^2 + log|L|^2``. The last ``u_hat`` warm-
-    starts the next call. ``Z'WZ`` is accumulated with one ``bincount`` over the pairs of
-    terms (each row has one level per term), much cheaper than a sparse product.
+    starts the next call. The blocks of ``Z'WZ`` are accumulated by ``bincount`` with the
+    largest term's (diagonal) block eliminated (:func:`_block_solve`).
     """
 
     def __init__(self, y: np.ndarray, trials: np.ndarray, X: np.ndarray,
@@ -590,20 +643,31 @@ class _LaplaceDeviance:
         self.Z = sparse.hstack([_term_matrix(t, n) for t in terms]).tocsr()
         self.Zt = self.Z.T.tocsr()
         self.comp = np.concatenate([np.full(t.n_levels, j) for j, t in enumerate(terms)])
-        self.q = q = self.comp.size
-        self.u = np.zeros(q)
-        offs = np.cumsum([0] + [t.n_levels for t in terms])
-        self.dense = q <= _DENSE_MAX_LEVELS
-        flat, xx = [], []
-        for a, ta in enumerate(terms):
-            for b in range(a, len(terms)):
-                tb = terms[b]
-                if self.dense:
-                    flat.append((offs[a] + ta.codes) * q + offs[b] + tb.codes)
-                    xx.append(np.asarray(ta.x, dtype=float) * np.asarray(tb.x, dtype=float))
-        flat = flat or [np.zeros(0, dtype=np.int64)]
-        xx = xx or [np.zeros(0)]
-        self.flat, self.xx, self.npairs = np.concatenate(flat), np.concatenate(xx), len(flat)
+        self.q = self.comp.size
+        self.u = np.zeros(self.q)
+        self.perm, self.q1 = _largest_first(self.comp)
+        big = int(self.comp[self.perm[0]])
+        tb = terms[big]
+        xb = np.asarray(tb.x, dtype=float)
+        self.big_codes, self.big_x2 = tb.codes, xb**2
+        rest = [t for j, t in enumerate(terms) if j != big]
+        offs = np.cumsum([0] + [t.n_levels for t in rest])
+        self.q2 = q2 = int(offs[-1])
+        fb, xbb, fc, xcc = [], [], [], []
+        for a, ta in enumerate(rest):
+            xa = np.asarray(ta.x, dtype=float)
+            fb.append(tb.codes * q2 + offs[a] + ta.codes)
+            xbb.append(xb * xa)
+            for b in range(a, len(rest)):
+                tc = rest[b]
+                fc.append((offs[a] + ta.codes) * q2 + offs[b] + tc.codes)
+                xcc.append(xa * np.asarray(tc.x, dtype=float))
+        empty_i, empty_f = np.zeros(0, dtype=np.int64), np.zeros(0)
+        self.fb = np.concatenate(fb) if fb else empty_i
+        self.xb = np.concatenate(xbb) if xbb else empty_f
+        self.fc = np.concatenate(fc) if fc else empty_i
+        self.xc = np.concatenate(xcc) if xcc else empty_f
+        self.nb, self.nc = len(fb), len(fc)
         k = trials * y
         self.const = float(np.sum(gammaln(trials + 1) - gammaln(k + 1)
                                   - gammaln(trials - k + 1)))
@@ -611,22 +675,42 @@ class _LaplaceDeviance:
     def _loglik(self, eta: np.ndarray) -> float:
         return float(np.sum(self.m * (self.y * eta - np.logaddexp(0.0, eta))))
 
-    def _chol(self, lam: np.ndarray, eta: np.ndarray) -> np.ndarray:
-        from scipy.linalg import cholesky
+    def _weights(self, eta: np.ndarray) -> np.ndarray:
         from scipy.special import expit
 
         mu = expit(eta)
-        w = self.m * mu * (1 - mu)
-        if not self.dense:
-            ztwz = np.asarray((self.Zt @ self.Z.multiply(w[:, None])).toarray())
-            return cholesky(lam[:, None] * ztwz * lam[None, :] + np.eye(self.q), lower=True)
-        upper = np.bincount(self.flat, weights=np.tile(w, self.npairs) * self.xx,
-                            minlength=self.q * self.q).reshape(self.q, self.q)
-        ztwz = upper + upper.T - np.diag(np.diag(upper))
-        return cholesky(lam[:, None] * ztwz * lam[None, :] + np.eye(self.q), lower=True)
+        return self.m * mu * (1 - mu)
+
+    def _blocks(self, lam: np.ndarray, w: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Blocks of H = Lambda Z'WZ Lambda + I (largest term first)."""
+        q1, q2 = self.q1, self.q2
+        lp = lam[self.perm]
+        l1, l2 = lp[:q1], lp[q1:]
+        d = np.bincount(self.big_codes, weights=w * self.big_x2, minlength=q1)
+        B = np.bincount(self.fb, weights=np.tile(w, self.nb) * self.xb,
+                        minlength=q1 * q2).reshape(q1, q2)
+        upper = np.bincount(self.fc, weights=np.tile(w, self.nc) * self.xc,
+                            minlength=q2 * q2).reshape(q2, q2)
+        C = upper + upper.T - np.diag(np.diag(upper))
+        return (l1**2 * d + 1.0, l1[:, None] * B * l2[None, :],
+                l2[:, None] * C * l2[None, :] + np.eye(q2))
+
+    def _solve(self, lam: np.ndarray, eta: np.ndarray, rhs: np.ndarray
+               ) -> tuple[np.ndarray, float]:
+        d, B, C = self._blocks(lam, self._weights(eta))
+        y_p, logdet = _block_solve(d, B, C, rhs[self.perm])
+        out = np.empty_like(y_p)
+        out[self.perm] = y_p
+        return out, logdet
+
+    def hessian(self, lam: np.ndarray, eta: np.ndarray) -> np.ndarray:
+        """The full H = Lambda Z'WZ Lambda + I (natural column order), for covariances."""
+        w = self._weights(eta)
+        ztwz = np.asarray((self.Zt @ self.Z.multiply(w[:, None])).toarray())
+        return lam[:, None] * ztwz * lam[None, :] + np.eye(self.q)
 
     def __call__(self, theta: np.ndarray, beta: np.ndarray) -> float:
-        from scipy.linalg import cho_solve
         from scipy.special import expit
 
         lam = theta[self.comp]
@@ -636,7 +720,7 @@ class _LaplaceDeviance:
         pl = self._loglik(eta) - 0.5 * u @ u
         for _ in range(100):
             g = lam * (self.Zt @ (self.m * (self.y - expit(eta)))) - u
-            step = cho_solve((self._chol(lam, eta), True), g)
+            step, _ = self._solve(lam, eta, g)
             t = 1.0
             while True:
                 u_new = u + t * step
@@ -649,9 +733,8 @@ class _LaplaceDeviance:
             if np.max(np.abs(t * step)) < 1e-11:
                 break
         self.u = u
-        L = self._chol(lam, eta)
-        return float(-2 * (self._loglik(eta) + self.const) + u @ u
-                     + 2 * np.log(np.diag(L)).sum())
+        _, logdet = self._solve(lam, eta, np.zeros(self.q))
+        return float(-2 * (self._loglik(eta) + self.const) + u @ u + logdet)
 
 
 def fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
@@ -781,14 +864,14 @@ def fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     dev(sd, x[k:])  # conditional modes at the optimum
     lam = sd[dev.comp]
     eta = X @ x[k:] + dev.Z @ (lam * dev.u)
-    L = dev._chol(lam, eta)
+    H = dev.hessian(lam, eta)
     mu = expit(eta)
     w = m * mu * (1 - mu)
-    fe_re_cov = _joint_cov(X.T @ (w[:, None] * X),
-                           lam[:, None] * np.asarray(dev.Zt @ (w[:, None] * X)), L @ L.T, lam,
-                           1.0)
-    L_inv = np.linalg.inv(L)
-    re_sd = lam * np.sqrt((L_inv**2).sum(axis=0))  # lme4's condVar: given beta and SDs
+    fe_re_cov = (_joint_cov(X.T @ (w[:, None] * X),
+                            lam[:, None] * np.asarray(dev.Zt @ (w[:, None] * X)), H, lam, 1.0)
+                 if any(not t.is_intercept for t in terms) else None)
+    # lme4's condVar: conditional SDs given beta and the SDs
+    re_sd = lam * np.sqrt(np.clip(np.diag(np.linalg.inv(H)), 0.0, None))
     results = LaplaceResults(params=np.concatenate([sd, x[k:]]), cov=fe_cov, deviance=fval,
                              llf=-fval / 2, modes=dev.u * lam, converged=converged)
     return CrossedFit(
@@ -835,6 +918,8 @@ _NOTES = {
 def _fe_cov(fit: CrossedFit) -> np.ndarray:
     """Covariance of the fixed effects (VB: diagonal, as mean-field VB assumes)."""
     k = len(fit.fe_names)
+    if fit.fe_cov is not None:
+        return fit.fe_cov
     if fit.method == "vb":
         return np.diag(fit.fe_se**2)
     cov = np.asarray(fit.results.cov_params(), dtype=float)[:k, :k]
