@@ -261,3 +261,26 @@ def test_model_rows_take_population_averaged_probabilities():
     # share interval: the SD bound squared over itself plus the other components
     assert v.loc["scenario", "share_lo"] == pytest.approx(0.25 / (0.25 + 3.54), rel=1e-12)
     assert v.loc["scenario", "share_hi"] == pytest.approx(4.0 / (4.0 + 3.54), rel=1e-12)
+
+
+def test_scores_table_means_and_differences():
+    rng = np.random.default_rng(4)
+    item_effect = np.repeat(rng.normal(0, 1, 30), 4)
+    df = pd.DataFrame({"item": np.repeat(np.arange(30), 4),
+                       "cond": np.tile(["A", "A", "B", "B"], 30)})
+    df["score"] = 5 + item_effect + 0.4 * (df["cond"] == "B") + rng.normal(0, 1, len(df))
+    t = evalmix.read(df, outcome="score", condition="cond", clusters={"item": "item"})
+    rep = evalmix.analyze(t, fast=True, backend="statsmodels", reps=199, seed=1,
+                          progress=False, methods=["naive", "CR2"], levels=["none"])
+    iv = rep.intervals
+    assert set(zip(iv["estimand"], iv["contrast"], strict=True)) == {
+        ("mean", "A"), ("mean", "B"), ("difference", "B - A")}
+    # the recommended level (item, 30 clusters) is added even when not asked for
+    assert rep.recommendation["cluster"] == "item"
+    assert set(iv.loc[iv["source"] == "design", "cluster"]) == {"", "item"}
+    # a 1-10 style score has no natural null: means carry no decision
+    assert iv.loc[iv["estimand"] == "mean", "decision"].isna().all()
+    naive = iv[(iv["estimand"] == "mean") & (iv["method"] == "naive")].set_index("contrast")
+    assert naive.loc["B", "estimate"] == pytest.approx(df.loc[df["cond"] == "B", "score"].mean(),
+                                                       rel=EXACT_TOL)
+    assert "mixedlm" in set(iv["method"])

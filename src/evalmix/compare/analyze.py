@@ -283,13 +283,19 @@ def analyze(
     rec = recommend_cluster(table, min_clusters=min_clusters, judge=judge)
     plan = contrasts(table)
     notes: list[str] = []
+    rec_level = (rec.cluster,) if rec.cluster else ()
+    if rec_level not in levels_run:
+        levels_run.append(rec_level)
+        notes.append(f"the recommended cluster level '{rec.cluster}' was added to the "
+                     "levels you asked for, so the headline can compare against it")
+    if "naive" not in design_methods or rec.method not in design_methods:
+        design_methods = list(dict.fromkeys(["naive", *design_methods, rec.method]))
 
     # ---------------------------------------------------------------- design jobs
     jobs = [_Job(c, m, lv) for c in plan for m in design_methods for lv in levels_run
             if _applicable(table, c, m, lv)]
     judge_jobs: list[_Job] = []
     if judge is not None and table.n_levels(judge) > 1:
-        rec_level = (rec.cluster,) if rec.cluster else ()
         for jl in table.levels(judge):
             for c in plan:
                 for m, lv in dict.fromkeys((("naive", ()), (rec.method, rec_level))):

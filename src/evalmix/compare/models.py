@@ -302,7 +302,8 @@ def model_rows(table: EvalTable, plan: Sequence[Contrast], *, backend: str | Non
         rows += _rows_from_fit(f, method, plan, level, table.n_obs)
         var_parts.append(_variance_rows(f, method))
         div = int(getattr(f, "divergences", 0) or 0)
-        if div:
+        own = tuple(getattr(f, "warnings", ()))
+        if div and not own:
             notes.append(f"the Bayesian fit had {div} divergent transitions: its intervals "
                          "may be off; refit with more tuning or a higher target_accept")
         if getattr(f, "approximate", False):
@@ -312,7 +313,7 @@ def model_rows(table: EvalTable, plan: Sequence[Contrast], *, backend: str | Non
         for w in getattr(f, "warnings", ()):
             notes.append(f"{method}: {w}")
         diag = getattr(f, "diagnostics", None)
-        if diag is not None and not diag.empty and "r_hat" in diag.columns:
+        if not own and diag is not None and not diag.empty and "r_hat" in diag.columns:
             bad = diag[pd.to_numeric(diag["r_hat"], errors="coerce") > 1.01]
             if len(bad):
                 notes.append(f"{method}: {len(bad)} parameter(s) with R-hat > 1.01 "
