@@ -72,10 +72,6 @@ def _method_name(fit: Any, requested: str) -> str:
     return "bayes" if requested == "bayes" else "mixedlm"
 
 
-def _norm(s: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "", str(s).lower())
-
-
 _DIFF = re.compile(r"^\s*p\[(?P<b>.+?)\]\s*-\s*p\[(?P<a>.+?)\]\s*$", re.IGNORECASE)
 _ONE = re.compile(r"^\s*p\[(?P<b>.+?)\]\s*$", re.IGNORECASE)
 _COND = re.compile(r"^\s*(?:condition|model)\[(?P<b>.+?)\]\s*$", re.IGNORECASE)
@@ -85,8 +81,8 @@ def _match(term: str, plan: Sequence[Contrast]) -> Contrast | None:
     """The contrast a probability-scale fixed-effect term names (or None).
 
     The model back ends name them ``p[level]`` (win rate of ``model_b`` = level, or
-    mean of a condition) and ``p[b] - p[a]`` (difference). Other spellings are matched
-    loosely (case and punctuation ignored).
+    mean of a condition) and ``p[b] - p[a]`` (difference), case-insensitive. Other
+    terms (e.g. Bradley-Terry abilities) are not contrasts of the report and are skipped.
     """
     m = _DIFF.match(term)
     if m:
@@ -100,19 +96,6 @@ def _match(term: str, plan: Sequence[Contrast]) -> Contrast | None:
             if c.estimand in ("win_rate", "mean") and c.levels == (m["b"],):
                 return c
         return None
-    t = _norm(term)
-    diffs = [c for c in plan if c.estimand == "difference"]
-    for c in diffs:
-        ref, other = c.levels
-        if _norm(f"{other}-{ref}") in t or _norm(f"{other} vs {ref}") in t:
-            return c
-    singles = [c for c in plan if c.estimand in ("win_rate", "mean")]
-    hits = [c for c in singles if c.levels and _norm(c.levels[0]) and t.endswith(
-        _norm(c.levels[0]))]
-    if not hits:
-        hits = [c for c in singles if c.levels and _norm(c.levels[0]) in t]
-    if len(hits) >= 1:
-        return max(hits, key=lambda c: len(c.levels[0]))
     return None
 
 

@@ -83,14 +83,19 @@ def contrasts(table: EvalTable) -> list[Contrast]:
     out: list[Contrast] = []
     if table.kind == "pairwise":
         pairs = d.groupby(["model_a", "model_b"], sort=True).size().index.tolist()
+        baseline = len({str(ma) for ma, _ in pairs}) == 1  # one model_a: a fixed reference
         for ma, mb in pairs:
             label = f"{mb} vs {ma}"
-            out.append(Contrast("win_rate", label, "model_b", (str(mb),), 0.5, flip=True))
+            # rows of this (model_a, model_b) pair only
+            column, levels = ("model_b", (str(mb),)) if baseline else ("pair", (str(ma),
+                                                                                str(mb)))
+            out.append(Contrast("win_rate", label, column, levels, 0.5, flip=True))
             if table.has_order:
-                out.append(Contrast("controlled_win_rate", label, "model_b", (str(mb),), 0.5,
+                out.append(Contrast("controlled_win_rate", label, column, levels, 0.5,
                                     flip=True, primary=False))
         bs = sorted({str(mb) for _, mb in pairs})
-        if 2 <= len(bs) <= MAX_DIFFERENCE_LEVELS:
+        # differences of win rates against the same reference (baseline designs only)
+        if baseline and 2 <= len(bs) <= MAX_DIFFERENCE_LEVELS:
             for ref, other in combinations(bs, 2):
                 out.append(Contrast("difference", f"{other} - {ref}", "model_b", (ref, other),
                                     0.0, flip=True))
@@ -211,6 +216,13 @@ def select_rows(table: EvalTable, c: Contrast) -> np.ndarray:
     """Boolean mask of the rows a contrast uses."""
     if c.column is None:
         return np.ones(table.n_obs, dtype=bool)
+    if c.column == "pair":
+        d = table.data
+        mask = ((d["model_a"].astype(str).to_numpy() == c.levels[0])
+                & (d["model_b"].astype(str).to_numpy() == c.levels[1]))
+        if not mask.any():
+            raise EvalmixError(f"contrast {c.contrast!r} selects no rows")
+        return mask
     col = table.data[c.column].astype(str).to_numpy()
     mask = np.isin(col, list(c.levels))
     if not mask.any():
