@@ -284,3 +284,18 @@ def test_scores_table_means_and_differences():
     assert naive.loc["B", "estimate"] == pytest.approx(df.loc[df["cond"] == "B", "score"].mean(),
                                                        rel=EXACT_TOL)
     assert "mixedlm" in set(iv["method"])
+
+
+def test_bradley_terry_design_gets_one_contrast_per_pair():
+    from evalmix.compare.plan import select_rows
+
+    rows = [{"item": f"q{i}", "model_a": a, "model_b": b, "outcome": "a" if i % 3 else "b"}
+            for i in range(30) for a, b in (("m1", "m2"), ("m1", "m3"), ("m2", "m3"))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = evalmix.read(pd.DataFrame(rows), outcome="outcome", model_a="model_a",
+                         model_b="model_b", clusters={"item": "item"})
+    cs = contrasts(t)
+    assert [c.contrast for c in cs] == ["m2 vs m1", "m3 vs m1", "m3 vs m2"]
+    assert all(c.estimand == "win_rate" for c in cs)  # no differences across opponents
+    assert [int(select_rows(t, c).sum()) for c in cs] == [30, 30, 30]
