@@ -114,7 +114,9 @@ def headline(frame: pd.DataFrame, *, cluster: str, method: str = "CR2",
         wn = float(naive["hi"] - naive["lo"])
         wr = float(rec["hi"] - rec["lo"])
         ratio = wr / wn if wn > 0 else float("nan")
-        if not np.isfinite(ratio):
+        if not cluster:
+            msg = "no cluster factor given: rows treated as independent"
+        elif not np.isfinite(ratio):
             msg = "no naive width to compare"
         elif ratio >= 1.05:
             msg = f"your error bar was {ratio:.1f}x too narrow"

@@ -247,6 +247,9 @@ def model_rows(table: EvalTable, plan: Sequence[Contrast], *, backend: str | Non
     fits: dict[str, Any] = {}
     rows: list[dict[str, Any]] = []
     var_parts: list[pd.DataFrame] = []
+    if backends and not table.clusters:
+        notes.append("no cluster factors, so no mixed model was fitted")
+        backends = []
     if not backends:
         return fits, rows, pd.DataFrame(columns=list(VARIANCE_REPORT_COLUMNS)), notes
     if fit is None:
