@@ -65,14 +65,9 @@ def test_demo_writes_design_summary(tmp_path: Path):
     summary = json.loads((out / "design.json").read_text())
     assert summary["rows_raw"] == 6_480 and summary["kind"] == "pairwise"
     assert {f["factor"] for f in summary["factors"]} >= {"scenario", "persona", "judge"}
-    # the Markdown design summary: design.md (fallback demo), or the Design section of
-    # the full report's report.md
-    if (out / "design.md").exists():
-        md = (out / "design.md").read_text()
-        assert "Design summary" in md and "6,480" in md
-    else:
-        md = (out / "report.md").read_text()
-        assert "## Design" in md
+    # the Markdown design summary (issue 2: Markdown + JSON)
+    md = (out / "design.md").read_text()
+    assert "Design summary" in md and "6,480" in md
     assert "| scenario | scenario | 30 |" in md and "crossed" in md
 
 

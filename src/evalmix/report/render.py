@@ -337,10 +337,30 @@ def markdown(rep: Report, *, plots_dir: str | None = None) -> str:
         out += ["## Judge-stratified estimates", "",
                 _table_md(jt[~jt["estimand"].isin(
                     ["first_shown_win_rate", "flip_rate", "consistency"])]), ""]
-    out += ["## Design", ""]
+    out += [design_markdown(rep), "All intervals: `intervals.csv`.", ""]
+    return "\n".join(out)
+
+
+def design_markdown(rep: Report) -> str:
+    """The design section alone (also written as ``design.md``)."""
+    d = rep.design
+    dropped = d.get("dropped") or {}
+    dropped_text = ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in dropped.items())
+    out = ["## Design summary", "",
+           f"- Source: `{d.get('source', '')}` ({d.get('kind', '')}, "
+           f"{d.get('outcome_type', '')} outcome)",
+           f"- Rows: {int(d.get('rows_raw', 0)):,} read, {int(d.get('rows_used', 0)):,} used; "
+           f"dropped: {dropped_text or 'none'}"]
+    pairs = d.get("pairs") or {}
+    if pairs.get("order_known"):
+        out.append(f"- AB/BA as read: {pairs.get('comparisons')} comparisons, "
+                   f"{pairs.get('both_orders')} in both orders, "
+                   f"{pairs.get('one_order_only')} in one order only")
+    if d.get("ties_count") is not None and d.get("kind") == "pairwise":
+        out.append(f"- Ties: {d.get('ties_count')} (policy: {d.get('ties')})")
+    out.append("")
     for title, frame in _design_frames(rep):
         out += [f"### {title}", "", _table_md(frame), ""]
-    out += ["All intervals: `intervals.csv`.", ""]
     return "\n".join(out)
 
 

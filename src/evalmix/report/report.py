@@ -145,20 +145,23 @@ class Report:
         """Write every file of the report into folder ``out``.
 
         Files: ``intervals.csv``, ``variance.csv``, ``judges.csv``, ``design.json``,
-        ``report.html``, ``report.md`` (with ``plots/*.png``), ``summary.json``.
+        ``design.md``, ``report.html``, ``report.md`` (with ``plots/*.png``),
+        ``summary.json``.
         """
         from evalmix.report.plots import all_figures, save_png
+        from evalmix.report.render import design_markdown
 
         d = Path(out)
         d.mkdir(parents=True, exist_ok=True)
         paths = {name: d / name for name in (
-            "intervals.csv", "variance.csv", "judges.csv", "design.json", "report.html",
-            "report.md", "summary.json")}
+            "intervals.csv", "variance.csv", "judges.csv", "design.json", "design.md",
+            "report.html", "report.md", "summary.json")}
         self.intervals.to_csv(paths["intervals.csv"], index=False)
         self.variance.to_csv(paths["variance.csv"], index=False)
         self.judges.to_csv(paths["judges.csv"], index=False)
         paths["design.json"].write_text(json.dumps(_jsonable(self.design), indent=2,
                                                    default=str))
+        paths["design.md"].write_text(design_markdown(self))
         summary = dict(self.summary)
         summary["headline"] = self.headline
         summary["warnings"] = list(self.warnings)
