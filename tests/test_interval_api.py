@@ -226,3 +226,29 @@ def test_small_cluster_coverage_cr2_near_nominal():
     small = table["G"] <= 20
     assert (table.loc[small, "CR1"] < table.loc[small, "CR2"] - 0.03).all()
     assert (table["naive"] < table["CR1"]).all()
+
+
+def test_multiway_eigenvalue_fix_falls_back_to_largest_one_way():
+    """When the CGM eigenvalue fix shrinks the target SE below a one-way SE (here to a
+    zero-width interval before the fallback), the interval uses the largest one-way
+    variance and says so. Reference: the one-way CR1 intervals of the same table."""
+    from evalmix.sim import pairwise_judges
+
+    table = pairwise_judges(seed=2026).table()  # this seed triggers the fix
+    with pytest.warns(evalmix.EvalmixWarning, match="eigenvalue fix"):
+        two = evalmix.interval(table, "difference", method="CR1", cluster=["persona", "author"])
+    one = [evalmix.interval(table, "difference", method="CR1", cluster=c)
+           for c in ("persona", "author")]
+    assert two.details["eigenvalue_fix"] is True
+    assert two.details["fallback"].endswith("(persona)")
+    assert two.se == pytest.approx(max(r.se for r in one), rel=1e-12)
+    assert two.hi - two.lo > 0
+
+
+def test_bootstrap_few_clusters_warns_once():
+    t = evalmix.sim.clustered_scores(10, 20, p=0.6, icc=0.1, seed=2).table()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        evalmix.interval(t, "mean", method="bootstrap", cluster="cluster", reps=199, seed=1)
+    few = [w for w in caught if issubclass(w.category, FewClustersWarning)]
+    assert len(few) == 1

@@ -26,6 +26,7 @@ from scipy import stats
 
 from evalmix.errors import (
     EvalmixError,
+    EvalmixWarning,
     FewClustersWarning,
     InvalidOptionError,
     TooFewClustersError,
@@ -235,6 +236,26 @@ def interval(
         df: float = G - 1
         details.update(n_clusters_by_factor=dict(zip(roles, mw.n_clusters, strict=True)),
                        eigenvalue_fix=mw.fixed)
+        if mw.fixed:
+            # The eigenvalue fix can leave the target's variance at (or near) zero: a
+            # zero-width interval. Fall back, conservatively, to the largest one-way
+            # variance of the same type (Cameron & Miller 2015, sec. VII.C).
+            one_way = [vcov_cluster(problem.X, f.resid, c, type=cast(Any, method),
+                                    working_weights=f.working_weights)[k, k]
+                       for c in codes_list]
+            if V[k, k] < max(one_way):
+                worst = int(np.argmax(one_way))
+                V = V.copy()
+                V[k, k] = one_way[worst]
+                details["fallback"] = f"largest one-way variance ({roles[worst]})"
+                warnings.warn(
+                    f"the {'+'.join(roles)} multiway variance was not positive definite and "
+                    f"the eigenvalue fix shrank the standard error below the one-way "
+                    f"{roles[worst]!r} value; using that one-way variance instead "
+                    "(conservative). Consider reporting one-way intervals per factor.",
+                    FewClustersWarning if G < FEW_CLUSTERS else EvalmixWarning,
+                    stacklevel=2,
+                )
         G_report = G
     else:
         if G < 2:
@@ -283,10 +304,13 @@ def _resampling(problem: LinearProblem, method: str, codes: np.ndarray, label: s
                 table.check_cluster(nested)
                 nested_codes = intersect_codes(codes, problem.cluster_codes[nested])
             details["nested"] = nested
-        res = cluster_bootstrap(problem.X, problem.y, codes, target=problem.target,
-                                family=cast(Any, problem.family), reps=n_reps,
-                                level=level, ci=cast(Any, ci),
-                                seed=seed, nested=nested_codes)
+        with warnings.catch_warnings():
+            # the API has already said so (once) in _few_clusters
+            warnings.simplefilter("ignore", FewClustersWarning)
+            res = cluster_bootstrap(problem.X, problem.y, codes, target=problem.target,
+                                    family=cast(Any, problem.family), reps=n_reps,
+                                    level=level, ci=cast(Any, ci),
+                                    seed=seed, nested=nested_codes)
         draws = np.asarray(res.draws, dtype=float)
         good = draws[np.isfinite(draws)]
         p = float("nan")
