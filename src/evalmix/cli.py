@@ -13,6 +13,7 @@ import importlib
 import sys
 import warnings
 from collections.abc import Sequence
+from typing import NoReturn
 
 from evalmix import __version__
 from evalmix.errors import EvalmixError
@@ -52,13 +53,20 @@ def _demo_fallback(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error (``evalmix: error: ...``) and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"evalmix: error: {' '.join(message.split())} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="evalmix",
         description="Honest uncertainty for LLM-evaluation results.",
     )
     parser.add_argument("--version", action="version", version=f"evalmix {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     registered: set[str] = set()
     for name in _COMMAND_MODULES:
         try:

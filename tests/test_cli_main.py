@@ -1,0 +1,25 @@
+"""The top-level CLI: usage errors are one line with exit code 2."""
+
+from __future__ import annotations
+
+import pytest
+
+from evalmix.cli import main, parse_cluster
+from evalmix.errors import EvalmixError
+
+
+@pytest.mark.parametrize("argv", [["bogus"], ["report", "x.csv", "--outcome", "y"],
+                                  ["report", "x.csv", "--out", "o", "--ties", "bogus"]])
+def test_usage_errors_are_one_line(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert len(err) == 1 and err[0].startswith("evalmix: error:")
+
+
+def test_parse_cluster():
+    assert parse_cluster(["item=item_id", " judge = judge "]) == {"item": "item_id",
+                                                                  "judge": "judge"}
+    with pytest.raises(EvalmixError, match="ROLE=COLUMN"):
+        parse_cluster(["item"])
