@@ -60,6 +60,8 @@ RHAT_MAX = 1.01
 ESS_MIN = 400
 #: Factors with fewer levels get a FewClustersWarning.
 FEW_LEVELS = 5
+#: target_accept of the automatic re-run after divergences.
+RETRY_TARGET_ACCEPT = 0.95
 
 
 def _has(mod: str) -> bool:
@@ -145,6 +147,7 @@ def fit_bayes(
     sensitivity: float | None = None,
     level: float = 0.95,
     target_accept: float | None = None,
+    retry_divergent: bool = True,
     progress: bool = False,
 ) -> ModelFit:
     """Fit a :class:`ModelSpec` by NUTS; see the module docstring for the engines.
@@ -168,6 +171,12 @@ def fit_bayes(
         ``provenance["prior_sensitivity"]``.
     level : float
         Interval level (equal-tailed posterior quantiles).
+    target_accept : float, optional
+        NUTS target acceptance (sampler default 0.8).
+    retry_divergent : bool
+        When the first run has divergences (and ``target_accept`` was not given), sample
+        once more with ``target_accept=0.95`` and keep that run (recorded in
+        ``provenance["retried"]``).
 
     Returns
     -------
@@ -202,6 +211,16 @@ def fit_bayes(
         spec, data, terms, engine=engine, sampler=sampler, draws=draws, tune=tune,
         chains=chains, seed=seed_i, prior_scale=prior_scale, progress=progress,
         target_accept=target_accept)
+    retried = None
+    n_div = int(idata.sample_stats["diverging"].sum())
+    if n_div and target_accept is None and retry_divergent:
+        # divergences come from the funnel of poorly identified SDs (few levels, small
+        # data); a smaller step size usually removes most of them (docs/models.md)
+        retried = {"divergences_first_run": n_div, "target_accept": RETRY_TARGET_ACCEPT}
+        idata, engine_used, sampler_used = _sample(
+            spec, data, terms, engine=engine, sampler=sampler, draws=draws, tune=tune,
+            chains=chains, seed=seed_i + 1, prior_scale=prior_scale, progress=progress,
+            target_accept=RETRY_TARGET_ACCEPT)
     t_sample = time.perf_counter() - t0
     names = ["b"] * bool(spec.fixed_names) + [v for t in terms for v in (t.sd_var, t.var)]
     names += [n for n in ("sigma", "cutpoints") if n in idata.posterior]
@@ -210,12 +229,20 @@ def fit_bayes(
     diag = _diagnostics(idata, names)
     divergences = int(idata.sample_stats["diverging"].sum())
     msgs = _check(spec, diag, divergences, var)
+    if retried and msgs and msgs[0][1] is ConvergenceWarning:
+        msgs[0] = (msgs[0][0].replace(
+            "MCMC did not pass", f"MCMC (re-run at target_accept={RETRY_TARGET_ACCEPT} after "
+            f"{retried['divergences_first_run']} divergences) did not pass"), ConvergenceWarning)
     prov = _provenance(spec, data, terms, engine_used, sampler_used, seed_i, draws, tune,
                        chains, prior_scale, time.perf_counter() - t0, t_sample)
+    prov["target_accept"] = (RETRY_TARGET_ACCEPT if retried else target_accept) or 0.8
+    if retried:
+        prov["retried"] = retried
     if sensitivity is not None:
         alt = fit_bayes(spec, engine=engine, sampler=sampler, draws=draws, tune=tune,
                         chains=chains, seed=seed_i, prior_scale=sensitivity, level=level,
-                        target_accept=target_accept, progress=progress)
+                        target_accept=target_accept, retry_divergent=retry_divergent,
+                        progress=progress)
         prov["prior_sensitivity"] = sensitivity_table(fixed, var, alt, prior_scale,
                                                       sensitivity)
     for k, v in prov.items():
