@@ -112,10 +112,10 @@ def _check_grid(res, *, strict_band: bool) -> None:
     assert (gap < MC_Z * naive.mcse + NAIVE_ALLOWANCE).all(), naive
     # bootstrap-t is slightly conservative at 20 clusters (0.961 +- 0.002 at 10,000 reps),
     # so it is held to 94-96% up to Monte Carlo error only
-    for method in ("CR1", "bootstrap-t"):
+    for method in ("CR1", "bootstrap-expanded", "bootstrap-t"):
         rows = t[(t.method == method) & (t.n_clusters >= 20)]
         assert len(rows) > 0
-        if strict_band and method == "CR1":
+        if strict_band and method in ("CR1", "bootstrap-expanded"):
             assert rows.coverage.between(0.94, 0.96).all(), rows
         else:
             assert (rows.coverage > 0.94 - MC_Z * rows.mcse).all(), rows
@@ -133,10 +133,10 @@ def test_small_coverage_grid_fast():
             {"n_clusters": 20, "cluster_size": 10, "icc": 0.1},
             {"estimand": "difference", "n_clusters": 60, "cluster_size": 8, "icc": 0.3,
              "size_cv": 0.4}]
-    res = coverage(["naive", "CR1", "CR2", "bootstrap", "bootstrap-t"], grid, reps=2000,
-                   seed=11, boot_reps=399, progress=False)
+    res = coverage(["naive", "CR1", "CR2", "bootstrap", "bootstrap-t", "bootstrap-expanded"],
+                   grid, reps=2000, seed=11, boot_reps=399, progress=False)
     assert list(res.table.columns) == list(study_mod.COVERAGE_COLUMNS)
-    assert len(res.table) == 20 and (res.table.reps == 2000).all()
+    assert len(res.table) == 24 and (res.table.reps == 2000).all()
     _check_grid(res, strict_band=False)
     # equal sizes: CR2 is CR1 exactly
     eq = res.table[res.table.size_cv == 0]
@@ -147,7 +147,8 @@ def test_small_coverage_grid_fast():
 @pytest.mark.slow
 def test_issue_grid_10000_reps():
     # issue 3's design: N = 1,000, m in {1, 5, 10, 20, 50}, rho in {0.1, 0.2}
-    res = coverage(["naive", "CR1", "CR2", "bootstrap", "bootstrap-t"], None, reps=10_000,
+    res = coverage(["naive", "CR1", "CR2", "bootstrap", "bootstrap-t", "bootstrap-expanded"],
+                   None, reps=10_000,
                    seed=2026, jobs=2, progress=False)
     assert res.seconds < 120
     _check_grid(res, strict_band=True)

@@ -13,7 +13,10 @@ replications or bootstrap draws):
   Pustejovsky & Tipton (2018) under the working independence model (clubSandwich's
   ``coef_test(test="Satterthwaite")`` for an intercept-only OLS fit);
 - ``bootstrap``: pairs cluster bootstrap, percentile interval (boot's ``perc``);
-- ``bootstrap-t``: the same resamples studentized by the replicate's CR1 SE.
+- ``bootstrap-t``: the same resamples studentized by the replicate's CR1 SE;
+- ``bootstrap-expanded``: the same resamples, expanded percentile interval (Hesterberg
+  2015; :func:`evalmix.inference.bootstrap.expanded_interval`), which corrects the
+  percentile interval's under-coverage with few clusters.
 
 Any other method name runs :func:`evalmix.interval` on each replication's table (slow,
 but it checks the real entry point).
@@ -32,7 +35,9 @@ from evalmix.errors import EvalmixError
 
 __all__ = ["FAST_METHODS", "CELL_DEFAULTS", "simulate_cell", "run_cell", "cell_truth"]
 
-FAST_METHODS: tuple[str, ...] = ("naive", "CR1", "CR2", "bootstrap", "bootstrap-t")
+FAST_METHODS: tuple[str, ...] = ("naive", "CR1", "CR2", "bootstrap", "bootstrap-t",
+                                 "bootstrap-expanded")
+_BOOT_METHODS: tuple[str, ...] = ("bootstrap", "bootstrap-t", "bootstrap-expanded")
 ESTIMANDS: tuple[str, ...] = ("mean", "difference")
 
 #: Defaults of a design cell (keys a grid may set).
@@ -156,7 +161,7 @@ def stacked_intervals(methods, s, n, q, *, level, boot_reps, rng):
         df = tr_b**2 / tr_b2
         half = _tq(level, df) * se
         out["CR2"] = (est, est - half, est + half, se)
-    if "bootstrap" in methods or "bootstrap-t" in methods:
+    if any(m in methods for m in _BOOT_METHODS):
         # fresh resampling weights for every block of WEIGHT_BLOCK replications, so that
         # replications share bootstrap noise only within a block (and memory stays at
         # one G x B weight matrix)
@@ -166,7 +171,7 @@ def stacked_intervals(methods, s, n, q, *, level, boot_reps, rng):
             w = np.ascontiguousarray(_weights(g, boot_reps, rng).T)  # (G, B)
             parts.append(_bootstrap_block(methods, s[rows], n[rows], est[rows],
                                           se_cr1[rows], w, level))
-        for name in ("bootstrap", "bootstrap-t"):
+        for name in _BOOT_METHODS:
             if name in methods:
                 lo, hi, se_b = (np.concatenate([p[name][i] for p in parts]) for i in range(3))
                 out[name] = (est, lo, hi, se_b)
@@ -182,6 +187,11 @@ def _bootstrap_block(methods, s, n, est, se_cr1, w, level):
     if "bootstrap" in methods:
         ci = _norm_inter(theta, (1 + np.array([-level, level])) / 2)
         out["bootstrap"] = (ci[:, 0], ci[:, 1], theta.std(axis=1, ddof=1))
+    if "bootstrap-expanded" in methods:
+        from evalmix.inference.bootstrap import expanded_interval
+
+        ci = expanded_interval(theta, g, level)
+        out["bootstrap-expanded"] = (ci[:, 0], ci[:, 1], theta.std(axis=1, ddof=1))
     if "bootstrap-t" in methods:
         s2 = (s * s) @ w
         ss = s2 - 2 * theta * ((s * n) @ w) + theta**2 * ((n * n) @ w)

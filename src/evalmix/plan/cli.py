@@ -96,7 +96,7 @@ def add_parser(subparsers: Any) -> list[str]:
         "coverage", help="coverage study of interval methods over a design grid",
         description="Coverage, width and Monte Carlo SE of interval methods over a grid of "
                     "clustered designs; parallel (joblib or Dask), streamed, resumable.")
-    cv.add_argument("--methods", default="naive,CR1,CR2,bootstrap,bootstrap-t")
+    cv.add_argument("--methods", default="naive,CR1,CR2,bootstrap,bootstrap-t,bootstrap-expanded")
     cv.add_argument("--estimand", default="mean", help="mean and/or difference (comma list)")
     cv.add_argument("--clusters", default=None, help="numbers of clusters K (comma list)")
     cv.add_argument("--n-obs", dest="n_obs", default=None,

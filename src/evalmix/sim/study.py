@@ -241,8 +241,8 @@ def coverage(
     Parameters
     ----------
     methods : sequence of str
-        ``"naive"``, ``"CR1"``, ``"CR2"``, ``"bootstrap"`` (percentile) and
-        ``"bootstrap-t"`` run vectorised over all replications of a cell (array-level
+        ``"naive"``, ``"CR1"``, ``"CR2"``, ``"bootstrap"`` (percentile),
+        ``"bootstrap-t"`` and ``"bootstrap-expanded"`` (expanded percentile) run vectorised over all replications of a cell (array-level
         sandwich and bootstrap on stacked replications). Any other name (e.g. ``"CR3"``,
         ``"wild"``) calls :func:`evalmix.interval` on each replication's table.
     grid : dict of lists, list of dicts or DataFrame
