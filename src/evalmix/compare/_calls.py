@@ -28,7 +28,7 @@ class Outcome:
         return self.error is None
 
 
-def _one_line(text: str) -> str:
+def _one_line(text: object) -> str:
     return " ".join(str(text).split())
 
 

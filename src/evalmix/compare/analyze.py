@@ -38,6 +38,8 @@ from evalmix.compare.position import position_bias
 from evalmix.errors import EvalmixError, check_option
 
 if TYPE_CHECKING:
+    from rich.progress import Progress
+
     from evalmix.data.table import EvalTable
     from evalmix.report.report import Report
 
@@ -134,7 +136,7 @@ class _Progress:
 
     def __init__(self, enabled: bool):
         self.enabled = enabled and sys.stderr is not None
-        self._p = None
+        self._p: Progress | None = None
 
     def __enter__(self) -> _Progress:
         if self.enabled:
@@ -324,6 +326,9 @@ def analyze(
     with _Progress(progress) as bar:
         t_main = bar.task("intervals", len(jobs))
         t_judge = bar.task("judge-stratified", len(judge_jobs)) if judge_jobs else None
+        row: dict[str, Any]
+        w: list[tuple[str, str]]
+        err: str | None
         for i, job in enumerate(jobs + judge_jobs):
             sub = subset(job.contrast, job.judge)
             if interval is None:

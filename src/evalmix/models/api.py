@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 import pandas as pd
@@ -12,6 +12,9 @@ import pandas as pd
 from evalmix.errors import EvalmixError, check_option
 from evalmix.models.result import ModelFit
 from evalmix.models.spec import build_spec
+
+if TYPE_CHECKING:
+    from evalmix.models.frequentist import Method
 
 __all__ = ["fit", "BACKENDS"]
 
@@ -94,7 +97,8 @@ def fit(
     if backend == "statsmodels":
         from evalmix.models.frequentist import fit_statsmodels
 
-        return fit_statsmodels(table, spec, method=method, level=level, seed=seed,
+        # ``method`` stays a plain str here; fit_statsmodels validates it
+        return fit_statsmodels(table, spec, method=cast("Method", method), level=level, seed=seed,
                                **backend_kwargs)
     from evalmix.models.bayes import fit_bayes
 

@@ -30,7 +30,7 @@ import importlib.util
 import json
 import time
 import warnings
-from typing import Literal
+from typing import Literal, cast
 
 import numpy as np
 import pandas as pd
@@ -117,7 +117,8 @@ def _sample(spec: ModelSpec, data, terms, *, engine: str, sampler: str, draws: i
 def _diagnostics(idata, names: list[str]) -> pd.DataFrame:
     import arviz as az
 
-    s = az.summary(idata, var_names=names, kind="all", round_to="none")
+    # the default fmt="wide" gives a DataFrame (an xarray Dataset only for fmt="xarray")
+    s = cast(pd.DataFrame, az.summary(idata, var_names=names, kind="all", round_to="none"))
     out = s.reset_index().rename(columns={"index": "parameter"})
     return out[list(DIAGNOSTIC_COLUMNS)]
 
@@ -258,8 +259,9 @@ def fit_bayes(
                     provenance=prov, warnings=tuple(m for m, _ in msgs))
 
 
-def _check(spec: ModelSpec, diag: pd.DataFrame, divergences: int, var: pd.DataFrame):
-    msgs = []
+def _check(spec: ModelSpec, diag: pd.DataFrame, divergences: int, var: pd.DataFrame
+           ) -> list[tuple[str, type[Warning]]]:
+    msgs: list[tuple[str, type[Warning]]] = []
     bad_r = diag[diag["r_hat"] > RHAT_MAX]
     bad_e = diag[diag["ess_bulk"] < ESS_MIN]
     if divergences or len(bad_r) or len(bad_e):

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Required, TypedDict, cast
 
 import numpy as np
 
@@ -185,8 +186,16 @@ def build_model(spec: ModelSpec, data: Collapsed, *, prior_scale: float = 1.0,
     return model, terms
 
 
+class PopulationDraws(TypedDict, total=False):
+    """What :func:`population_draws` returns: level deviations, fixed effects, cut points."""
+
+    u: Required[dict[str, np.ndarray]]
+    b: np.ndarray
+    cutpoints: np.ndarray
+
+
 def population_draws(spec: ModelSpec, terms: list[TermInfo], post: dict[str, np.ndarray],
-                     *, rng: np.random.Generator) -> dict[str, np.ndarray]:
+                     *, rng: np.random.Generator) -> PopulationDraws:
     """Population-level fixed effects (and cut points) from zero-sum posterior draws.
 
     ``post`` maps variable names to arrays of shape (draws, ...) (chains stacked). For
@@ -196,7 +205,7 @@ def population_draws(spec: ModelSpec, terms: list[TermInfo], post: dict[str, np.
     """
     b = np.array(post["b"], dtype=float, copy=True) if "b" in post else None
     cut = np.array(post["cutpoints"], dtype=float, copy=True) if "cutpoints" in post else None
-    u_full = {}
+    u_full: dict[str, np.ndarray] = {}
     for t in terms:
         u = np.asarray(post[t.var], dtype=float)
         if not t.zero_sum:
@@ -208,9 +217,10 @@ def population_draws(spec: ModelSpec, terms: list[TermInfo], post: dict[str, np.
             cut = cut + m[:, None]
         else:
             j = spec.fixed_names.index(t.absorbed_by)
-            b[:, j] = b[:, j] - m
+            b_arr = cast(np.ndarray, b)  # a zero-sum term absorbed by a fixed column: b is set
+            b_arr[:, j] = b_arr[:, j] - m
         u_full[t.var] = u + m[:, None]
-    out = {"u": u_full}
+    out: PopulationDraws = {"u": u_full}
     if b is not None:
         out["b"] = b
     if cut is not None:

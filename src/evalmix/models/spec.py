@@ -216,7 +216,9 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
 
 def _split_top(s: str, sep: str = "+") -> list[str]:
     """Split on ``sep`` at parenthesis depth 0."""
-    parts, depth, cur = [], 0, []
+    parts: list[str] = []
+    depth = 0
+    cur: list[str] = []
     for ch in s:
         if ch == "(":
             depth += 1
@@ -554,8 +556,8 @@ def build_spec(
         if r_int:
             rterms.append(RandomTerm(gname, "1", _readonly(codes), levels,
                                      _readonly(np.ones(table.n_obs))))
-        for t in lhs:
-            nn, cc = cols.term((t,))
+        for lhs_name in lhs:
+            nn, cc = cols.term((lhs_name,))
             for n, c in zip(nn, cc, strict=True):
                 rterms.append(RandomTerm(gname, n, _readonly(codes), levels, _readonly(c)))
     seen = set()

@@ -5,6 +5,8 @@ Pure array functions: inputs are plain dicts of draws (chains stacked along axis
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import pandas as pd
 from scipy.special import expit
@@ -39,7 +41,7 @@ def _row(term, draws, level, scale, label, transform=None):
 def _latent_variance(spec: ModelSpec, terms: list[TermInfo], sd: dict[str, np.ndarray],
                      x_of: dict[str, float]) -> np.ndarray:
     """Draws of the random-effect variance at a covariate setting ``x_of`` (term -> x)."""
-    v = 0.0
+    v: float | np.ndarray = 0.0
     for t in terms:
         x = 1.0 if t.term == "1" else x_of.get(t.term, 0.0)
         v = v + (x * sd[t.sd_var]) ** 2
@@ -51,7 +53,7 @@ def _p_balanced(eta: np.ndarray, pos: np.ndarray | None, var: np.ndarray | None,
     """P(success): order-balanced over x_pos = +-1/2 when ``balance``; integrated over
     N(0, var) random effects (Gauss-Hermite) when ``var`` is given."""
     shifts = [(0.5, 0.5), (-0.5, 0.5)] if (balance and pos is not None) else [(0.0, 1.0)]
-    out = 0.0
+    out: float | np.ndarray = 0.0
     for xp, w in shifts:
         e = eta + (pos * xp if pos is not None else 0.0)
         if var is None:
@@ -59,10 +61,10 @@ def _p_balanced(eta: np.ndarray, pos: np.ndarray | None, var: np.ndarray | None,
         else:
             z = e[:, None] + np.sqrt(var)[:, None] * _GH_NODES[None, :]
             out = out + w * (expit(z) @ _GH_WEIGHTS)
-    return out
+    return cast(np.ndarray, out)  # eta is an array, so every sum above is one
 
 
-def fixed_table(spec: ModelSpec, terms: list[TermInfo], b: np.ndarray | None,
+def fixed_table(spec: ModelSpec, terms: list[TermInfo], b: np.ndarray,
                 u: dict[str, np.ndarray], sd: dict[str, np.ndarray],
                 cut: np.ndarray | None, *, level: float) -> pd.DataFrame:
     """Fixed effects (link scale, odds ratios), contrasts, probability-scale contrasts,

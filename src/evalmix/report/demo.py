@@ -13,7 +13,8 @@ factor out, so its population-averaged contrasts target ``truth["marginal"]``.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -22,11 +23,20 @@ __all__ = ["demo_report", "truth_table"]
 
 #: Posterior draws per chain in the demo (2 chains; the back end's default).
 DEMO_DRAWS = 1000
+
+
+class _DemoDesign(TypedDict):
+    n_scenarios: int
+    n_personas: int
+    n_authors: int
+    n_judges: int
+
+
 #: Rows of the demo design (scenarios, personas, authors, judges): 6,480 judgments.
-DEMO_DESIGN = {"n_scenarios": 30, "n_personas": 6, "n_authors": 3, "n_judges": 3}
+DEMO_DESIGN: _DemoDesign = {"n_scenarios": 30, "n_personas": 6, "n_authors": 3, "n_judges": 3}
 
 
-def _truth_values(truth: dict[str, Any], conditions: tuple[str, str], which: str
+def _truth_values(truth: Mapping[str, Any], conditions: tuple[str, str], which: str
                   ) -> dict[tuple[str, str], float]:
     t = truth[which]
     c0, c1 = conditions
@@ -38,7 +48,7 @@ def _truth_values(truth: dict[str, Any], conditions: tuple[str, str], which: str
     return out
 
 
-def truth_table(intervals: pd.DataFrame, truth: dict[str, Any], *,
+def truth_table(intervals: pd.DataFrame, truth: Mapping[str, Any], *,
                 recommended: tuple[str, str], conditions: tuple[str, str] = (
                     "control", "treatment")) -> pd.DataFrame:
     """Which intervals contain the simulator's true value.

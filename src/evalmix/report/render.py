@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import html as _html
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
@@ -44,7 +44,8 @@ def fmt(v: Any, digits: int = 3) -> str:
     if isinstance(v, float | np.floating):
         if not np.isfinite(v):
             return "" if np.isnan(v) else ("inf" if v > 0 else "-inf")
-        if float(v).is_integer() and abs(v) >= 10:
+        # abs() of a float / numpy-float union types as object; it is a real number here
+        if float(v).is_integer() and cast(float, abs(v)) >= 10:
             return f"{int(v):,}"
         return f"{v:.{digits}f}"
     if isinstance(v, int | np.integer):
