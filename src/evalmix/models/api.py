@@ -54,8 +54,8 @@ def fit(
     backend : {"bayes", "statsmodels"}
         ``"bayes"``: NUTS (nutpie) on the model of :mod:`evalmix.models.pymc_model`;
         ``"statsmodels"``: :func:`evalmix.models.frequentist.fit_statsmodels`
-        (``method="auto"``, ``"mixedlm"``, ``"vb"`` or ``"map"``; approximations are
-        flagged).
+        (``method="auto"`` -- Laplace for binary outcomes, REML MixedLM for numeric ones --
+        or ``"laplace"``, ``"mixedlm"``, ``"vb"``, ``"map"``; approximations are flagged).
     formula : str, optional
         lme4-syntax formula (supported subset: see :mod:`evalmix.models.spec`). Default:
         condition + position + a random intercept per cluster role + judge-specific
