@@ -26,12 +26,65 @@ __all__ = ["DensityKernel", "KERNEL_FAMILIES"]
 KERNEL_FAMILIES = ("bernoulli", "binomial", "gaussian")
 
 
-@numba.njit(cache=True, nogil=True, fastmath=False)
-def _rows(X, b, cg, xs, u, succ, trials, s2, family, inv_var, g_b, g_u):  # pragma: no cover
-    """One pass over the rows: log-likelihood (family 0) or the Gaussian quadratic form
-    (family 1), and gradients w.r.t. ``b`` and the concatenated level effects ``u``."""
+@numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False)
+def _eta(X, b, cg, xs, unit, u, eta, nabs):  # pragma: no cover
+    """Linear predictor per row (``eta``) and ``-|eta|`` (``nabs``).
+
+    ``cg`` (m, r) int32 and ``xs`` (m, r) are row-major so that one row's codes and
+    scales are contiguous; ``unit[t]`` marks terms whose scale is 1 everywhere (their
+    multiplication by 1.0 is exact, so it is skipped)."""
     m, k = X.shape
-    r = cg.shape[0]
+    r = cg.shape[1]
+    for i in range(m):
+        e = 0.0
+        for j in range(k):
+            e += X[i, j] * b[j]
+        for t in range(r):
+            if unit[t]:
+                e += u[cg[i, t]]
+            else:
+                e += u[cg[i, t]] * xs[i, t]
+        eta[i] = e
+        nabs[i] = -abs(e)
+
+
+@numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False)
+def _binom_grad(X, cg, xs, unit, eta, ex, l1p, succ, trials, g_b, g_u):  # pragma: no cover
+    """Binomial log-likelihood sum(s*eta - n*softplus(eta)) and its gradients w.r.t.
+    ``b`` and ``u``, given ``ex = exp(-|eta|)`` and ``l1p = log1p(ex)`` (computed by
+    NumPy's SIMD ufuncs). The softplus is branch-free: ``max(eta, 0) + l1p``."""
+    m, k = X.shape
+    r = cg.shape[1]
+    for j in range(k):
+        g_b[j] = 0.0
+    for j in range(g_u.shape[0]):
+        g_u[j] = 0.0
+    total = 0.0
+    for i in range(m):
+        et = eta[i]
+        e = ex[i]
+        inv = 1.0 / (1.0 + e)
+        pos = et > 0.0
+        sp = (et if pos else 0.0) + l1p[i]
+        p = inv * (1.0 if pos else e)
+        total += succ[i] * et - trials[i] * sp
+        g = succ[i] - trials[i] * p
+        for j in range(k):
+            g_b[j] += X[i, j] * g
+        for t in range(r):
+            if unit[t]:
+                g_u[cg[i, t]] += g
+            else:
+                g_u[cg[i, t]] += g * xs[i, t]
+    return total
+
+
+@numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False)
+def _gauss_rows(X, b, cg, xs, unit, u, succ, trials, s2, inv_var, g_b,
+                g_u):  # pragma: no cover
+    """Gaussian quadratic form and its gradients w.r.t. ``b`` and ``u`` in one pass."""
+    m, k = X.shape
+    r = cg.shape[1]
     for j in range(k):
         g_b[j] = 0.0
     for j in range(u.shape[0]):
@@ -42,27 +95,37 @@ def _rows(X, b, cg, xs, u, succ, trials, s2, family, inv_var, g_b, g_u):  # prag
         for j in range(k):
             eta += X[i, j] * b[j]
         for t in range(r):
-            eta += u[cg[t, i]] * xs[t, i]
-        if family == 0:
-            # s*eta - n*softplus(eta)
-            e = np.exp(-abs(eta))
-            inv = 1.0 / (1.0 + e)
-            if eta > 0:
-                sp = eta + np.log1p(e)
-                p = inv
+            if unit[t]:
+                eta += u[cg[i, t]]
             else:
-                sp = np.log1p(e)
-                p = e * inv
-            total += succ[i] * eta - trials[i] * sp
-            g = succ[i] - trials[i] * p
-        else:
-            total += s2[i] - 2.0 * eta * succ[i] + trials[i] * eta * eta
-            g = (succ[i] - trials[i] * eta) * inv_var
+                eta += u[cg[i, t]] * xs[i, t]
+        total += s2[i] - 2.0 * eta * succ[i] + trials[i] * eta * eta
+        g = (succ[i] - trials[i] * eta) * inv_var
         for j in range(k):
             g_b[j] += X[i, j] * g
         for t in range(r):
-            g_u[cg[t, i]] += g * xs[t, i]
+            if unit[t]:
+                g_u[cg[i, t]] += g
+            else:
+                g_u[cg[i, t]] += g * xs[i, t]
     return total
+
+
+def _rows(X, b, cg, xs, unit, u, succ, trials, s2, family, inv_var, g_b, g_u):
+    """Log-likelihood (family 0) or Gaussian quadratic form (family 1) over the rows,
+    with gradients w.r.t. ``b`` and the concatenated level effects ``u`` (filled in
+    ``g_b``, ``g_u``). Family 0 runs gather (Numba) -> exp/log1p (NumPy SIMD ufuncs,
+    which release the GIL) -> scatter (Numba); scalar libm exp/log1p were most of the
+    per-row cost. Buffers are per call (nutpie evaluates chains in parallel threads)."""
+    if family != 0:
+        return _gauss_rows(X, b, cg, xs, unit, u, succ, trials, s2, inv_var, g_b, g_u)
+    m = X.shape[0]
+    eta = np.empty(m)
+    buf = np.empty(m)
+    _eta(X, b, cg, xs, unit, u, eta, buf)
+    np.exp(buf, out=buf)
+    l1p = np.log1p(buf)
+    return _binom_grad(X, cg, xs, unit, eta, buf, l1p, succ, trials, g_b, g_u)
 
 
 def zerosum_forward(x: np.ndarray) -> np.ndarray:
@@ -112,11 +175,14 @@ class DensityKernel:
         sizes = [t.n_levels for t in self.terms]
         self.u_off = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         r = len(self.terms)
-        self.cg = np.zeros((r, data.n_patterns), dtype=np.int64)
-        self.xs = np.zeros((r, data.n_patterns))
+        # row-major (m, r): one row's level codes and scales are contiguous
+        self.cg = np.zeros((data.n_patterns, r), dtype=np.int32)
+        self.xs = np.ones((data.n_patterns, r))
+        self.unit = np.ones(r, dtype=np.bool_)
         for i, (c, x) in enumerate(zip(data.codes, data.x, strict=True)):
-            self.cg[i] = c + self.u_off[i]
-            self.xs[i] = x
+            self.cg[:, i] = c + self.u_off[i]
+            self.xs[:, i] = x
+            self.unit[i] = bool(np.all(self.xs[:, i] == 1.0))
         self.succ = np.ascontiguousarray(data.sum_y if self.family else data.successes,
                                          dtype=np.float64)
         self.trials = np.ascontiguousarray(data.trials, dtype=np.float64)
@@ -161,7 +227,7 @@ class DensityKernel:
             inv_var = 1.0
         # fresh gradient buffers per call: nutpie evaluates chains in parallel threads
         g_b, g_u_all = np.empty(k), np.empty(u_all.shape[0])
-        q = _rows(self.X, np.ascontiguousarray(b), self.cg, self.xs, u_all, self.succ,
+        q = _rows(self.X, np.ascontiguousarray(b), self.cg, self.xs, self.unit, u_all, self.succ,
                   self.trials, self.s2, self.family, inv_var, g_b, g_u_all)
         if self.family == 1:
             lp = -self.n_total * log_sigma - 0.5 * q * inv_var
