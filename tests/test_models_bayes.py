@@ -167,7 +167,7 @@ def test_kernel_density_equals_pymc():
         assert offsets[0] == pytest.approx(offsets[1], abs=1e-8)
 
 
-def test_convergence_warning_on_too_short_chains():
+def test_convergence_warning_on_too_short_chains(tmp_path):
     t = pairwise_judges(6, 3, 3, 3, seed=4, tie_threshold=0).table()
     with pytest.warns(ConvergenceWarning, match="bulk ESS < 400"):
         with warnings.catch_warnings():
@@ -175,3 +175,11 @@ def test_convergence_warning_on_too_short_chains():
             fit = evalmix.fit(t, seed=1, draws=60, tune=60, chains=2, progress=False)
     assert any("ESS" in w for w in fit.warnings)
     assert set(fit.diagnostics.columns) >= {"parameter", "r_hat", "ess_bulk", "ess_tail"}
+    # the posterior saves and reloads with its provenance (attrs must be plain scalars)
+    import arviz as az
+
+    path = tmp_path / "fit.nc"
+    fit.idata.to_netcdf(path)
+    back = az.from_netcdf(path)
+    assert back.posterior.attrs["formula"] == fit.formula
+    assert back.posterior.attrs["seed"] == 1

@@ -248,7 +248,8 @@ def fit_bayes(
                                                       sensitivity)
     for k, v in prov.items():
         if isinstance(v, int | float | str):
-            idata.posterior.attrs[k] = v
+            # plain Python scalars only: numpy scalars (e.g. np.str_) break to_netcdf
+            idata.posterior.attrs[k] = v.item() if isinstance(v, np.generic) else v
     idata.posterior.attrs["priors"] = json.dumps(prov["priors"])
     idata.posterior.attrs["versions"] = json.dumps(prov["versions"])
     for m, cls in msgs:
