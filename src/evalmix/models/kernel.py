@@ -49,16 +49,33 @@ def _eta(X, b, cg, xs, unit, u, eta, nabs):  # pragma: no cover
 
 
 @numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False)
-def _binom_grad(X, cg, xs, unit, eta, ex, l1p, succ, trials, g_b, g_u):  # pragma: no cover
-    """Binomial log-likelihood sum(s*eta - n*softplus(eta)) and its gradients w.r.t.
-    ``b`` and ``u``, given ``ex = exp(-|eta|)`` and ``l1p = log1p(ex)`` (computed by
-    NumPy's SIMD ufuncs). The softplus is branch-free: ``max(eta, 0) + l1p``."""
+def _scatter(X, cg, xs, unit, g, g_b, g_u):  # pragma: no cover
+    """Gradients w.r.t. ``b`` and ``u`` from the per-row derivative ``g`` of the
+    log-likelihood with respect to ``eta`` (the transpose of :func:`_eta`)."""
     m, k = X.shape
     r = cg.shape[1]
     for j in range(k):
         g_b[j] = 0.0
     for j in range(g_u.shape[0]):
         g_u[j] = 0.0
+    for i in range(m):
+        gi = g[i]
+        for j in range(k):
+            g_b[j] += X[i, j] * gi
+        for t in range(r):
+            if unit[t]:
+                g_u[cg[i, t]] += gi
+            else:
+                g_u[cg[i, t]] += gi * xs[i, t]
+
+
+@numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False)
+def _binom_grad(X, cg, xs, unit, eta, ex, l1p, succ, trials, g_b, g_u):  # pragma: no cover
+    """Binomial log-likelihood sum(s*eta - n*softplus(eta)) and its gradients w.r.t.
+    ``b`` and ``u``, given ``ex = exp(-|eta|)`` and ``l1p = log1p(ex)`` (computed by
+    NumPy's SIMD ufuncs). The softplus is branch-free: ``max(eta, 0) + l1p``."""
+    m = eta.shape[0]
+    g = np.empty(m)
     total = 0.0
     for i in range(m):
         et = eta[i]
@@ -68,46 +85,18 @@ def _binom_grad(X, cg, xs, unit, eta, ex, l1p, succ, trials, g_b, g_u):  # pragm
         sp = (et if pos else 0.0) + l1p[i]
         p = inv * (1.0 if pos else e)
         total += succ[i] * et - trials[i] * sp
-        g = succ[i] - trials[i] * p
-        for j in range(k):
-            g_b[j] += X[i, j] * g
-        for t in range(r):
-            if unit[t]:
-                g_u[cg[i, t]] += g
-            else:
-                g_u[cg[i, t]] += g * xs[i, t]
+        g[i] = succ[i] - trials[i] * p
+    _scatter(X, cg, xs, unit, g, g_b, g_u)
     return total
 
 
-@numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False)
-def _gauss_rows(X, b, cg, xs, unit, u, succ, trials, s2, inv_var, g_b,
-                g_u):  # pragma: no cover
-    """Gaussian quadratic form and its gradients w.r.t. ``b`` and ``u`` in one pass."""
-    m, k = X.shape
-    r = cg.shape[1]
-    for j in range(k):
-        g_b[j] = 0.0
-    for j in range(u.shape[0]):
-        g_u[j] = 0.0
-    total = 0.0
-    for i in range(m):
-        eta = 0.0
-        for j in range(k):
-            eta += X[i, j] * b[j]
-        for t in range(r):
-            if unit[t]:
-                eta += u[cg[i, t]]
-            else:
-                eta += u[cg[i, t]] * xs[i, t]
-        total += s2[i] - 2.0 * eta * succ[i] + trials[i] * eta * eta
-        g = (succ[i] - trials[i] * eta) * inv_var
-        for j in range(k):
-            g_b[j] += X[i, j] * g
-        for t in range(r):
-            if unit[t]:
-                g_u[cg[i, t]] += g
-            else:
-                g_u[cg[i, t]] += g * xs[i, t]
+def _gauss_rows(X, b, cg, xs, unit, u, succ, trials, s2, inv_var, g_b, g_u):
+    """Gaussian quadratic form sum(s2 - 2 eta s + n eta^2) and its gradients."""
+    m = X.shape[0]
+    eta = np.empty(m)
+    _eta(X, b, cg, xs, unit, u, eta, np.empty(m))
+    total = float(np.sum(s2 - 2.0 * eta * succ + trials * eta * eta))
+    _scatter(X, cg, xs, unit, (succ - trials * eta) * inv_var, g_b, g_u)
     return total
 
 
