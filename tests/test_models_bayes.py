@@ -126,9 +126,11 @@ def test_linear_probability_matches_lmer(crossed):
     _check_vc(fit, vc, ["scenario", "persona", "Residual"])
 
 
-def test_kernel_density_equals_pymc():
+@pytest.mark.parametrize("layout", ["rows", "grid"])
+def test_kernel_density_equals_pymc(layout):
     """The hand-written Numba density and gradient equal PyMC's, for every
-    parameterisation (identity: same model, two implementations)."""
+    parameterisation and both data layouts (identity: same model, two
+    implementations)."""
     import dataclasses
 
     t = pairwise_judges(8, 3, 3, 3, seed=2, tie_threshold=0.2).table(ties="half")
@@ -141,7 +143,8 @@ def test_kernel_density_equals_pymc():
     rng = np.random.default_rng(0)
     for terms in variants:
         model, _ = build_model(spec, data, terms=terms, prior_scale=1.7)
-        kern = DensityKernel(spec, data, terms, prior_scale=1.7)
+        kern = DensityKernel(spec, data, terms, prior_scale=1.7, layout=layout)
+        assert (kern.grid is not None) == (layout == "grid")
         # FAST_COMPILE: no C compilation for these tiny graphs (keeps the test quick)
         logp = model.compile_logp(mode="FAST_COMPILE")
         dlogp = model.compile_dlogp(mode="FAST_COMPILE")
@@ -165,6 +168,41 @@ def test_kernel_density_equals_pymc():
             offsets.append(logp(point) - mine)
         # the densities differ only by a constant (normalising terms)
         assert offsets[0] == pytest.approx(offsets[1], abs=1e-8)
+
+
+def test_grid_layout_equals_row_loop_and_is_chosen_only_when_dense():
+    """The dense (item x rest-pattern) layout gives the row loop's log density and
+    gradient (to summation order), with empty cells, fractional successes (ties
+    "half") and a random slope; "auto" takes it for a full crossing only."""
+    sim = pairwise_judges(30, 4, 3, 3, seed=5, tie_threshold=0.3)
+    full = sim.table(ties="half")
+    spec = build_spec(full, slopes=("judge",))
+    data = collapse(spec)
+    terms = choose_parameterization(spec, data)
+    auto = DensityKernel(spec, data, terms)
+    assert auto.grid is not None and auto.grid.n_levels == 30
+    assert auto.grid.succ.shape == (30, data.n_patterns // 30)
+    # keep 40% of the (scenario, persona, author) cells: too sparse for "auto", still
+    # exact when forced
+    d = sim.data
+    cell = d["scenario"] + d["persona"] + d["author"]
+    labels = cell.unique()
+    kept = set(labels[np.random.default_rng(1).random(len(labels)) < 0.4])
+    sparse = evalmix.read(d[cell.isin(kept)], **{**sim.read_kwargs, "ties": "half"})
+    spec2 = build_spec(sparse, slopes=("judge",))
+    data2 = collapse(spec2)
+    terms2 = choose_parameterization(spec2, data2)
+    assert DensityKernel(spec2, data2, terms2).grid is None
+    rng = np.random.default_rng(7)
+    for sp, da, te in [(spec, data, terms), (spec2, data2, terms2)]:
+        rows = DensityKernel(sp, da, te, layout="rows")
+        grid = DensityKernel(sp, da, te, layout="grid")
+        assert rows.grid is None and grid.grid is not None
+        for _ in range(3):
+            x = rng.normal(0, 0.7, rows.ndim)
+            (l1, g1), (l2, g2) = rows.logp(x), grid.logp(x)
+            assert l2 == pytest.approx(l1, rel=1e-12)
+            np.testing.assert_allclose(g2, g1, rtol=1e-9, atol=1e-9)
 
 
 def test_convergence_warning_on_too_short_chains(tmp_path):

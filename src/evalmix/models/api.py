@@ -36,7 +36,7 @@ def fit(
     sampler: Literal["auto", "nutpie", "pymc"] = "auto",
     method: str = "auto",
     seed=None,
-    draws: int = 1000,
+    draws: int = 2000,
     tune: int = 400,
     chains: int = 2,
     prior_scale: float = 1.0,

@@ -117,6 +117,115 @@ def _rows(X, b, cg, xs, unit, u, succ, trials, s2, family, inv_var, g_b, g_u):
     return _binom_grad(X, cg, xs, unit, eta, buf, l1p, succ, trials, g_b, g_u)
 
 
+@numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False)
+def _grid_eta(a, B, E, nabs):  # pragma: no cover
+    """Grid layout: ``E[s, c] = a[s] + B[c]`` and ``nabs = -|E|`` (no gathers)."""
+    S, C = E.shape
+    for s in range(S):
+        av = a[s]
+        for c in range(C):
+            e = av + B[c]
+            E[s, c] = e
+            nabs[s, c] = -abs(e)
+
+
+@numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False)
+def _grid_grad(E, ex, l1p, succ, trials, g_a, g_B):  # pragma: no cover
+    """Grid layout of :func:`_binom_grad`: the log-likelihood, its derivative summed over
+    each row (``g_a``, the row factor's levels) and each column (``g_B``, the rest
+    patterns). Empty cells have ``trials = succ = 0`` and contribute nothing."""
+    S, C = E.shape
+    for c in range(C):
+        g_B[c] = 0.0
+    total = 0.0
+    for s in range(S):
+        acc = 0.0
+        for c in range(C):
+            et = E[s, c]
+            e = ex[s, c]
+            inv = 1.0 / (1.0 + e)
+            pos = et > 0.0
+            sp = (et if pos else 0.0) + l1p[s, c]
+            p = inv * (1.0 if pos else e)
+            total += succ[s, c] * et - trials[s, c] * sp
+            g = succ[s, c] - trials[s, c] * p
+            acc += g
+            g_B[c] += g
+        g_a[s] = acc
+    return total
+
+
+@dataclass(frozen=True)
+class _Grid:
+    """Collapsed rows laid out as a dense (levels of one factor) x (rest pattern) grid.
+
+    Eval designs are (nearly) fully crossed: every item is seen by every judge, author,
+    condition and order. Then ``eta = a[item] + B[rest]`` with only a few hundred distinct
+    rest patterns, and the per-row gathers and scatters (most of the cost of
+    :func:`_binom_grad`) become contiguous loops over a dense grid; ``B`` and its
+    gradient are computed on the rest patterns only."""
+
+    term: int               # index of the row term
+    lo: int                 # its offset in the concatenated level effects
+    n_levels: int
+    X: np.ndarray           # (C, k) rest patterns
+    cg: np.ndarray          # (C, r - 1) level codes of the other terms (with offsets)
+    xs: np.ndarray          # (C, r - 1)
+    unit: np.ndarray        # (r - 1,)
+    succ: np.ndarray        # (S, C)
+    trials: np.ndarray      # (S, C)
+
+
+#: Use the grid layout when at least this fraction of its cells hold data.
+GRID_MIN_FILL = 0.5
+
+
+def _make_grid(X, cg, xs, unit, u_off, succ, trials, min_fill: float = GRID_MIN_FILL
+               ) -> _Grid | None:
+    """The grid layout for the unit-scale term with most levels, or None when too sparse."""
+    m, r = cg.shape
+    cand = [t for t in range(r) if unit[t]]
+    if not cand or m < 4:
+        return None
+    t = max(cand, key=lambda i: int(u_off[i + 1] - u_off[i]))
+    S = int(u_off[t + 1] - u_off[t])
+    rest = [i for i in range(r) if i != t]
+    key = np.column_stack([X, cg[:, rest].astype(float), xs[:, rest]]) if (
+        X.shape[1] or rest) else np.zeros((m, 1))
+    uniq, first, col = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    C = uniq.shape[0]
+    if S < 2 or m < min_fill * S * C:
+        return None
+    row = cg[:, t] - int(u_off[t])
+    col = col.ravel()
+    S_, T_ = np.zeros((S, C)), np.zeros((S, C))
+    S_[row, col] = succ
+    T_[row, col] = trials
+    return _Grid(term=t, lo=int(u_off[t]), n_levels=S,
+                 X=np.ascontiguousarray(X[first]),
+                 cg=np.ascontiguousarray(cg[first][:, rest]),
+                 xs=np.ascontiguousarray(xs[first][:, rest]),
+                 unit=np.ascontiguousarray(unit[rest]), succ=S_, trials=T_)
+
+
+def _grid_rows(grid: _Grid, b, u, g_b, g_u):
+    """:func:`_rows` (binomial) on the grid layout."""
+    C = grid.X.shape[0]
+    B = np.empty(C)
+    _eta(grid.X, b, grid.cg, grid.xs, grid.unit, u, B, np.empty(C))
+    S = grid.n_levels
+    E = np.empty((S, C))
+    buf = np.empty((S, C))
+    _grid_eta(u[grid.lo:grid.lo + S], B, E, buf)
+    np.exp(buf, out=buf)
+    l1p = np.log1p(buf)
+    g_a, g_B = np.empty(S), np.empty(C)
+    total = _grid_grad(E, buf, l1p, grid.succ, grid.trials, g_a, g_B)
+    _scatter(grid.X, grid.cg, grid.xs, grid.unit, g_B, g_b, g_u)   # zeroes g_b, g_u
+    g_u[grid.lo:grid.lo + S] = g_a
+    return total
+
+
 def zerosum_forward(x: np.ndarray) -> np.ndarray:
     """PyMC's zero-sum backward transform: R^(G-1) -> zero-sum R^G (an isometry)."""
     n = x.shape[0] + 1
@@ -142,6 +251,9 @@ class DensityKernel:
     data: Collapsed
     terms: list[TermInfo]
     prior_scale: float = 1.0
+    #: "auto": the grid layout (:class:`_Grid`) when the design is dense enough, else
+    #: one loop over the collapsed rows; "rows" / "grid" force one (tests).
+    layout: str = "auto"
 
     def __post_init__(self) -> None:
         spec, data = self.spec, self.data
@@ -177,6 +289,11 @@ class DensityKernel:
         self.trials = np.ascontiguousarray(data.trials, dtype=np.float64)
         self.s2 = np.ascontiguousarray(data.sum_y2, dtype=np.float64)
         self.n_total = float(self.trials.sum())
+        self.grid = None
+        if self.family == 0 and self.layout != "rows":
+            self.grid = _make_grid(self.X, self.cg, self.xs, self.unit, self.u_off,
+                                   self.succ, self.trials,
+                                   min_fill=0.0 if self.layout == "grid" else GRID_MIN_FILL)
         # slices of the unconstrained vector
         pos = k
         self.slices = []
@@ -216,8 +333,11 @@ class DensityKernel:
             inv_var = 1.0
         # fresh gradient buffers per call: nutpie evaluates chains in parallel threads
         g_b, g_u_all = np.empty(k), np.empty(u_all.shape[0])
-        q = _rows(self.X, np.ascontiguousarray(b), self.cg, self.xs, self.unit, u_all, self.succ,
-                  self.trials, self.s2, self.family, inv_var, g_b, g_u_all)
+        if self.grid is not None:
+            q = _grid_rows(self.grid, np.ascontiguousarray(b), u_all, g_b, g_u_all)
+        else:
+            q = _rows(self.X, np.ascontiguousarray(b), self.cg, self.xs, self.unit, u_all,
+                      self.succ, self.trials, self.s2, self.family, inv_var, g_b, g_u_all)
         if self.family == 1:
             lp = -self.n_total * log_sigma - 0.5 * q * inv_var
             grad[self.sigma_at] = -self.n_total + q * inv_var
