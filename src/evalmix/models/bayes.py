@@ -26,6 +26,7 @@ mixed-effects models revisited. J. R. Soc. Interface 14: 20170213. doi:10.1098/r
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import time
@@ -43,8 +44,11 @@ from evalmix.errors import (
 )
 from evalmix.models.pymc_model import (
     DEFAULT_PRIORS,
+    FEW_LEVELS,
+    RAYLEIGH_SCALE,
     build_model,
     choose_parameterization,
+    draw_marginal_sd,
     population_draws,
 )
 from evalmix.models.result import DIAGNOSTIC_COLUMNS, ModelFit
@@ -58,8 +62,6 @@ SAMPLERS = ("auto", "nutpie", "pymc")
 #: Convergence thresholds (Vehtari et al. 2021, doi:10.1214/20-BA1221).
 RHAT_MAX = 1.01
 ESS_MIN = 400
-#: Factors with fewer levels get a FewClustersWarning.
-FEW_LEVELS = 5
 #: target_accept of the automatic re-run after divergences.
 RETRY_TARGET_ACCEPT = 0.95
 
@@ -209,6 +211,9 @@ def fit_bayes(
         raise EvalmixError("engine='kernel' needs the nutpie sampler (pip install nutpie); "
                            "use engine='pymc' otherwise")
     terms = choose_parameterization(spec, data, prior_sd=prior_scale)
+    if engine != "kernel":
+        # the PyMC model samples (u, sd) jointly (same posterior, centred geometry)
+        terms = [dataclasses.replace(t, marginal=False) for t in terms]
     idata, engine_used, sampler_used = _sample(
         spec, data, terms, engine=engine, sampler=sampler, draws=draws, tune=tune,
         chains=chains, seed=seed_i, prior_scale=prior_scale, progress=progress,
@@ -223,6 +228,7 @@ def fit_bayes(
             spec, data, terms, engine=engine, sampler=sampler, draws=draws, tune=tune,
             chains=chains, seed=seed_i + 1, prior_scale=prior_scale, progress=progress,
             target_accept=RETRY_TARGET_ACCEPT)
+    _draw_marginal_sds(spec, terms, idata, prior_scale=prior_scale, seed=seed_i)
     t_sample = time.perf_counter() - t0
     names = ["b"] * bool(spec.fixed_names) + [v for t in terms for v in (t.sd_var, t.var)]
     names += [n for n in ("sigma", "cutpoints") if n in idata.posterior]
@@ -259,6 +265,22 @@ def fit_bayes(
                     fixed_effects=fixed, variance=var, diagnostics=diag,
                     divergences=divergences, idata=idata, approximate=False,
                     provenance=prov, warnings=tuple(m for m, _ in msgs))
+
+
+def _draw_marginal_sds(spec: ModelSpec, terms, idata, *, prior_scale: float,
+                       seed: int) -> None:
+    """Fill the SDs of ``marginal`` terms (integrated out while sampling) with exact
+    draws from ``sd | u`` (one per posterior draw), in place."""
+    marg = [t for t in terms if t.marginal]
+    if not marg:
+        return
+    ysd = (float(np.std(spec.y)) or 1.0) if spec.family == "gaussian" else 1.0
+    rng = np.random.default_rng([seed, 7])
+    for t in marg:
+        u = idata.posterior[t.var]
+        n = t.n_levels - 1 if t.zero_sum else t.n_levels
+        sd = draw_marginal_sd(u.to_numpy(), n, RAYLEIGH_SCALE * prior_scale * ysd, rng)
+        idata.posterior[t.sd_var] = (("chain", "draw"), sd)
 
 
 def _check(spec: ModelSpec, diag: pd.DataFrame, divergences: int, var: pd.DataFrame
@@ -317,9 +339,15 @@ def _provenance(spec, data, terms, engine, sampler, seed, draws, tune, chains, p
         "engine": engine, "sampler": sampler, "seed": seed, "draws": draws, "tune": tune,
         "chains": chains, "prior_scale": prior_scale,
         "priors": {**DEFAULT_PRIORS, "sd": f"HalfNormal({prior_scale:g})"
-                   + (" x sd(y)" if spec.family == "gaussian" else "")},
+                   + (" x sd(y)" if spec.family == "gaussian" else ""),
+                   "sd_few_levels": f"Rayleigh({RAYLEIGH_SCALE * prior_scale:g})"
+                   + (" x sd(y)" if spec.family == "gaussian" else "")
+                   + f" for factors with < {FEW_LEVELS} levels"},
         "parameterization": {t.name: ("zero-sum " if t.zero_sum else "")
-                             + ("centred" if t.centred else "non-centred") for t in terms},
+                             + ("SD integrated out (Rayleigh prior)" if t.marginal else
+                                ("centred" if t.centred else "non-centred")
+                                + (", Rayleigh SD prior" if t.sd_prior == "rayleigh"
+                                   else "")) for t in terms},
         "rows": spec.n_obs, "collapsed_rows": data.n_patterns,
         "wall_seconds": round(wall, 3), "sampling_seconds": round(t_sample, 3),
         "versions": _versions(), "notes": list(spec.notes),

@@ -6,9 +6,10 @@ collapsed rows, compiled once and cached on disk (``cache=True``), and handed to
 through :func:`nutpie.compiled_pyfunc.from_pyfunc`. This removes the per-process
 PyTensor + Numba compile (15-25 s here) that dominated a 20,000-row fit.
 
-Unconstrained coordinates, in order: ``b`` (k); per random term ``log sd`` then the free
-deviations (``G - 1`` zero-sum coordinates mapped by PyMC's Householder ``zerosum``
-transform, or ``G`` plain ones); ``log sigma`` (gaussian).
+Unconstrained coordinates, in order: ``b`` (k); per random term ``log sd`` (absent for
+``marginal`` terms, whose SD is integrated out) then the free deviations (``G - 1``
+zero-sum coordinates mapped by PyMC's Householder ``zerosum`` transform, or ``G`` plain
+ones); ``log sigma`` (gaussian).
 """
 
 from __future__ import annotations
@@ -18,7 +19,13 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from evalmix.models.pymc_model import FIXED_SD, SD_SCALE, TermInfo
+from evalmix.models.pymc_model import (
+    FIXED_SD,
+    RAYLEIGH_SCALE,
+    SD_SCALE,
+    TermInfo,
+    marginal_sd_terms,
+)
 from evalmix.models.spec import Collapsed, ModelSpec
 
 __all__ = ["DensityKernel", "KERNEL_FAMILIES"]
@@ -272,6 +279,7 @@ class DensityKernel:
             self.mu_b[spec.fixed_names.index("Intercept")] = ymean
         self.sd_b = FIXED_SD * self.ysd
         self.sd_prior = SD_SCALE * self.prior_scale * self.ysd
+        self.rayleigh = RAYLEIGH_SCALE * self.prior_scale * self.ysd
         self.X = np.ascontiguousarray(data.X, dtype=np.float64)
         sizes = [t.n_levels for t in self.terms]
         self.u_off = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
@@ -299,8 +307,11 @@ class DensityKernel:
         self.slices = []
         for t in self.terms:
             nfree = t.n_levels - 1 if t.zero_sum else t.n_levels
-            self.slices.append((pos, pos + 1, pos + 1 + nfree))
-            pos += 1 + nfree
+            nsd = 0 if t.marginal else 1
+            self.slices.append((pos, pos + nsd, pos + nsd + nfree))
+            pos += nsd + nfree
+        self.marginal_n = np.array([i2 - i1 for t, (_, i1, i2) in zip(
+            self.terms, self.slices, strict=True) if t.marginal], dtype=float)
         self.sigma_at = pos if self.family == 1 else None
         self.ndim = pos + (1 if self.family == 1 else 0)
 
@@ -311,11 +322,10 @@ class DensityKernel:
         cache = []
         for t, (i0, i1, i2), lo, hi in zip(self.terms, self.slices, self.u_off[:-1],
                                            self.u_off[1:], strict=True):
-            log_sd = x[i0]
-            sd = np.exp(log_sd)
+            sd = np.nan if t.marginal else np.exp(x[i0])
             free = x[i1:i2]
             v = zerosum_forward(free) if t.zero_sum else free
-            u = v if t.centred else sd * v
+            u = v if (t.centred or t.marginal) else sd * v
             u_all[lo:hi] = u
             cache.append((sd, free, v, u))
         return u_all, cache
@@ -351,13 +361,30 @@ class DensityKernel:
         lp += -0.5 * float(d @ d) / self.sd_b ** 2
         grad[:k] = g_b - d / self.sd_b ** 2
         s2p = self.sd_prior ** 2
+        if self.marginal_n.size:   # all marginal terms in one vectorised Bessel call
+            rs = np.array([np.sqrt(c[1] @ c[1]) for t, c in zip(self.terms, cache,
+                                                                strict=True) if t.marginal])
+            m_lp, m_coef = marginal_sd_terms(rs, self.marginal_n, self.rayleigh)
+        j_m = 0
         for t, (i0, i1, i2), lo, hi, (sd, free, _v, u) in zip(
                 self.terms, self.slices, self.u_off[:-1], self.u_off[1:], cache, strict=True):
             g_u = g_u_all[lo:hi]
             nfree = i2 - i1
-            # HalfNormal(sd_prior) on sd with log transform (Jacobian + log sd)
-            lp += -0.5 * sd * sd / s2p + x[i0]
-            g_log_sd = -sd * sd / s2p + 1.0
+            if t.marginal:
+                # u under its marginal prior (sd ~ Rayleigh integrated out)
+                lp += float(m_lp[j_m])
+                grad[i1:i2] = (zerosum_grad(g_u) if t.zero_sum else g_u) + m_coef[j_m] * free
+                j_m += 1
+                continue
+            if t.sd_prior == "rayleigh":
+                # Rayleigh(s): log sd - sd^2 / (2 s^2), log transform (+ log sd)
+                r2 = self.rayleigh ** 2
+                lp += -0.5 * sd * sd / r2 + 2.0 * x[i0]
+                g_log_sd = -sd * sd / r2 + 2.0
+            else:
+                # HalfNormal(sd_prior) on sd with log transform (Jacobian + log sd)
+                lp += -0.5 * sd * sd / s2p + x[i0]
+                g_log_sd = -sd * sd / s2p + 1.0
             if t.centred:
                 # free ~ N(0, sd^2), u = Q free (or free)
                 ss = float(free @ free)
@@ -392,8 +419,9 @@ class DensityKernel:
         if self.family == 0 and "Intercept" in self.spec.fixed_names:
             p = float(np.clip(self.succ.sum() / self.n_total, 0.02, 0.98))
             x[self.spec.fixed_names.index("Intercept")] = np.log(p / (1 - p))
-        for i0, _, _ in self.slices:
-            x[i0] = np.log(0.3 * self.sd_prior) + rng.uniform(-0.2, 0.2)
+        for t, (i0, _, _) in zip(self.terms, self.slices, strict=True):
+            if not t.marginal:
+                x[i0] = np.log(0.3 * self.sd_prior) + rng.uniform(-0.2, 0.2)
         if self.family == 1:
             x[self.sigma_at] = np.log(0.8 * self.ysd)
         return x

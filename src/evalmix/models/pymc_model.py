@@ -17,6 +17,23 @@ geometry:
 * a plain normal (centred / non-centred by the same rule) when no fixed column absorbs
   the mean (e.g. random intercepts in a Bradley-Terry design without an intercept).
 
+Factors with few levels (< ``FEW_LEVELS`` = 5, e.g. 3 judges or 3 author models) get a
+boundary-avoiding **Rayleigh** prior on their SD (density 0 at SD = 0, like the gamma(2)
+prior of Chung et al. 2013) instead of the half-normal, and the kernel engine integrates
+the SD out analytically (``marginal``): with ``n`` free deviations ``u`` and
+``sd ~ Rayleigh(s)``, ``sd^2 ~ Exponential(1 / (2 s^2))`` and
+
+    p(u) = (2 pi)^(-n/2) s^-2 (r s)^lam K_lam(r / s),   r = |u|,  lam = 1 - n/2,
+
+(a generalised-inverse-Gaussian integral; K is the modified Bessel function of the second
+kind), and ``sd^2 | u ~ GIG(lam, 1/s^2, r^2)`` is drawn exactly after sampling. Why: with
+3 levels the SD's posterior runs from ~0 to ~1 while the data pin the level effects to
+within ~0.05 (4,000 rows); whenever the chain visits SD << 0.05 the centred geometry has
+a funnel neck and NUTS diverges (50-250 divergences per 2 x 2,000 draws on 4,320-row
+designs), and the non-centred one is a curved ridge (ESS 80-300). Sampling the level
+effects under their marginal prior has neither; the half-normal's marginal would have a
+``1/r`` spike at ``u = 0`` (another funnel), the Rayleigh's is ``-log r`` (G = 3).
+
 Zero-sum deviations reparameterise the usual model ``u_f ~ N(0, sd_f^2)``: write
 ``u_f = d_f + m_f`` with ``d_f`` summing to zero and ``m_f ~ N(0, sd_f^2 / G_f)``; the
 likelihood sees only ``grand = alpha + sum_f m_f``. With a flat prior on the fixed effect
@@ -47,7 +64,9 @@ import numpy as np
 from evalmix.models.spec import Collapsed, ModelSpec
 
 __all__ = ["TermInfo", "build_model", "choose_parameterization", "DEFAULT_PRIORS",
-           "population_draws"]
+           "population_draws", "FEW_LEVELS", "RAYLEIGH_SCALE", "marginal_sd_logp",
+           "marginal_sd_terms",
+           "draw_marginal_sd"]
 
 #: Weakly informative priors on the latent (link) scale; ``prior_scale`` multiplies the
 #: SD priors. Gaussian models use the same numbers times ``sd(y)``.
@@ -55,6 +74,8 @@ DEFAULT_PRIORS = {
     "fixed": "Normal(0, 2.5)",
     "intercept": "Normal(0, 2.5)",
     "sd": "HalfNormal(1.0 * prior_scale)",
+    "sd_few_levels": "Rayleigh(0.8 * prior_scale) for factors with < 5 levels (integrated "
+                     "out analytically by the kernel engine)",
     "sigma": "HalfNormal(1.0) (gaussian residual SD, times sd(y))",
     "cutpoints": "ordered Normal(0, 2.5)",
 }
@@ -63,6 +84,11 @@ SD_SCALE = 1.0
 #: A level is "informative" (centred parameterisation) when its expected Fisher
 #: information times the prior SD squared exceeds this.
 CENTRED_INFORMATION = 4.0
+#: Factors with fewer levels get the Rayleigh SD prior (and the marginal form).
+FEW_LEVELS = 5
+#: Rayleigh scale: its 95% quantile (1.96) equals HalfNormal(1)'s; P(sd < 0.1) = 0.8%
+#: (HalfNormal(1): 8%); mean 1.0.
+RAYLEIGH_SCALE = 0.8
 
 
 @dataclass(frozen=True)
@@ -78,6 +104,8 @@ class TermInfo:
     zero_sum: bool
     centred: bool
     absorbed_by: str | None   # fixed column (or "cutpoints") absorbing the mean
+    sd_prior: str = "halfnormal"   # or "rayleigh" (factors with few levels)
+    marginal: bool = False    # SD integrated out (kernel engine), drawn after sampling
 
 
 def _safe(s: str) -> str:
@@ -108,8 +136,53 @@ def choose_parameterization(spec: ModelSpec, data: Collapsed, *, prior_sd: float
         out.append(TermInfo(name=r.name, var=var, sd_var="sd_" + var[2:], factor=r.factor,
                             term=r.term, n_levels=r.n_levels,
                             zero_sum=absorb is not None and r.n_levels > 1,
-                            centred=info >= CENTRED_INFORMATION, absorbed_by=absorb))
+                            centred=info >= CENTRED_INFORMATION, absorbed_by=absorb,
+                            sd_prior="rayleigh" if r.n_levels < FEW_LEVELS else "halfnormal",
+                            marginal=r.n_levels < FEW_LEVELS))
     return out
+
+
+def marginal_sd_terms(r: np.ndarray, n: np.ndarray, scale: float
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """Vectorised over terms: the marginal log density of ``n`` deviations with norm
+    ``r`` (``sd ~ Rayleigh(scale)`` integrated out, formula in the module docstring)
+    and ``d log p / d r / r`` (multiply by the deviations for the gradient)."""
+    from scipy.special import kve
+
+    r = np.maximum(np.asarray(r, dtype=float), 1e-300)
+    n = np.asarray(n, dtype=float)
+    lam = 1.0 - 0.5 * n
+    z = r / scale
+    # K_{lam-1}, K_lam, K_{lam+1} (exponentially scaled) in one ufunc call
+    k = kve(lam[:, None] + np.array([-1.0, 0.0, 1.0]), z[:, None])
+    lp = (-0.5 * n * np.log(2 * np.pi) - 2.0 * np.log(scale) + lam * np.log(r * scale)
+          + np.log(k[:, 1]) - z)
+    # K'_lam(z) = -(K_{lam-1}(z) + K_{lam+1}(z)) / 2
+    d_r = lam / r - (k[:, 0] + k[:, 2]) / (2.0 * scale * k[:, 1])
+    return lp, d_r / r
+
+
+def marginal_sd_logp(free: np.ndarray, scale: float) -> tuple[float, np.ndarray]:
+    """Log density (and gradient) of ``n`` deviations ``u ~ N(0, sd^2 I_n)`` with
+    ``sd ~ Rayleigh(scale)`` integrated out (formula in the module docstring)."""
+    lp, coef = marginal_sd_terms(np.array([np.sqrt(free @ free)]),
+                                 np.array([free.shape[0]]), scale)
+    return float(lp[0]), float(coef[0]) * free
+
+
+def draw_marginal_sd(u: np.ndarray, n: int, scale: float, rng: np.random.Generator
+                     ) -> np.ndarray:
+    """Exact draws of ``sd | u`` for a marginal term: ``sd^2 | u ~ GIG(lam, 1/s^2, r^2)``.
+
+    ``u`` has shape (..., G): the level effects (for a zero-sum term ``n = G - 1`` free
+    coordinates; the zero-sum map is an isometry, so ``|u|`` is theirs); returns (...)."""
+    from scipy.stats import geninvgauss
+
+    r = np.maximum(np.sqrt(np.sum(u * u, axis=-1)), 1e-300)
+    lam = 1.0 - 0.5 * n
+    # density of t = sd^2 oc t^(lam-1) exp(-(t/s^2 + r^2/t)/2) = (r s) x, x ~ GIG(lam, r/s)
+    x = geninvgauss.rvs(lam, r / scale, random_state=rng, size=r.shape)
+    return np.sqrt(r * scale * x)
 
 
 def build_model(spec: ModelSpec, data: Collapsed, *, prior_scale: float = 1.0,
@@ -142,7 +215,13 @@ def build_model(spec: ModelSpec, data: Collapsed, *, prior_scale: float = 1.0,
         else:
             eta = pt.zeros(data.n_patterns)
         for t, codes, x in zip(terms, data.codes, data.x, strict=True):
-            sd = pm.HalfNormal(t.sd_var, sigma=SD_SCALE * prior_scale * ysd)
+            # the PyMC model is the joint (u, sd) form; ``marginal`` is a kernel feature
+            if t.sd_prior == "rayleigh":
+                # Rayleigh(s) = Weibull(alpha=2, beta=s*sqrt(2))
+                sd = pm.Weibull(t.sd_var, alpha=2.0,
+                                beta=np.sqrt(2.0) * RAYLEIGH_SCALE * prior_scale * ysd)
+            else:
+                sd = pm.HalfNormal(t.sd_var, sigma=SD_SCALE * prior_scale * ysd)
             dims = t.var + "_level"
             if t.zero_sum and t.centred:
                 u = pm.ZeroSumNormal(t.var, sigma=sd, dims=dims)
