@@ -33,23 +33,32 @@ def one_fit(seed: int) -> dict[str, bool]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fit = evalmix.fit(sim.table(), slopes=("judge",), seed=seed, level=LEVEL,
-                          draws=600, tune=400, progress=False)
+                          progress=False)   # default draws/tune/priors
     fx = fit.fixed_effects
     fx = fx[fx["scale"] == "log-odds"].set_index("term")
     v = fit.variance.set_index("factor")
     truth = {"condition[treatment]": sim.truth["condition_effect"],
              "position": sim.truth["position_bias"]}
     out = {k: bool(fx.loc[k, "lo"] <= t <= fx.loc[k, "hi"]) for k, t in truth.items()}
-    for f in ("scenario", "persona"):
+    for f in ("scenario", "persona", "author", "judge"):
         out[f"sd[{f}]"] = bool(v.loc[f, "lo"] <= sim.truth["sds"][f] <= v.loc[f, "hi"])
+    out["width[condition]"] = float(fx.loc["condition[treatment]", "hi"]
+                                    - fx.loc["condition[treatment]", "lo"])
     out["divergences"] = fit.divergences
+    out["retried"] = "retried" in fit.provenance
     return out
 
 
 def test_recovery_coverage():
     rows = [one_fit(1000 + s) for s in range(N_FITS)]
     df = pd.DataFrame(rows)
-    cover = df.drop(columns="divergences").mean()
+    cover = df.drop(columns=["divergences", "retried", "width[condition]"]).mean()
     print("\ncoverage of 90% intervals over", N_FITS, "fits\n", cover.to_string())
-    print("fits with divergences:", int((df["divergences"] > 0).sum()))
-    assert (cover >= MIN_COVERAGE).all(), cover
+    print("median width of the condition interval:", df["width[condition]"].median())
+    print("fits with divergences:", int((df["divergences"] > 0).sum()),
+          "re-run:", int(df["retried"].sum()))
+    # the four (the 3-level SDs are reported, not held to 80%)
+    main = cover[["condition[treatment]", "position", "sd[scenario]", "sd[persona]"]]
+    assert (main >= MIN_COVERAGE).all(), cover
+    # defaults with no divergences (docs/models.md, few-level factors)
+    assert int(df["divergences"].sum()) == 0, df["divergences"].to_numpy()

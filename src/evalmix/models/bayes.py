@@ -338,15 +338,12 @@ def _provenance(spec, data, terms, engine, sampler, seed, draws, tune, chains, p
         "design": spec.design, "reference": spec.reference or "",
         "engine": engine, "sampler": sampler, "seed": seed, "draws": draws, "tune": tune,
         "chains": chains, "prior_scale": prior_scale,
-        "priors": {**DEFAULT_PRIORS, "sd": f"HalfNormal({prior_scale:g})"
-                   + (" x sd(y)" if spec.family == "gaussian" else ""),
-                   "sd_few_levels": f"Rayleigh({RAYLEIGH_SCALE * prior_scale:g})"
-                   + (" x sd(y)" if spec.family == "gaussian" else "")
-                   + f" for factors with < {FEW_LEVELS} levels"},
+        "priors": {**DEFAULT_PRIORS, "sd": f"Rayleigh({RAYLEIGH_SCALE * prior_scale:g})"
+                   + (" x sd(y)" if spec.family == "gaussian" else "")},
         "parameterization": {t.name: ("zero-sum " if t.zero_sum else "")
-                             + ("SD integrated out (Rayleigh prior)" if t.marginal else
+                             + ("SD integrated out" if t.marginal else
                                 ("centred" if t.centred else "non-centred")
-                                + (", Rayleigh SD prior" if t.sd_prior == "rayleigh"
+                                + (", half-normal SD prior" if t.sd_prior == "halfnormal"
                                    else "")) for t in terms},
         "rows": spec.n_obs, "collapsed_rows": data.n_patterns,
         "wall_seconds": round(wall, 3), "sampling_seconds": round(t_sample, 3),

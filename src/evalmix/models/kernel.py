@@ -24,7 +24,9 @@ from evalmix.models.pymc_model import (
     RAYLEIGH_SCALE,
     SD_SCALE,
     TermInfo,
+    fixed_shift,
     marginal_sd_terms,
+    uncentre,
 )
 from evalmix.models.spec import Collapsed, ModelSpec
 
@@ -280,7 +282,9 @@ class DensityKernel:
         self.sd_b = FIXED_SD * self.ysd
         self.sd_prior = SD_SCALE * self.prior_scale * self.ysd
         self.rayleigh = RAYLEIGH_SCALE * self.prior_scale * self.ysd
-        self.X = np.ascontiguousarray(data.X, dtype=np.float64)
+        # sampled on centred columns (see pymc_model.fixed_shift); b is reported uncentred
+        self.shift = fixed_shift(spec, data)
+        self.X = np.ascontiguousarray(np.asarray(data.X, dtype=np.float64) - self.shift)
         sizes = [t.n_levels for t in self.terms]
         self.u_off = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         r = len(self.terms)
@@ -403,7 +407,8 @@ class DensityKernel:
         return float(lp), grad
 
     def expand(self, x: np.ndarray) -> dict[str, np.ndarray]:
-        out = {"b": np.array(x[:self.k], dtype=np.float64)}
+        out = {"b": np.array(uncentre(np.asarray(x[:self.k]), self.shift, self.spec),
+                             dtype=np.float64)}
         _, cache = self._levels(x)
         for t, (sd, _free, _v, u) in zip(self.terms, cache, strict=True):
             out[t.sd_var] = np.asarray(sd, dtype=np.float64)
