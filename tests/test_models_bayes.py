@@ -323,3 +323,20 @@ def test_convergence_warning_on_too_short_chains(tmp_path):
     back = az.from_netcdf(path)
     assert back.posterior.attrs["formula"] == fit.formula
     assert back.posterior.attrs["seed"] == 1
+
+
+def test_prior_sensitivity_table_moves_the_three_level_sd_not_the_effect():
+    """``sensitivity=2.5`` refits at Rayleigh(0.8 x 2.5): the 3-level judge SD's upper
+    bound grows with the prior (the data cannot pin it), the population condition
+    effect and the 20-level scenario SD barely move."""
+    t = pairwise_judges(20, 6, 3, 3, tie_threshold=0, seed=1003).table()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FewClustersWarning)
+        fit = evalmix.fit(t, seed=2, draws=600, sensitivity=2.5, progress=False)
+    s = fit.prior_sensitivity.set_index("term")
+    assert {"estimate@1", "lo@1", "hi@1", "estimate@2.5", "lo@2.5", "hi@2.5"} <= set(s)
+    assert s.loc["sd[judge]", "hi@2.5"] > 1.3 * s.loc["sd[judge]", "hi@1"]
+    assert abs(s.loc["sd[scenario]", "estimate@2.5"] - s.loc["sd[scenario]", "estimate@1"]) \
+        < 0.1
+    assert abs(s.loc["position", "estimate@2.5"] - s.loc["position", "estimate@1"]) < 0.15
+    assert evalmix.fit(t, seed=2, draws=100, tune=100, progress=False).prior_sensitivity is None

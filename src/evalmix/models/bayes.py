@@ -169,7 +169,7 @@ def fit_bayes(
     seed : int or numpy.random.Generator, optional
         Recorded in ``provenance`` and ``idata.attrs``.
     prior_scale : float
-        Multiplies the SD priors (HalfNormal(1) on the logit scale by default).
+        Multiplies the SD priors (Rayleigh(0.8) on the logit scale by default).
     sensitivity : float, optional
         Refit with the SD priors at this scale and put a side-by-side table in
         ``provenance["prior_sensitivity"]``.

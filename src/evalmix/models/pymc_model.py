@@ -17,10 +17,11 @@ geometry:
 * a plain normal (centred / non-centred by the same rule) when no fixed column absorbs
   the mean (e.g. random intercepts in a Bradley-Terry design without an intercept).
 
-Factors with few levels (< ``FEW_LEVELS`` = 5, e.g. 3 judges or 3 author models) get a
-boundary-avoiding **Rayleigh** prior on their SD (density 0 at SD = 0, like the gamma(2)
-prior of Chung et al. 2013) instead of the half-normal, and the kernel engine integrates
-the SD out analytically (``marginal``): with ``n`` free deviations ``u`` and
+Every SD has a boundary-avoiding **Rayleigh** prior (density 0 at SD = 0, like the
+gamma(2) prior of Chung et al. 2013). For weakly identified factors -- few levels
+(< ``FEW_LEVELS`` = 5, e.g. 3 judges or 3 author models) or another random factor nested
+in them (categories holding items; up to ``MARGINAL_MAX_LEVELS``) -- the kernel engine
+integrates the SD out analytically (``marginal``): with ``n`` free deviations ``u`` and
 ``sd ~ Rayleigh(s)``, ``sd^2 ~ Exponential(1 / (2 s^2))`` and
 
     p(u) = (2 pi)^(-n/2) s^-2 (r s)^lam K_lam(r / s),   r = |u|,  lam = 1 - n/2,
@@ -33,6 +34,14 @@ a funnel neck and NUTS diverges (50-250 divergences per 2 x 2,000 draws on 4,320
 designs), and the non-centred one is a curved ridge (ESS 80-300). Sampling the level
 effects under their marginal prior has neither; the half-normal's marginal would have a
 ``1/r`` spike at ``u = 0`` (another funnel), the Rayleigh's is ``-log r`` (G = 3).
+
+With an intercept, the non-intercept fixed columns are centred (:func:`fixed_shift`):
+the sampler's intercept is the one at the column means, and ``b`` is reported on the
+original columns.
+
+Reference: Chung, Y., Rabe-Hesketh, S., Dorie, V., Gelman, A. and Liu, J. (2013). A
+nondegenerate penalized likelihood estimator for variance parameters in multilevel
+models. Psychometrika 78: 685-709. doi:10.1007/s11336-013-9328-2
 
 Zero-sum deviations reparameterise the usual model ``u_f ~ N(0, sd_f^2)``: write
 ``u_f = d_f + m_f`` with ``d_f`` summing to zero and ``m_f ~ N(0, sd_f^2 / G_f)``; the

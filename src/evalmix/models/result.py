@@ -73,6 +73,14 @@ class ModelFit:
     provenance: Mapping[str, Any] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
 
+    @property
+    def prior_sensitivity(self) -> pd.DataFrame | None:
+        """Side-by-side estimates and intervals at two SD-prior scales (``term``,
+        ``estimate@a``, ``lo@a``, ``hi@a``, ``estimate@b`` ...), when the fit was made
+        with ``sensitivity=``; None otherwise."""
+        out = self.provenance.get("prior_sensitivity")
+        return out if isinstance(out, pd.DataFrame) else None
+
     def __str__(self) -> str:
         lines = [f"ModelFit(backend={self.backend!r}, family={self.family!r})",
                  f"formula: {self.formula}"]
