@@ -134,10 +134,31 @@ class _Columns:
 
 
 # ---------------------------------------------------------------------------- build
-def _response(table, design: str) -> tuple[np.ndarray, str, str, tuple[str, ...]]:
+#: Most distinct score values an ordinal (cumulative logit) model takes.
+ORDINAL_MAX_CATEGORIES = 30
+
+
+def _response(table, design: str, family: str | None = None
+              ) -> tuple[np.ndarray, str, str, tuple[str, ...]]:
     d = table.data
+    if family is not None and family != "ordinal":
+        raise EvalmixError(f"family={family!r}; choose None (from the table) or 'ordinal'")
+    if family == "ordinal" and not (table.kind == "scores"
+                                    and table.outcome_type == "numeric"):
+        raise EvalmixError("family='ordinal' is for numeric score tables (e.g. 1-10 "
+                           "ratings); pairwise tables get an ordinal model with "
+                           "evalmix.read(..., ties='separate')")
     if table.kind == "scores":
         y = d["y"].to_numpy(dtype=float)
+        if family == "ordinal":
+            values = np.unique(y)
+            if not 3 <= len(values) <= ORDINAL_MAX_CATEGORIES:
+                raise EvalmixError(
+                    f"family='ordinal' needs 3 to {ORDINAL_MAX_CATEGORIES} distinct scores; "
+                    f"column 'y' has {len(values)}; use the default Gaussian model")
+            cats = tuple(f"{v:g}" for v in values)
+            return (np.searchsorted(values, y).astype(float), "cumulative",
+                    "the score category (ordered, cumulative logit)", cats)
         if table.outcome_type == "numeric":
             return y, "gaussian", "the score", ()
         fam = "bernoulli" if np.isin(y, (0.0, 1.0)).all() else "binomial"
@@ -175,6 +196,7 @@ def build_spec(
     random: Iterable[str] | None = None,
     reference: str | None = None,
     judge: str = "judge",
+    family: str | None = None,
 ) -> ModelSpec:
     """Build a :class:`ModelSpec` from a table's roles, or from an lme4 formula.
 
@@ -202,6 +224,11 @@ def build_spec(
         baseline designs the first sorted ``model_b``).
     judge : str
         Name of the judge role (for ``judge_position``).
+    family : {None, "ordinal"}
+        None: from the table (logit for binary outcomes and pairwise verdicts, Gaussian
+        for numeric scores, cumulative logit for ``ties="separate"``). ``"ordinal"``:
+        a cumulative-logit model for numeric scores (e.g. 1-10), one cut point between
+        each pair of adjacent observed values.
 
     Returns
     -------
@@ -220,7 +247,7 @@ def build_spec(
                                    judge_position=judge_position, fixed=tuple(fixed),
                                    random=random, judge=judge)
     parsed = parse_formula(formula)
-    y, family, response, cats = _response(table, cols.design)
+    y, family, response, cats = _response(table, cols.design, family)
 
     names: list[str] = []
     xcols: list[np.ndarray] = []

@@ -31,6 +31,7 @@ def fit(
     judge_position: bool = True,
     fixed: Iterable[str] = (),
     reference: str | None = None,
+    family: str | None = None,
     strata: str | None = None,
     engine: Literal["auto", "kernel", "pymc", "bambi"] = "auto",
     sampler: Literal["auto", "nutpie", "pymc"] = "auto",
@@ -64,6 +65,9 @@ def fit(
         Factors with random condition slopes, e.g. ``("judge",)``.
     fixed : iterable of str
         Cluster roles entered as fixed effects (alternative for factors with few levels).
+    family : {None, "ordinal"}
+        ``"ordinal"``: a cumulative-logit model for numeric scores (1-10 ratings) instead
+        of the Gaussian one (Bayesian back end; see :func:`~evalmix.models.spec.build_spec`).
     strata : str, optional
         Fit separately within each level of this cluster role (e.g. ``"judge"``); the
         tables are stacked with ``"<role>=<level>: "`` prefixed to terms and factors.
@@ -88,12 +92,14 @@ def fit(
     if strata is not None:
         return _fit_strata(table, strata, backend=backend, formula=formula, slopes=slopes,
                            position=position, judge_position=judge_position, fixed=fixed,
-                           reference=reference, engine=engine, sampler=sampler,
+                           reference=reference, family=family, engine=engine,
+                           sampler=sampler,
                            method=method, seed=seed, draws=draws, tune=tune, chains=chains,
                            prior_scale=prior_scale, sensitivity=sensitivity, level=level,
                            progress=progress, **backend_kwargs)
     spec = build_spec(table, formula=formula, slopes=tuple(slopes), position=position,
-                      judge_position=judge_position, fixed=tuple(fixed), reference=reference)
+                      judge_position=judge_position, fixed=tuple(fixed), reference=reference,
+                      family=family)
     if backend == "statsmodels":
         from evalmix.models.frequentist import fit_statsmodels
 

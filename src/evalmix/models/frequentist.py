@@ -339,8 +339,9 @@ def fit_statsmodels(
         raise EvalmixError("pass either a spec or formula/spec options, not both")
     if spec.family == "cumulative":
         raise EvalmixError(
-            "the statsmodels back end has no ordinal (cumulative) model for ties='separate'; "
-            "use backend='bayes', or read the table with ties='half' or 'exclude'")
+            "the statsmodels back end has no ordinal (cumulative) model (ties='separate' "
+            "or family='ordinal'); use backend='bayes', or read the table with ties='half' "
+            "or 'exclude' (the default Gaussian model for scores)")
     if not spec.random:
         raise EvalmixError(
             f"the model {spec.formula!r} has no random terms; add e.g. (1|item), or use "
