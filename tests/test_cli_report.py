@@ -136,3 +136,30 @@ def test_demo_end_to_end_reports_truth(tmp_path):
     assert len(rec) == 5 and rec["contains_truth"].all()
     html = (tmp_path / "demo" / "report.html").read_text()
     assert "true values are known" in html
+
+
+def test_no_sensitivity_flag_switches_the_refit_off(small_csv, tmp_path, monkeypatch):
+    """``--no-sensitivity`` reaches analyze as ``fit_options={"sensitivity": None}``;
+    without it analyze gets no fit options (it decides from the level counts)."""
+    import evalmix
+    from evalmix.cli import build_parser
+
+    seen: list[dict] = []
+
+    class _Stop(Exception):
+        pass
+
+    def fake_analyze(table, **kwargs):
+        seen.append(kwargs)
+        raise _Stop
+
+    monkeypatch.setattr(evalmix, "analyze", fake_analyze)
+    base = ["report", str(small_csv), "--outcome", "outcome", "--model-a", "model_a",
+            "--model-b", "model_b", "--cluster", "judge=judge", "--quiet",
+            "--out", str(tmp_path / "x")]
+    for extra in (["--no-sensitivity"], []):
+        args = build_parser().parse_args(base + extra)
+        with pytest.raises(_Stop):
+            args.func(args)
+    assert seen[0]["fit_options"] == {"sensitivity": None}
+    assert seen[1]["fit_options"] is None

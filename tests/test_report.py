@@ -299,3 +299,82 @@ def test_bradley_terry_design_gets_one_contrast_per_pair():
     assert [c.contrast for c in cs] == ["m2 vs m1", "m3 vs m1", "m3 vs m2"]
     assert all(c.estimand == "win_rate" for c in cs)  # no differences across opponents
     assert [int(select_rows(t, c).sum()) for c in cs] == [30, 30, 30]
+
+
+# ---------------------------------------------------------------- prior sensitivity
+#: Short MCMC: the test checks the table's plumbing, not the posterior.
+SENSITIVITY_FIT = {"backend": "bayes", "methods": ["naive", "CR2", "bayes"],
+                   "levels": ["none"], "reps": 99, "draws": 300, "seed": 1,
+                   "progress": False}
+
+
+@pytest.fixture(scope="module")
+def judges3_table():
+    from evalmix.sim import pairwise_judges
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return pairwise_judges(12, 4, 3, 3, tie_threshold=0, seed=5).table()
+
+
+@pytest.fixture(scope="module")
+def bayes_report(judges3_table):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return evalmix.analyze(judges3_table, **SENSITIVITY_FIT)
+
+
+def test_few_level_factors_follow_the_table_and_fixed(judges3_table):
+    from evalmix.compare.models import _few_level_factors
+
+    assert _few_level_factors(judges3_table, {}) == {"persona": 4, "author": 3, "judge": 3}
+    assert _few_level_factors(judges3_table, {"fixed": ("judge",)}) == {"persona": 4,
+                                                                        "author": 3}
+    assert _few_level_factors(judges3_table, {"fixed": "judge"}) == {"persona": 4,
+                                                                     "author": 3}
+
+
+def test_three_judges_get_a_prior_sensitivity_table(bayes_report, tmp_path):
+    s = bayes_report.prior_sensitivity
+    assert s is not None
+    assert {"term", "estimate@1", "lo@1", "hi@1", "estimate@2.5", "lo@2.5", "hi@2.5"} \
+        <= set(s.columns)
+    assert "sd[judge]" in set(s["term"]) and "condition[treatment]" in set(s["term"])
+    models = bayes_report.summary["models"]["bayes"]
+    assert models["prior_sensitivity"] == {"scale": 2.5, "few_level_factors": {
+        "persona": 4, "author": 3, "judge": 3}}
+    assert any("prior_sensitivity.csv" in w for w in bayes_report.warnings)
+    assert "prior_sensitivity" in json.loads(bayes_report.to_json())
+
+    paths = bayes_report.write(tmp_path)
+    on_disk = pd.read_csv(paths["prior_sensitivity.csv"])
+    assert list(on_disk.columns) == list(s.columns) and len(on_disk) == len(s)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert {r["term"] for r in summary["prior_sensitivity"]} == set(s["term"])
+    md = (tmp_path / "report.md").read_text()
+    section = md.split("## Prior sensitivity (Bayesian model)", 1)[1].split("\n## ", 1)[0]
+    assert "2.5x wider" in section and "judge (3 levels)" in section
+    assert "| sd[judge] |" in section and "| condition[treatment] |" in section
+    # the logistic residual SD is the same constant in both fits: not shown
+    assert "sd[Residual]" not in section
+    judge = s.set_index("term").loc["sd[judge]"]
+    assert f"| {judge['estimate@2.5']:.3f} |" in section  # rounded to 3 decimals
+    assert "<h2>Prior sensitivity (Bayesian model)</h2>" in (tmp_path / "report.html").read_text()
+
+
+def test_sensitivity_none_switches_the_refit_off(judges3_table, bayes_report, tmp_path):
+    from dataclasses import replace
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rep = evalmix.analyze(judges3_table, fit_options={"sensitivity": None},
+                              **SENSITIVITY_FIT)
+    assert rep.prior_sensitivity is None
+    assert "prior_sensitivity" not in rep.summary["models"]["bayes"]
+    assert "prior_sensitivity" not in rep.to_dict()
+    assert "Prior sensitivity" not in rep.to_markdown()
+    # writing the same report without the table: no file (a stale one is removed)
+    (tmp_path / "prior_sensitivity.csv").write_text("term\nold\n")
+    paths = replace(bayes_report, prior_sensitivity=None).write(tmp_path)
+    assert "prior_sensitivity.csv" not in paths
+    assert not (tmp_path / "prior_sensitivity.csv").exists()

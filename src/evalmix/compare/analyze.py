@@ -246,6 +246,9 @@ def analyze(
         Posterior draws per chain for the Bayesian back end (default: the back end's).
     fit_options : dict, optional
         Extra keyword arguments for :func:`evalmix.fit` (e.g. ``{"slopes": ("judge",)}``).
+        When a cluster factor has fewer than 5 levels the Bayesian fit is refitted with SD
+        priors 2.5x wider (``sensitivity=2.5``; the report's ``prior_sensitivity``);
+        ``{"sensitivity": None}`` switches that off, another number sets the scale.
     mcmc_timeout : float, optional
         Stop the Bayesian fit after this many seconds (it then runs in a forked child
         process) and report without it; ``None`` or 0: no limit.
@@ -361,7 +364,7 @@ def analyze(
                          "design-based rows are empty")
 
         # ------------------------------------------------------------ model rows
-        fits, mrows, variance, mnotes = model_rows(
+        fits, mrows, variance, mnotes, prior_sensitivity = model_rows(
             table, plan, backend=backend, fast=fast, methods=model_methods, level=level,
             seed=seed, draws=draws, fit_options=dict(fit_options or {}),
             mcmc_timeout=mcmc_timeout, bar=bar)
@@ -396,7 +399,7 @@ def analyze(
     summary["mcmc_timeout"] = mcmc_timeout
     return Report(intervals=frame, variance=variance, judges=judges, design=design,
                   headline=head, warnings=tuple(dict.fromkeys(warns)), position=position,
-                  summary=summary)
+                  summary=summary, prior_sensitivity=prior_sensitivity)
 
 
 def _judges_frame(jrows: list[dict[str, Any]], table: EvalTable, judge: str | None,

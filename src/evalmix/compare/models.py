@@ -3,6 +3,8 @@
 Each back end's fixed-effect rows on the probability scale (population-averaged where
 the back end gives both) become interval rows with ``method`` = the back end
 (``bayes``, ``mixedlm``, ``glmm_vb``); variance components are stacked by back end.
+When a cluster factor has fewer than 5 levels, the Bayesian back end is refitted with
+SD priors ``SENSITIVITY_SCALE`` times wider and its prior-sensitivity table is returned.
 """
 
 from __future__ import annotations
@@ -22,11 +24,16 @@ if TYPE_CHECKING:
     from evalmix.compare.plan import Contrast
     from evalmix.data.table import EvalTable
 
-__all__ = ["model_rows", "VARIANCE_REPORT_COLUMNS"]
+__all__ = ["model_rows", "VARIANCE_REPORT_COLUMNS", "SENSITIVITY_SCALE"]
 
 VARIANCE_REPORT_COLUMNS = ("factor", "sd", "variance", "share", "icc", "lo", "hi", "level",
                            "backend", "share_lo", "share_hi")
 
+
+#: SD-prior scale of the Bayesian refit when a factor has few levels: the Rayleigh(0.8)
+#: SD prior becomes Rayleigh(0.8 x 2.5), whose 95% quantile is 4.9 instead of 1.96 on the
+#: logit scale, so what moves between the two fits is what the prior was deciding.
+SENSITIVITY_SCALE = 2.5
 
 #: report method name -> (fit backend, statsmodels method)
 _FITS: dict[str, tuple[str, str | None]] = {
@@ -63,6 +70,20 @@ def _backends(table: EvalTable, backend: str | None, fast: bool,
         else:
             run.append("bayes")
     return run, notes
+
+
+def _few_level_factors(table: EvalTable, fit_options: dict[str, Any]) -> dict[str, int]:
+    """Random factors of the default model with too few levels to identify their SD.
+
+    Cluster roles with fewer than ``FEW_LEVELS`` (5) levels, less those the caller enters
+    as fixed effects (``fit_options["fixed"]``).
+    """
+    from evalmix.models.pymc_model import FEW_LEVELS
+
+    given = fit_options.get("fixed", ()) or ()
+    fixed = {given} if isinstance(given, str) else set(given)
+    counts = {role: table.n_levels(role) for role in table.clusters if role not in fixed}
+    return {role: n for role, n in counts.items() if n < FEW_LEVELS}
 
 
 def _method_name(fit: Any, requested: str) -> str:
@@ -239,10 +260,21 @@ def _call_fit(fit: Any, table: Any, kwargs: dict[str, Any]) -> Any:
 def model_rows(table: EvalTable, plan: Sequence[Contrast], *, backend: str | None,
                fast: bool, methods: Sequence[str] | None, level: float, seed: int,
                draws: int | None, fit_options: dict[str, Any] | None = None,
-               mcmc_timeout: float | None = None, bar: Any = None) -> tuple[dict[str, Any], list[dict[str, Any]], pd.DataFrame,
-                                         list[str]]:
-    """Fit the model back ends and return (fit summaries, rows, variance, notes)."""
+               mcmc_timeout: float | None = None, bar: Any = None
+               ) -> tuple[dict[str, Any], list[dict[str, Any]], pd.DataFrame, list[str],
+                          pd.DataFrame | None]:
+    """Fit the model back ends.
+
+    Returns (fit summaries, rows, variance, notes, prior sensitivity). The last is the
+    Bayesian fit's :attr:`~evalmix.models.result.ModelFit.prior_sensitivity` table: when
+    a cluster factor has fewer than 5 levels and ``fit_options`` does not set
+    ``sensitivity`` (``{"sensitivity": None}`` switches the refit off), the Bayesian
+    back end is refitted with SD priors ``SENSITIVITY_SCALE`` times wider; None when no
+    refit was made.
+    """
     backends, notes = _backends(table, backend, fast, methods)
+    options = dict(fit_options or {})
+    sensitivity: pd.DataFrame | None = None
     fit = upstream("evalmix.models.api", "fit")
     fits: dict[str, Any] = {}
     rows: list[dict[str, Any]] = []
@@ -251,22 +283,28 @@ def model_rows(table: EvalTable, plan: Sequence[Contrast], *, backend: str | Non
         notes.append("no cluster factors, so no mixed model was fitted")
         backends = []
     if not backends:
-        return fits, rows, pd.DataFrame(columns=list(VARIANCE_REPORT_COLUMNS)), notes
+        return (fits, rows, pd.DataFrame(columns=list(VARIANCE_REPORT_COLUMNS)), notes,
+                sensitivity)
     if fit is None:
         notes.append("evalmix.fit is not available in this installation, so there are no "
                      "model-based rows or variance components")
-        return fits, rows, pd.DataFrame(columns=list(VARIANCE_REPORT_COLUMNS)), notes
+        return (fits, rows, pd.DataFrame(columns=list(VARIANCE_REPORT_COLUMNS)), notes,
+                sensitivity)
     for b in backends:
         task = bar.task(f"fitting model: {b}", None) if bar is not None else None
         fit_backend, sm_method = _FITS[b]
         kwargs: dict[str, Any] = {"backend": fit_backend, "seed": seed, "level": level,
-                                  **(fit_options or {})}
+                                  **options}
+        few: dict[str, int] = {}
         if sm_method is not None:
             kwargs["method"] = sm_method
         else:
             kwargs["progress"] = False
             if draws is not None:
                 kwargs["draws"] = draws
+            few = _few_level_factors(table, options)
+            if "sensitivity" not in options and few:
+                kwargs["sensitivity"] = SENSITIVITY_SCALE
         t0 = time.perf_counter()
         limit = mcmc_timeout if fit_backend == "bayes" else None
         out = guarded(_fit_with_timeout, fit, table, limit, **kwargs)
@@ -285,6 +323,15 @@ def model_rows(table: EvalTable, plan: Sequence[Contrast], *, backend: str | Non
                         "approximate": bool(getattr(f, "approximate", False)),
                         "divergences": int(getattr(f, "divergences", 0) or 0),
                         "wall_s": round(wall, 2), "warnings": list(getattr(f, "warnings", ()))}
+        table_s = getattr(f, "prior_sensitivity", None)
+        if isinstance(table_s, pd.DataFrame) and not table_s.empty:
+            sensitivity = table_s
+            fits[method]["prior_sensitivity"] = {
+                "scale": kwargs.get("sensitivity"), "few_level_factors": few}
+            notes.append(f"{method}: refitted with the SD priors at scale "
+                         f"{kwargs.get('sensitivity')} to check how much the few-level "
+                         "factors' SDs lean on the prior; see the section 'Prior "
+                         "sensitivity (Bayesian model)' and prior_sensitivity.csv")
         rows += _rows_from_fit(f, method, plan, level, table.n_obs)
         var_parts.append(_variance_rows(f, method))
         div = int(getattr(f, "divergences", 0) or 0)
@@ -307,4 +354,4 @@ def model_rows(table: EvalTable, plan: Sequence[Contrast], *, backend: str | Non
                              "have not mixed, so those numbers are not reliable")
     variance = (pd.concat(var_parts, ignore_index=True) if var_parts
                 else pd.DataFrame(columns=list(VARIANCE_REPORT_COLUMNS)))
-    return fits, rows, variance, notes
+    return fits, rows, variance, notes, sensitivity

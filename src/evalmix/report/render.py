@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html as _html
+import re
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -114,6 +115,54 @@ def _headline_view(rep: Report) -> pd.DataFrame:
         "what it means": [m.replace("your error bar was ", "") for m in h["message"]],
         "rows that disagree with the recommended decision": h["disagreeing"],
     })
+
+
+#: Prior-sensitivity rows shown in the report (every row is in prior_sensitivity.csv):
+#: the effects a reader acts on and every SD.
+_SENSITIVITY_TERMS = re.compile(r"^(?:Intercept$|condition|model\[|position|sd\[)")
+
+
+def _sensitivity_view(rep: Report) -> pd.DataFrame:
+    """The prior-sensitivity rows worth reading: intercept, condition/model, position and
+    SD rows, less the pairwise differences between conditions (435 rows for MT-Bench's
+    30 models) and rows that are the same number everywhere (the logistic residual SD)."""
+    s = rep.prior_sensitivity
+    if s is None or s.empty:
+        return pd.DataFrame()
+    term = s["term"].astype(str)
+    keep = term.str.match(_SENSITIVITY_TERMS) & ~term.str.contains(" - ", regex=False)
+    view = s[keep] if keep.any() else s
+    numbers = view.drop(columns="term").apply(pd.to_numeric, errors="coerce")
+    return view[numbers.nunique(axis=1) > 1].reset_index(drop=True)
+
+
+def _sensitivity_text(rep: Report) -> str:
+    """What the prior-sensitivity table is and how to read it."""
+    s = rep.prior_sensitivity
+    scales = [str(c).partition("@")[2] for c in (s.columns if s is not None else ())
+              if str(c).startswith("estimate@")]
+    try:
+        wider = f"{float(scales[1]) / float(scales[0]):g}x"
+    except (IndexError, ValueError, ZeroDivisionError):
+        wider = "more"
+    models = rep.summary.get("models", {})
+    bayes = models.get("bayes", {}) if isinstance(models, dict) else {}
+    few = (bayes.get("prior_sensitivity") or {}).get("few_level_factors") or {}
+    why = (" because " + ", ".join(f"{f} ({n} levels)" for f, n in few.items())
+           + (" has" if len(few) == 1 else " have") + " fewer than 5 levels") if few else ""
+    terms = set(s["term"].astype(str)) if s is not None else set()
+    per_judge = any(t.startswith("position[") for t in terms)
+    steady = "the condition effects" + (" and the judge-specific position biases"
+                                        if per_judge else "")
+    averages = "The intercept" + (" and the overall position term average"
+                                  if "position" in terms else " averages")
+    return (f"The Bayesian model was refitted with SD priors {wider} wider{why}. The SDs "
+            "of factors with few levels are barely identified and are expected to move "
+            f"with the prior; {steady} should not (if they do, that conclusion leans on "
+            f"the prior). {averages} over the few levels and widen with their SDs. "
+            "Columns: estimate and interval at each SD-prior scale (@scale); the first "
+            "scale is the fit reported above. Every term, differences between conditions "
+            "included, is in prior_sensitivity.csv.")
 
 
 def _intro(rep: Report) -> list[tuple[str, str]]:
@@ -259,6 +308,11 @@ def html(rep: Report) -> str:
     if "variance" in figs:
         parts.append(_img(figs, "variance", "variance shares"))
     parts.append(_table_html(rep.variance))
+    sens = _sensitivity_view(rep)
+    if not sens.empty:
+        parts.append("<h2>Prior sensitivity (Bayesian model)</h2>")
+        parts.append(f"<p class='muted'>{esc(_sensitivity_text(rep))}</p>")
+        parts.append(_table_html(sens))
     jt = rep.judges
     if jt is not None and not jt.empty:
         parts.append("<h2>Judge-stratified estimates</h2>")
@@ -333,6 +387,10 @@ def markdown(rep: Report, *, plots_dir: str | None = None) -> str:
     out += ["## Variance components", "", _table_md(rep.variance), ""]
     if "variance" in names:
         out += [f"![variance]({plots_dir}/variance.png)", ""]
+    sens = _sensitivity_view(rep)
+    if not sens.empty:
+        out += ["## Prior sensitivity (Bayesian model)", "", _sensitivity_text(rep), "",
+                _table_md(sens), ""]
     jt = rep.judges
     if jt is not None and not jt.empty:
         out += ["## Judge-stratified estimates", "",

@@ -69,6 +69,11 @@ class Report:
         Simulated data only: true values and whether each recommended interval holds it.
     summary : Mapping
         Versions, seed, roles, options and the command line.
+    prior_sensitivity : pandas.DataFrame or None
+        The Bayesian model refitted with SD priors 2.5x wider, side by side with the
+        default fit: ``term, estimate@1, lo@1, hi@1, estimate@2.5, lo@2.5, hi@2.5`` (fixed
+        effects on the log-odds or identity scale, then ``sd[<factor>]`` rows). Made when
+        a cluster factor has fewer than 5 levels; None otherwise.
     """
 
     intervals: pd.DataFrame
@@ -80,6 +85,7 @@ class Report:
     truth: pd.DataFrame | None = None
     position: pd.DataFrame = field(default_factory=pd.DataFrame)
     summary: Mapping[str, Any] = field(default_factory=dict)
+    prior_sensitivity: pd.DataFrame | None = None
 
     # ------------------------------------------------------------------ helpers
     def with_truth(self, truth: pd.DataFrame | None, note: str | None = None) -> Report:
@@ -111,6 +117,8 @@ class Report:
             "judges": self.judges,
             "position": self.position,
             "truth": self.truth if self.truth is not None else None,
+            **({"prior_sensitivity": self.prior_sensitivity}
+               if self.prior_sensitivity is not None else {}),
         })
 
     # ------------------------------------------------------------------ writers
@@ -146,7 +154,8 @@ class Report:
 
         Files: ``intervals.csv``, ``variance.csv``, ``judges.csv``, ``design.json``,
         ``design.md``, ``report.html``, ``report.md`` (with ``plots/*.png``),
-        ``summary.json``.
+        ``summary.json``, and ``prior_sensitivity.csv`` when the Bayesian model was
+        refitted with wider SD priors.
         """
         from evalmix.report.plots import all_figures, save_png
         from evalmix.report.render import design_markdown
@@ -162,11 +171,20 @@ class Report:
         paths["design.json"].write_text(json.dumps(_jsonable(self.design), indent=2,
                                                    default=str))
         paths["design.md"].write_text(design_markdown(self))
+        sensitivity_csv = d / "prior_sensitivity.csv"
+        if self.prior_sensitivity is not None:
+            paths["prior_sensitivity.csv"] = sensitivity_csv
+            self.prior_sensitivity.to_csv(sensitivity_csv, index=False)
+        else:
+            # an earlier report in this folder must not leave a table this one lacks
+            sensitivity_csv.unlink(missing_ok=True)
         summary = dict(self.summary)
         summary["headline"] = self.headline
         summary["warnings"] = list(self.warnings)
         if self.truth is not None:
             summary["truth"] = self.truth
+        if self.prior_sensitivity is not None:
+            summary["prior_sensitivity"] = self.prior_sensitivity
         paths["summary.json"].write_text(json.dumps(_jsonable(summary), indent=2,
                                                     default=str))
         plots = d / "plots"
