@@ -290,21 +290,23 @@ def test_three_judges_defaults_do_not_diverge():
     assert sd.loc["judge", "lo"] > 0.01 and sd.loc["author", "hi"] < 2.5
 
 
-def test_outer_factor_of_a_nesting_is_integrated_out():
-    """Scenarios nested in categories (5 per category): the category term is marginal,
-    the scenario term is not; a crossed factor with the same count is not either."""
-    sim = pairwise_judges(30, 6, 3, 3, seed=5, tie_threshold=0)
-    d = sim.data.assign(category="c" + (sim.data["scenario"].str[1:].astype(int) // 5)
-                        .astype(str))
-    kw = {**sim.read_kwargs, "clusters": {**sim.read_kwargs["clusters"],
-                                          "category": "category"}}
-    t = evalmix.read(d, **kw)
-    spec = build_spec(t)
-    terms = {x.factor: x for x in choose_parameterization(spec, collapse(spec))}
-    assert terms["category"].n_levels == 6 and terms["category"].marginal
-    assert terms["persona"].n_levels == 6 and not terms["persona"].marginal
-    assert not terms["scenario"].marginal and terms["scenario"].centred
-    assert terms["judge"].marginal and terms["author"].marginal   # 3 levels
+def test_which_factors_have_their_sd_integrated_out():
+    """Up to 50 levels (judges, authors, personas, categories): SD integrated out; more
+    (scenarios, items): the centred/non-centred rule. Every SD has the Rayleigh prior."""
+    t = pairwise_judges(60, 6, 3, 3, seed=5, tie_threshold=0).table()
+    spec = build_spec(t, slopes=("judge",))
+    terms = {x.name: x for x in choose_parameterization(spec, collapse(spec))}
+    assert not terms["1|scenario"].marginal and terms["1|scenario"].centred
+    assert all(x.marginal for n, x in terms.items() if n != "1|scenario")
+    assert {x.sd_prior for x in terms.values()} == {"rayleigh"}
+    t2 = pairwise_judges(51, 2, 2, 2, seed=5, tie_threshold=0).table()
+    s2 = build_spec(t2)
+    assert not {x.factor: x for x in choose_parameterization(s2, collapse(s2))}[
+        "scenario"].marginal
+    t3 = pairwise_judges(50, 2, 2, 2, seed=5, tie_threshold=0).table()
+    s3 = build_spec(t3)
+    assert {x.factor: x for x in choose_parameterization(s3, collapse(s3))}[
+        "scenario"].marginal
 
 
 def test_convergence_warning_on_too_short_chains(tmp_path):

@@ -247,12 +247,28 @@ def fit_bayes(
     if retried:
         prov["retried"] = retried
     if sensitivity is not None:
-        alt = fit_bayes(spec, engine=engine, sampler=sampler, draws=draws, tune=tune,
-                        chains=chains, seed=seed_i, prior_scale=sensitivity, level=level,
-                        target_accept=target_accept, retry_divergent=retry_divergent,
-                        progress=progress)
-        prov["prior_sensitivity"] = sensitivity_table(fixed, var, alt, prior_scale,
-                                                      sensitivity)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                alt = fit_bayes(spec, engine=engine, sampler=sampler, draws=draws,
+                                tune=tune, chains=chains, seed=seed_i,
+                                prior_scale=sensitivity, level=level,
+                                target_accept=target_accept,
+                                retry_divergent=retry_divergent, progress=progress)
+            except Exception as e:  # noqa: BLE001 - the main fit stands without it
+                alt = None
+                msgs.append((f"the prior-sensitivity refit (prior_scale={sensitivity:g}) "
+                             f"failed ({type(e).__name__}: {e}); no sensitivity table",
+                             ConvergenceWarning))
+        if alt is not None:
+            prov["prior_sensitivity"] = sensitivity_table(fixed, var, alt, prior_scale,
+                                                          sensitivity)
+            bad = [str(w.message) for w in caught
+                   if issubclass(w.category, ConvergenceWarning)]
+            if bad:
+                msgs.append((f"the prior-sensitivity refit (prior_scale={sensitivity:g}) "
+                             "did not pass the convergence checks: " + bad[0],
+                             ConvergenceWarning))
     for k, v in prov.items():
         if isinstance(v, int | float | str):
             # plain Python scalars only: numpy scalars (e.g. np.str_) break to_netcdf

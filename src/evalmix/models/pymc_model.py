@@ -18,10 +18,10 @@ geometry:
   the mean (e.g. random intercepts in a Bradley-Terry design without an intercept).
 
 Every SD has a boundary-avoiding **Rayleigh** prior (density 0 at SD = 0, like the
-gamma(2) prior of Chung et al. 2013). For weakly identified factors -- few levels
-(< ``FEW_LEVELS`` = 5, e.g. 3 judges or 3 author models) or another random factor nested
-in them (categories holding items; up to ``MARGINAL_MAX_LEVELS``) -- the kernel engine
-integrates the SD out analytically (``marginal``): with ``n`` free deviations ``u`` and
+gamma(2) prior of Chung et al. 2013). For factors with up to ``MARGINAL_MAX_LEVELS`` =
+50 levels (judges, author models, personas, categories: the ones whose SD the data
+cannot pin away from 0) the kernel engine integrates the SD out analytically
+(``marginal``): with ``n`` free deviations ``u`` and
 ``sd ~ Rayleigh(s)``, ``sd^2 ~ Exponential(1 / (2 s^2))`` and
 
     p(u) = (2 pi)^(-n/2) s^-2 (r s)^lam K_lam(r / s),   r = |u|,  lam = 1 - n/2,
@@ -33,7 +33,11 @@ within ~0.05 (4,000 rows); whenever the chain visits SD << 0.05 the centred geom
 a funnel neck and NUTS diverges (50-250 divergences per 2 x 2,000 draws on 4,320-row
 designs), and the non-centred one is a curved ridge (ESS 80-300). Sampling the level
 effects under their marginal prior has neither; the half-normal's marginal would have a
-``1/r`` spike at ``u = 0`` (another funnel), the Rayleigh's is ``-log r`` (G = 3).
+``1/r`` spike at ``u = 0`` (another funnel), the Rayleigh's is ``-log r`` (G = 3). The
+same funnel appeared for an 8-level category factor holding MT-Bench's items (SD
+posterior down to 0.01) and a 5-level judge factor (PandaLM). Factors with more levels
+(items, scenarios) keep the centred / non-centred rule above: their SDs are well
+identified, and the Bessel order ``G/2 - 1`` stays where ``K`` is finite in doubles.
 
 With an intercept, the non-intercept fixed columns are centred (:func:`fixed_shift`):
 the sampler's intercept is the one at the column means, and ``b`` is reported on the
@@ -83,7 +87,7 @@ DEFAULT_PRIORS = {
     "fixed": "Normal(0, 2.5)",
     "intercept": "Normal(0, 2.5) on the intercept at the mean of the other columns",
     "sd": "Rayleigh(0.8 * prior_scale); integrated out analytically (kernel engine) for "
-          "factors with < 5 levels or with another factor nested in them",
+          "factors with <= 50 levels",
     "sigma": "HalfNormal(1.0) (gaussian residual SD, times sd(y))",
     "cutpoints": "ordered Normal(0, 2.5)",
 }
@@ -92,13 +96,13 @@ SD_SCALE = 1.0
 #: A level is "informative" (centred parameterisation) when its expected Fisher
 #: information times the prior SD squared exceeds this.
 CENTRED_INFORMATION = 4.0
-#: Factors with fewer levels get the Rayleigh SD prior (and the marginal form).
+#: Factors with fewer levels get a FewClustersWarning (SD barely identified).
 FEW_LEVELS = 5
 #: Rayleigh scale: its 95% quantile (1.96) equals HalfNormal(1)'s; P(sd < 0.1) = 0.8%
 #: (HalfNormal(1): 8%); mean 1.0.
 RAYLEIGH_SCALE = 0.8
-#: Largest factor integrated out because another factor is nested in it (the Bessel
-#: order is G/2 - 1; keeps K finite in double precision).
+#: Largest factor whose SD is integrated out (the Bessel order is G/2 - 1; keeps K
+#: finite in double precision).
 MARGINAL_MAX_LEVELS = 50
 
 
@@ -131,10 +135,9 @@ def choose_parameterization(spec: ModelSpec, data: Collapsed, *, prior_sd: float
         weight, prior_sd = 1.0 / yv, prior_sd * float(np.sqrt(yv))
     else:
         weight = 0.25
-    outer = _has_nested(spec, data)
     out = []
     used: set[str] = set()
-    for r, x, nests in zip(spec.random, data.x, outer, strict=True):
+    for r, x in zip(spec.random, data.x, strict=True):
         if r.is_intercept:
             absorb = ("Intercept" if "Intercept" in spec.fixed_names
                       else "cutpoints" if spec.family == "cumulative" else None)
@@ -150,28 +153,7 @@ def choose_parameterization(spec: ModelSpec, data: Collapsed, *, prior_sd: float
                             zero_sum=absorb is not None and r.n_levels > 1,
                             centred=info >= CENTRED_INFORMATION, absorbed_by=absorb,
                             sd_prior="rayleigh",
-                            marginal=r.n_levels < FEW_LEVELS or (
-                                nests and r.n_levels <= MARGINAL_MAX_LEVELS)))
-    return out
-
-
-def _has_nested(spec: ModelSpec, data: Collapsed) -> list[bool]:
-    """Per random term: is it a random intercept with another random-intercept factor
-    nested in it (every level of the other factor within one of its levels, e.g. items
-    within categories)? Its level effects are then identified only through the inner
-    factor's level means, and its SD's posterior reaches down to ~0."""
-    out = []
-    for i, r in enumerate(spec.random):
-        found = False
-        if r.is_intercept and r.n_levels > 1:
-            for j, o in enumerate(spec.random):
-                if j == i or not o.is_intercept or o.n_levels <= r.n_levels:
-                    continue
-                pairs = np.unique(np.column_stack([data.codes[j], data.codes[i]]), axis=0)
-                if pairs.shape[0] == np.unique(data.codes[j]).shape[0]:
-                    found = True
-                    break
-        out.append(found)
+                            marginal=r.n_levels <= MARGINAL_MAX_LEVELS))
     return out
 
 
