@@ -224,13 +224,58 @@ def draw_marginal_sd(u: np.ndarray, n: int, scale: float, rng: np.random.Generat
 
     ``u`` has shape (..., G): the level effects (for a zero-sum term ``n = G - 1`` free
     coordinates; the zero-sum map is an isometry, so ``|u|`` is theirs); returns (...)."""
-    from scipy.stats import geninvgauss
+    r = np.maximum(np.sqrt(np.sum(u * u, axis=-1)), 1e-150)
+    # density of t = sd^2 oc t^(lam-1) exp(-(t/s^2 + r^2/t)/2)
+    t = _gig_draws(1.0 - 0.5 * n, 1.0 / scale ** 2, (r * r).ravel(), rng)
+    return np.sqrt(t).reshape(r.shape)
 
-    r = np.maximum(np.sqrt(np.sum(u * u, axis=-1)), 1e-300)
-    lam = 1.0 - 0.5 * n
-    # density of t = sd^2 oc t^(lam-1) exp(-(t/s^2 + r^2/t)/2) = (r s) x, x ~ GIG(lam, r/s)
-    x = geninvgauss.rvs(lam, r / scale, random_state=rng, size=r.shape)
-    return np.sqrt(r * scale * x)
+
+def _gig_draws(lam: float, a: float, b: np.ndarray, rng: np.random.Generator
+               ) -> np.ndarray:
+    """Exact, vectorised draws of ``t ~ GIG(lam, a, b)`` (density oc
+    ``t^(lam-1) exp(-(a t + b / t) / 2)``), one per element of ``b``.
+
+    ``y = log t`` has the log-concave density ``g(y) = lam y - (a e^y + b e^-y) / 2``.
+    Rejection from the envelope ``min(g(mode), tangent at mode -/+ 1/sqrt(-g''(mode)))``
+    (tangents of a concave function lie above it, so the envelope is exact): an
+    exponential left tail, a flat middle, an exponential right tail; acceptance ~0.7.
+    (scipy.stats.geninvgauss loops in Python over distinct parameters: ~75 us a draw.)"""
+    b = np.asarray(b, dtype=float)
+
+    def g(y, b):
+        return lam * y - 0.5 * (a * np.exp(y) + b * np.exp(-y))
+
+    def dg(y, b):
+        return lam - 0.5 * (a * np.exp(y) - b * np.exp(-y))
+
+    # mode: a e^2y - 2 lam e^y - b = 0, in the form without cancellation
+    root = np.sqrt(lam * lam + a * b)
+    ym = (np.log((lam + root) / a) if lam >= 0 else np.log(b / (root - lam)))
+    gm = g(ym, b)
+    w = 1.0 / np.sqrt(0.5 * (a * np.exp(ym) + b * np.exp(-ym)))
+    y1, y2 = ym - w, ym + w
+    s1, s2 = dg(y1, b), dg(y2, b)                  # > 0, < 0
+    yl = y1 + (gm - g(y1, b)) / s1                 # where the tangents reach g(mode)
+    yr = y2 + (gm - g(y2, b)) / s2
+    m_left, m_mid, m_right = 1.0 / s1, yr - yl, -1.0 / s2
+    total = m_left + m_mid + m_right
+    out = np.empty_like(b)
+    todo = np.arange(b.shape[0])
+    while todo.size:
+        k = todo
+        pick = rng.random(k.size) * total[k]
+        v = 1.0 - rng.random(k.size)               # (0, 1]
+        left = pick < m_left[k]
+        right = pick >= m_left[k] + m_mid[k]
+        y = np.where(left, yl[k] + np.log(v) / s1[k],
+                     np.where(right, yr[k] + np.log(v) / s2[k],
+                              yl[k] + v * m_mid[k]))
+        env = gm[k] + np.where(left, s1[k] * (y - yl[k]),
+                               np.where(right, s2[k] * (y - yr[k]), 0.0))
+        ok = np.log(1.0 - rng.random(k.size)) <= g(y, b[k]) - env
+        out[k[ok]] = np.exp(y[ok])
+        todo = k[~ok]
+    return out
 
 
 def build_model(spec: ModelSpec, data: Collapsed, *, prior_scale: float = 1.0,
