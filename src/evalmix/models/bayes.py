@@ -263,6 +263,9 @@ def fit_bayes(
         if alt is not None:
             prov["prior_sensitivity"] = sensitivity_table(fixed, var, alt, prior_scale,
                                                           sensitivity)
+            msgs = [(m.replace("Check the prior sensitivity (fit(..., sensitivity=2.5))",
+                               "Its prior sensitivity is in fit.prior_sensitivity"), c)
+                    for m, c in msgs]
             bad = [str(w.message) for w in caught
                    if issubclass(w.category, ConvergenceWarning)]
             if bad:
