@@ -362,6 +362,20 @@ def test_ordinal_scores_match_clmm():
     v = fit.variance.set_index("factor")
     for g in ("item", "judge"):
         assert v.loc[g, "lo"] <= ref.loc[g, "estimate"] <= v.loc[g, "hi"], g
+    # population-averaged expected scores against the generating model's (cut points
+    # -2..2, effects 0/0.5/1, latent random-effect variance 1 + 0.25, 80-point
+    # Gauss-Hermite): 3.5, 3.8877, 4.2618
+    truth = {"m0": 3.5, "m1": 3.8876875, "m2": 4.2618044}
+    pop = fit.fixed_effects[fit.fixed_effects["label"].str.startswith("population")]
+    pop = pop[pop["scale"] == "score"].set_index("term")
+    observed = t.data.groupby("condition")["y"].mean()
+    for m, tr in truth.items():
+        assert pop.loc[f"E[score | {m}]", "lo"] <= tr <= pop.loc[f"E[score | {m}]", "hi"]
+    for m in ("m1", "m2"):
+        row = pop.loc[f"E[score | {m}] - E[score | m0]"]
+        assert row["lo"] <= truth[m] - truth["m0"] <= row["hi"]
+        # the balanced design's raw mean difference is a consistent estimate of it too
+        assert abs(row["estimate"] - (observed[m] - observed["m0"])) < 0.1
     # clear errors where no ordinal model exists
     with pytest.raises(evalmix.EvalmixError, match="numeric score tables"):
         evalmix.fit(pairwise_judges(4, 2, 2, 2, seed=1, tie_threshold=0).table(),

@@ -64,6 +64,30 @@ def _p_balanced(eta: np.ndarray, pos: np.ndarray | None, var: np.ndarray | None,
     return cast(np.ndarray, out)  # eta is an array, so every sum above is one
 
 
+def _numeric_categories(spec: ModelSpec) -> np.ndarray | None:
+    """Score values of an ordinal score model (None for verdict categories)."""
+    try:
+        return np.array([float(c) for c in spec.categories])
+    except ValueError:
+        return None
+
+
+def _mean_score(eta: np.ndarray, cut: np.ndarray, values: np.ndarray,
+                var: np.ndarray | None) -> np.ndarray:
+    """E[score] under the cumulative logit ``P(y <= k) = expit(c_k - eta)``, per draw;
+    integrated over N(0, var) random effects (Gauss-Hermite) when ``var`` is given."""
+    def mean_at(e):                      # e: (draws, nodes)
+        cdf = expit(cut[:, None, :] - e[:, :, None])            # (draws, nodes, K-1)
+        cdf = np.concatenate([cdf, np.ones(cdf.shape[:2] + (1,))], axis=2)
+        pk = np.diff(cdf, axis=2, prepend=0.0)
+        return pk @ values                                       # (draws, nodes)
+
+    if var is None:
+        return mean_at(eta[:, None])[:, 0]
+    z = eta[:, None] + np.sqrt(var)[:, None] * _GH_NODES[None, :]
+    return mean_at(z) @ _GH_WEIGHTS
+
+
 def fixed_table(spec: ModelSpec, terms: list[TermInfo], b: np.ndarray,
                 u: dict[str, np.ndarray], sd: dict[str, np.ndarray],
                 cut: np.ndarray | None, *, level: float) -> pd.DataFrame:
@@ -105,6 +129,23 @@ def fixed_table(spec: ModelSpec, terms: list[TermInfo], b: np.ndarray,
                 rows.append(_row(f"P[{lev}]", p1, level, "probability", label))
                 rows.append(_row(f"P[{lev}] - P[{spec.reference}]", p1 - p0, level,
                                  "probability", label))
+    # ordinal scores: expected score per condition and its difference from the reference
+    values = _numeric_categories(spec) if spec.family == "cumulative" else None
+    if (values is not None and cut is not None and spec.condition_terms
+            and "position" not in names):
+        for label, use_var in ((TYPICAL, False), (POPULATION, True)):
+            var0 = _latent_variance(spec, terms, sd, {}) if use_var else None
+            zero = np.zeros(cut.shape[0])
+            m0 = _mean_score(zero, cut, values, var0)
+            rows.append(_row(f"E[score | {spec.reference}]", m0, level, "score", label))
+            for c in spec.condition_terms:
+                j = names.index(c)
+                var1 = _latent_variance(spec, terms, sd, {c: 1.0}) if use_var else None
+                m1 = _mean_score(b[:, j], cut, values, var1)
+                lev = c[c.index("[") + 1:-1] if "[" in c else c
+                rows.append(_row(f"E[score | {lev}]", m1, level, "score", label))
+                rows.append(_row(f"E[score | {lev}] - E[score | {spec.reference}]",
+                                 m1 - m0, level, "score", label))
     # per-level slopes: realised judge-specific effects = fixed + level deviation
     for t in terms:
         if t.term == "1" or t.term not in names:
