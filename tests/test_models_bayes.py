@@ -148,7 +148,8 @@ def test_kernel_density_equals_pymc(layout):
     rng = np.random.default_rng(0)
     for terms in variants:
         model, _ = build_model(spec, data, terms=terms, prior_scale=1.7)
-        kern = DensityKernel(spec, data, terms, prior_scale=1.7, layout=layout)
+        kern = DensityKernel(spec, data, terms, prior_scale=1.7, layout=layout,
+                             centre_slopes=False)
         assert (kern.grid is not None) == (layout == "grid")
         # FAST_COMPILE: no C compilation for these tiny graphs (keeps the test quick)
         logp = model.compile_logp(mode="FAST_COMPILE")
@@ -208,6 +209,40 @@ def test_grid_layout_equals_row_loop_and_is_chosen_only_when_dense():
             (l1, g1), (l2, g2) = rows.logp(x), grid.logp(x)
             assert l2 == pytest.approx(l1, rel=1e-12)
             np.testing.assert_allclose(g2, g1, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("marginal", [True, False])
+def test_slope_centring_is_the_same_density_in_other_coordinates(marginal):
+    """Coupled intercept u' = u + sum xbar v (slopes on centred covariates) is a linear
+    map with unit Jacobian: log p_coupled(x) = log p_plain(T x) and
+    grad_coupled = T' grad_plain; expand reports the original u."""
+    import dataclasses
+
+    t = pairwise_judges(8, 3, 3, 3, seed=2, tie_threshold=0).table()
+    spec = build_spec(t, slopes=("judge",))
+    data = collapse(spec)
+    terms = [dataclasses.replace(x, marginal=marginal, centred=True)
+             for x in choose_parameterization(spec, data)]
+    kc = DensityKernel(spec, data, terms)
+    kp = DensityKernel(spec, data, terms, centre_slopes=False)
+    assert len(kc.couple) == 1
+    (i, lst), = kc.couple.items()
+    assert terms[i].factor == "judge" and terms[i].term == "1"
+    assert [terms[j].term for j, _ in lst] == ["condition[treatment]"]
+    T = np.eye(kc.ndim)
+    _, a1, a2 = kc.slices[i]
+    for j, xbar in lst:
+        _, c1, c2 = kc.slices[j]
+        T[a1:a2, c1:c2] -= xbar * np.eye(a2 - a1)
+    rng = np.random.default_rng(4)
+    for _ in range(3):
+        x = rng.normal(0, 0.5, kc.ndim)
+        (l1, g1), (l2, g2) = kc.logp(x), kp.logp(T @ x)
+        assert l1 == pytest.approx(l2, rel=1e-12)
+        np.testing.assert_allclose(g1, T.T @ g2, rtol=1e-9, atol=1e-9)
+        e1, e2 = kc.expand(x), kp.expand(T @ x)
+        for name in e1:
+            np.testing.assert_allclose(e1[name], e2[name], rtol=1e-12, atol=1e-12)
 
 
 def test_marginal_kernel_integrates_the_joint_over_the_sd():

@@ -53,6 +53,36 @@ def zerosum_grad(g_u: np.ndarray) -> np.ndarray:
     return g_u[:-1] - g_u[:-1].sum() / (np.sqrt(n) + n) - g_u[-1] / np.sqrt(n)
 
 
+def _slope_centring(terms: list[TermInfo], data: Collapsed
+                    ) -> dict[int, list[tuple[int, float]]]:
+    """Random slopes centred within their factor: intercept term -> [(slope term, xbar)].
+
+    With a random intercept ``u`` and condition slopes ``v_s`` for the same factor (e.g.
+    ``(1|judge) + (0 + condition|judge)``), each judge's intercept is pinned only by the
+    reference condition's rows and is correlated with all its slopes (MT-Bench with 30
+    models: ~37 leapfrog steps per draw, intercept ESS ~200). The sampler instead sees
+    ``u' = u + sum_s xbar_s v_s`` and slopes on centred covariates ``x_s - xbar_s``
+    (``xbar_s`` their row mean), a linear map with unit Jacobian; the prior is still on
+    ``u`` (same model), and ``u`` is what is reported. Only where the intercept and the
+    slopes put their prior directly on the level effects (centred or SD integrated out)
+    and share the zero-sum form."""
+    w = np.asarray(data.trials, dtype=float)
+    out: dict[int, list[tuple[int, float]]] = {}
+    for i, t in enumerate(terms):
+        if t.term != "1" or not (t.centred or t.marginal):
+            continue
+        lst = []
+        for j, s in enumerate(terms):
+            if (s.factor == t.factor and s.term != "1" and s.n_levels == t.n_levels
+                    and s.zero_sum == t.zero_sum and (s.centred or s.marginal)):
+                xbar = float(w @ np.asarray(data.x[j], dtype=float) / w.sum())
+                if abs(xbar) > 1e-12:
+                    lst.append((j, xbar))
+        if lst:
+            out[i] = lst
+    return out
+
+
 @dataclass
 class DensityKernel:
     """Log density + gradient of a collapsed spec (binomial or gaussian families)."""
@@ -64,6 +94,8 @@ class DensityKernel:
     #: "auto": the grid layout (:class:`_Grid`) when the design is dense enough, else
     #: one loop over the collapsed rows; "rows" / "grid" force one (tests).
     layout: str = "auto"
+    #: sample intercepts coupled to their factor's slopes (:func:`_slope_centring`)
+    centre_slopes: bool = True
 
     def __post_init__(self) -> None:
         spec, data = self.spec, self.data
@@ -102,6 +134,11 @@ class DensityKernel:
         self.trials = np.ascontiguousarray(data.trials, dtype=np.float64)
         self.s2 = np.ascontiguousarray(data.sum_y2, dtype=np.float64)
         self.n_total = float(self.trials.sum())
+        self.couple = _slope_centring(self.terms, data) if self.centre_slopes else {}
+        for lst in self.couple.values():
+            for j, xbar in lst:
+                self.xs[:, j] -= xbar
+                self.unit[j] = False
         self.grid = None
         if self.family == 0 and self.layout != "rows":
             self.grid = _make_grid(self.X, self.cg, self.xs, self.unit, self.u_off,
@@ -121,6 +158,18 @@ class DensityKernel:
         self.ndim = pos + (1 if self.family == 1 else 0)
 
     # ------------------------------------------------------------------ transforms
+    def _prior_free(self, cache) -> list[np.ndarray]:
+        """Per term, the free coordinates its prior sees: for an intercept coupled to its
+        factor's slopes (:func:`_slope_centring`) the sampled ``u'`` minus
+        ``sum_s xbar_s v_s`` (the original intercept deviations), else the sampled ones."""
+        out = [c[1] for c in cache]
+        for i, lst in self.couple.items():
+            f = np.array(out[i], dtype=float, copy=True)
+            for j, xbar in lst:
+                f -= xbar * cache[j][1]
+            out[i] = f
+        return out
+
     def _levels(self, x: np.ndarray):
         """Level effects per term and cached pieces for the gradient."""
         u_all = np.empty(int(self.u_off[-1]))
@@ -166,19 +215,25 @@ class DensityKernel:
         lp += -0.5 * float(d @ d) / self.sd_b ** 2
         grad[:k] = g_b - d / self.sd_b ** 2
         s2p = self.sd_prior ** 2
+        pfree = self._prior_free(cache)
         if self.marginal_n.size:   # all marginal terms in one vectorised Bessel call
-            rs = np.array([np.sqrt(c[1] @ c[1]) for t, c in zip(self.terms, cache,
-                                                                strict=True) if t.marginal])
+            rs = np.array([np.sqrt(f @ f) for t, f in zip(self.terms, pfree, strict=True)
+                           if t.marginal])
             m_lp, m_coef = marginal_sd_terms(rs, self.marginal_n, self.rayleigh)
         j_m = 0
-        for t, (i0, i1, i2), lo, hi, (sd, free, _v, u) in zip(
-                self.terms, self.slices, self.u_off[:-1], self.u_off[1:], cache, strict=True):
+        g_prior = {}   # prior gradients of coupled intercepts (w.r.t. their prior coords)
+        for it, (t, (i0, i1, i2), lo, hi, (sd, _free, _v, u)) in enumerate(zip(
+                self.terms, self.slices, self.u_off[:-1], self.u_off[1:], cache,
+                strict=True)):
             g_u = g_u_all[lo:hi]
             nfree = i2 - i1
+            free = pfree[it]
             if t.marginal:
                 # u under its marginal prior (sd ~ Rayleigh integrated out)
                 lp += float(m_lp[j_m])
-                grad[i1:i2] = (zerosum_grad(g_u) if t.zero_sum else g_u) + m_coef[j_m] * free
+                gp = m_coef[j_m] * free
+                grad[i1:i2] = (zerosum_grad(g_u) if t.zero_sum else g_u) + gp
+                g_prior[it] = gp
                 j_m += 1
                 continue
             if t.sd_prior == "rayleigh":
@@ -196,7 +251,8 @@ class DensityKernel:
                 lp += -nfree * x[i0] - 0.5 * ss / (sd * sd)
                 g_log_sd += -nfree + ss / (sd * sd)
                 g_v = g_u
-                g_free = (zerosum_grad(g_v) if t.zero_sum else g_v) - free / (sd * sd)
+                g_prior[it] = -free / (sd * sd)
+                g_free = (zerosum_grad(g_v) if t.zero_sum else g_v) + g_prior[it]
             else:
                 # free ~ N(0, 1), u = sd * Q free
                 lp += -0.5 * float(free @ free)
@@ -205,13 +261,21 @@ class DensityKernel:
                 g_free = (zerosum_grad(g_v) if t.zero_sum else g_v) - free
             grad[i0] = g_log_sd
             grad[i1:i2] = g_free
+        # coupled slopes: d(prior of u = u' - sum xbar v)/dv = -xbar * (its prior gradient)
+        for i, lst in self.couple.items():
+            for j, xbar in lst:
+                _, j1, j2 = self.slices[j]
+                grad[j1:j2] -= xbar * g_prior[i]
         return float(lp), grad
 
     def expand(self, x: np.ndarray) -> dict[str, np.ndarray]:
         out = {"b": np.array(uncentre(np.asarray(x[:self.k]), self.shift, self.spec),
                              dtype=np.float64)}
         _, cache = self._levels(x)
-        for t, (sd, _free, _v, u) in zip(self.terms, cache, strict=True):
+        pfree = self._prior_free(cache)
+        for it, (t, (sd, _free, _v, u)) in enumerate(zip(self.terms, cache, strict=True)):
+            if it in self.couple:   # report the original intercept deviations
+                u = zerosum_forward(pfree[it]) if t.zero_sum else pfree[it]
             out[t.sd_var] = np.asarray(sd, dtype=np.float64)
             out[t.var] = np.array(u, dtype=np.float64)
         if self.family == 1:
