@@ -49,6 +49,7 @@ from evalmix.models.pymc_model import (
     build_model,
     choose_parameterization,
     draw_marginal_sd,
+    nested_parents,
     population_draws,
 )
 from evalmix.models.result import DIAGNOSTIC_COLUMNS, ModelFit
@@ -364,10 +365,25 @@ def _provenance(spec, data, terms, engine, sampler, seed, draws, tune, chains, p
                                 ("centred" if t.centred else "non-centred")
                                 + (", half-normal SD prior" if t.sd_prior == "halfnormal"
                                    else "")) for t in terms},
+        **({"coordinates": _kernel_coordinates(terms, data)} if engine == "kernel" else {}),
         "rows": spec.n_obs, "collapsed_rows": data.n_patterns,
         "wall_seconds": round(wall, 3), "sampling_seconds": round(t_sample, 3),
         "versions": _versions(), "notes": list(spec.notes),
     }
+
+
+def _kernel_coordinates(terms, data) -> dict[str, str]:
+    """What the kernel engine samples instead of a term's own effects (same model)."""
+    from evalmix.models.kernel import _slope_centring
+
+    couple = _slope_centring(terms, data)
+    out = {terms[i].name: "coupled to its slopes: sampled as u + sum xbar * v, slopes on "
+           "centred covariates" for i in couple}
+    coupled = set(couple) | {j for lst in couple.values() for j, _ in lst}
+    for i, (j, _p) in nested_parents(terms, data, coupled).items():
+        out[terms[i].name] = (f"hierarchically centred: sampled as u + u_{terms[j].factor}"
+                              f"[parent] (nested in {terms[j].factor})")
+    return out
 
 
 def sensitivity_table(fixed: pd.DataFrame, var: pd.DataFrame, alt: ModelFit,

@@ -15,7 +15,15 @@ geometry:
   informative levels make the non-centred posterior narrow and correlated), so
   informative factors stay centred even with few levels;
 * a plain normal (centred / non-centred by the same rule) when no fixed column absorbs
-  the mean (e.g. random intercepts in a Bradley-Terry design without an intercept).
+  the mean (e.g. random intercepts in a Bradley-Terry design without an intercept);
+* **nested factors** (:func:`nested_parents`, e.g. PandaLM's 170 items in 50 apps): the
+  outer factor learns about its levels only through its inner levels, so its
+  information is capped at the number of inner levels per level; below 4 it is
+  non-centred with its SD sampled, and the kernel samples the inner factor's total
+  effects ``u_item + u_app[parent]`` (hierarchical centring). Measured on PandaLM
+  (2 x 2,000 draws): app SD integrated out, bulk ESS of sd_app 129 and R-hat 1.013;
+  with hierarchical centring alone 109; app non-centred alone 261; both 822+ (every
+  parameter) and R-hat 1.006.
 
 Every SD has a boundary-avoiding **Rayleigh** prior (density 0 at SD = 0, like the
 gamma(2) prior of Chung et al. 2013). For factors with up to ``MARGINAL_MAX_LEVELS`` =
@@ -68,7 +76,9 @@ likelihood is written on the sufficient statistics as a ``pm.Potential``:
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Required, TypedDict, cast
 
@@ -154,6 +164,57 @@ def choose_parameterization(spec: ModelSpec, data: Collapsed, *, prior_sd: float
                             centred=info >= CENTRED_INFORMATION, absorbed_by=absorb,
                             sd_prior="rayleigh",
                             marginal=r.n_levels <= MARGINAL_MAX_LEVELS))
+    # an outer factor of a nested pair learns about its levels only through its inner
+    # levels (each inner effect one noisy observation at about the prior's scale):
+    # PandaLM, 3.4 items per app, is prior-dominated -> non-centred, SD sampled
+    for i, (j, _parent) in nested_parents(out, data).items():
+        if out[i].n_levels / out[j].n_levels < CENTRED_INFORMATION:
+            out[j] = dataclasses.replace(out[j], centred=False, marginal=False)
+    return out
+
+
+def nested_parents(terms: list[TermInfo], data: Collapsed, skip: Iterable[int] = ()
+                   ) -> dict[int, tuple[int, np.ndarray]]:
+    """Hierarchical centring of nested factors: inner term -> (outer term, parent level).
+
+    With ``(1|item) + (1|app)`` and every item inside one app (PandaLM: 170 items in 50
+    apps), the data see only ``w_i = u_item_i + u_app[app(i)]``; the item and app
+    effects then trade off along a ridge (sd_app bulk ESS ~130). The sampler instead sees
+    ``w`` (the total item effect) and ``u_app``; the item prior is on the original
+    ``u_item = w - u_app[parent]`` (unit Jacobian, same model) and the app enters only
+    through that prior (hierarchical centring, Gelfand, Sahu and Carlin 1995). Only for
+    plain (not zero-sum) inner intercepts whose prior is on the level effects (centred
+    or SD integrated out), an outer random intercept, and terms not in ``skip`` (the
+    kernel's slope-coupled terms). Used by :func:`choose_parameterization` (the outer
+    factor's information) and the kernel (the coordinates)."""
+    out: dict[int, tuple[int, np.ndarray]] = {}
+    used: set[int] = set(skip)
+    unit = [t.term == "1" and bool(np.all(np.asarray(x) == 1.0))
+            for t, x in zip(terms, data.x, strict=True)]
+    direct = [u and (t.centred or t.marginal) for t, u in zip(terms, unit, strict=True)]
+    # innermost first: the inner term with the most levels takes its outer term
+    order = sorted(range(len(terms)), key=lambda i: -terms[i].n_levels)
+    for i in order:
+        t = terms[i]
+        if not direct[i] or t.zero_sum or i in used:
+            continue
+        ci = np.asarray(data.codes[i])
+        best = None
+        for j in order:
+            o = terms[j]
+            if (j == i or j in used or not unit[j] or o.factor == t.factor
+                    or o.n_levels >= t.n_levels or o.n_levels < 2):
+                continue
+            parent = np.full(t.n_levels, -1, dtype=np.int64)
+            cj = np.asarray(data.codes[j])
+            parent[ci] = cj
+            if np.any(parent < 0) or np.any(parent[ci] != cj):
+                continue   # not nested (or a level without rows)
+            if best is None or o.n_levels > terms[best[0]].n_levels:
+                best = (j, parent)
+        if best is not None:
+            out[i] = best
+            used.update((i, best[0]))
     return out
 
 
