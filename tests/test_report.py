@@ -378,3 +378,19 @@ def test_sensitivity_none_switches_the_refit_off(judges3_table, bayes_report, tm
     paths = replace(bayes_report, prior_sensitivity=None).write(tmp_path)
     assert "prior_sensitivity.csv" not in paths
     assert not (tmp_path / "prior_sensitivity.csv").exists()
+
+
+def test_markdown_tables_escape_pipes_in_cells():
+    """Random-term names such as ``sd[position|judge]`` keep their ``|`` in the Markdown
+    report (escaped), and the table keeps its columns (rendered by markdown-it, which
+    rich depends on, with GFM tables)."""
+    from markdown_it import MarkdownIt
+
+    from evalmix.report.render import _table_md
+
+    df = pd.DataFrame({"factor": ["position|judge", "a\\b"], "sd|x": [0.5, 1.0]})
+    html = MarkdownIt("commonmark").enable("table").render(_table_md(df))
+    rows = html.split("<tr>")[1:]
+    assert len(rows) == 3 and all(r.count("<td>") + r.count("<th>") == 2 for r in rows)
+    assert "<th>sd|x</th>" in html and "<td>position|judge</td>" in html
+    assert "<td>a\\b</td>" in html

@@ -83,14 +83,20 @@ def _table_html(df: pd.DataFrame, *, highlight: str | None = None, max_rows: int
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>{more}"
 
 
+def _md_cell(text: str) -> str:
+    """A GitHub-flavoured Markdown table cell: ``|`` escaped (``sd[position|judge]``
+    stays readable), line breaks as spaces."""
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
 def _table_md(df: pd.DataFrame, max_rows: int = 400) -> str:
     if df is None or df.empty:
         return "_none_"
     d = df.head(max_rows)
-    cols = [str(c) for c in d.columns]
+    cols = [_md_cell(str(c)) for c in d.columns]
     out = ["| " + " | ".join(cols) + " |", "|" + "|".join(" --- " for _ in cols) + "|"]
     for _, r in d.iterrows():
-        out.append("| " + " | ".join(fmt(r[c]).replace("|", "/") for c in d.columns) + " |")
+        out.append("| " + " | ".join(_md_cell(fmt(r[c])) for c in d.columns) + " |")
     if len(df) > max_rows:
         out.append(f"\n_first {max_rows} of {len(df)} rows; all rows are in the CSV files_")
     return "\n".join(out)
