@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -127,3 +128,28 @@ def test_design_effect_matches_array_functions_on_scores():
     assert row.deff == pytest.approx(deff_unequal(sim.truth["sizes"], r.icc), rel=1e-12)
     assert row.deff_empirical == pytest.approx(deff_empirical(y, g), rel=1e-12)
     assert not row.centred_by_condition
+
+
+def test_pairwise_design_effect_is_net_of_pair_and_order():
+    """A pairwise table's ICC is that of "A wins" net of the ordered pair and the order
+    shown: the same numbers as a scores table whose condition is (model_a, model_b,
+    order), and larger than the pooled outcome's ICC (which counts the pairs'
+    different win rates and the position bias as within-cluster noise)."""
+    sim = pairwise_judges(n_scenarios=30, n_personas=6, seed=2)
+    table = sim.table()
+    d = table.data
+    cond = (d["model_a"].astype(str) + "/" + d["model_b"].astype(str) + "/"
+            + d["a_first"].astype(str))
+    roles = list(table.clusters)
+    scores = pd.DataFrame({"y": table.y, "condition": cond, **{r: d[r] for r in roles}})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = evalmix.read(scores, outcome="y", condition="condition",
+                           clusters={r: r for r in roles}, outcome_type="numeric")
+    got, want = design_effect(table).tidy(), design_effect(ref).tidy()
+    for col in ("icc", "icc_lo", "icc_hi", "deff", "deff_empirical", "n_eff"):
+        np.testing.assert_allclose(got[col], want[col], rtol=1e-10)
+    assert got["centred_by_condition"].all()
+    for r in roles:   # closed form on the pooled outcome, for contrast
+        pooled = icc_anova(table.y, table.codes(r)).icc
+        assert got.set_index("cluster").loc[r, "icc"] > pooled

@@ -197,6 +197,15 @@ class DesignEffectResult:
         return "\n".join(lines)
 
 
+def _fixed_cells(table) -> list[str]:  # noqa: ANN001
+    """Columns whose combinations are the fixed design cells (empty: none)."""
+    cols = table.data.columns
+    if table.kind == "pairwise":
+        keys = ["model_a", "model_b"] + (["a_first"] if table.has_order else [])
+        return keys + (["condition"] if "condition" in cols else [])
+    return ["condition"] if table.has_condition else []
+
+
 def design_effect(table, cluster: str | Sequence[str] | None = None, *,  # noqa: ANN001
                   level: float = 0.95) -> DesignEffectResult:
     """ICC, design effect and effective sample size for each cluster factor.
@@ -221,7 +230,10 @@ def design_effect(table, cluster: str | Sequence[str] | None = None, *,  # noqa:
     -----
     When the table has a condition column, scores are centred within condition first,
     so the ICC is that of the outcome net of condition effects (what matters for
-    per-condition means and their differences).
+    per-condition means and their differences). Pairwise tables are centred within
+    the ordered pair (``model_a``, ``model_b``) and, when known, the order shown:
+    pooling all pairs' "A wins" outcomes would count the differences between pairs (and
+    the position bias) as within-cluster noise and understate the ICC.
 
     References
     ----------
@@ -242,10 +254,11 @@ def design_effect(table, cluster: str | Sequence[str] | None = None, *,  # noqa:
     if not 0 < level < 1:
         raise EvalmixError(f"level must be in (0, 1), got {level}")
     y = table.y
-    centred = bool(table.has_condition)
+    keys = _fixed_cells(table)
+    centred = bool(keys)
     if centred:
-        cond = table.data["condition"].to_numpy()
-        y = y - pd.Series(y).groupby(cond).transform("mean").to_numpy() + y.mean()
+        cell = table.data[keys].astype(str).agg("\x1f".join, axis=1).to_numpy()
+        y = y - pd.Series(y).groupby(cell).transform("mean").to_numpy() + y.mean()
     rows = []
     for role in roles:
         codes = table.codes(role)
