@@ -73,6 +73,13 @@ def test_bradley_terry_design_when_model_a_varies():
     np.testing.assert_array_equal(s.X[:, 2], d["a_first"].to_numpy() - 0.5)
     assert [c for c, _ in s.contrasts] == ["model[m3] - model[m2]"]
     assert [r.name for r in s.random] == ["model[m2]|judge", "model[m3]|judge"]
+    # the default formula says there is no intercept, and reads back to the same spec
+    s0 = build_spec(t)
+    assert s0.formula.startswith("y ~ 0 + condition + position + ")
+    assert "Intercept" not in s0.fixed_names
+    again = build_spec(t, formula=s0.formula)
+    assert again.fixed_names == s0.fixed_names
+    np.testing.assert_array_equal(again.X, s0.X)
 
 
 def test_formula_parser_subset():

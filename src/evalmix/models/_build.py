@@ -332,7 +332,8 @@ def _default_formula(table, cols: _Columns, *, slopes: tuple[str, ...], position
     has_cond = table.kind == "pairwise" or table.has_condition
     has_pos = (table.has_order if table.kind == "pairwise"
                else "position" in table.data.columns)
-    terms = ["1"]
+    # a Bradley-Terry design has no intercept (the abilities absorb it): say so
+    terms = ["0" if cols.design == "bradley-terry" else "1"]
     if has_cond:
         terms.append("condition")
     if position and has_pos:
