@@ -530,3 +530,20 @@ def test_gig_rejection_sampler_matches_scipy(lam, a, b):
     assert stats.kstest(d, ref.cdf).pvalue > 0.001
     off = stats.geninvgauss(lam, np.sqrt(a * b), scale=1.1 * np.sqrt(b / a))
     assert stats.kstest(d, off.cdf).pvalue < 1e-6
+
+
+def test_fixed_effect_priors_are_scaled_by_the_column_sd():
+    """Normal(0, 2.5 / sd(x)) per column (rstanarm's autoscaling), 2.5 for the
+    intercept; closed forms for a balanced design: condition dummy p = 1/2 and
+    position +-1/2 both have sd 1/2 -> 5."""
+    from evalmix.models.pymc_model import fixed_prior_sd
+
+    t = pairwise_judges(8, 3, 3, 3, seed=2, tie_threshold=0).table()
+    spec = build_spec(t)
+    sd = dict(zip(spec.fixed_names, fixed_prior_sd(spec, collapse(spec)), strict=True))
+    assert sd["Intercept"] == 2.5
+    X = np.asarray(spec.X)
+    for j, name in enumerate(spec.fixed_names[1:], start=1):
+        assert sd[name] == pytest.approx(2.5 / X[:, j].std(), rel=1e-12)
+    assert sd["condition[treatment]"] == pytest.approx(5.0, rel=1e-12)
+    assert sd["position"] == pytest.approx(5.0, rel=1e-12)

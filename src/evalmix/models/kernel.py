@@ -21,10 +21,10 @@ import numpy as np
 
 from evalmix.models._loops import GRID_MIN_FILL, _grid_rows, _make_grid, _rows
 from evalmix.models.pymc_model import (
-    FIXED_SD,
     RAYLEIGH_SCALE,
     SD_SCALE,
     TermInfo,
+    fixed_prior_sd,
     fixed_shift,
     marginal_sd_terms,
     nested_parents,
@@ -132,7 +132,7 @@ class DensityKernel:
         self.mu_b = np.zeros(k)
         if "Intercept" in spec.fixed_names:
             self.mu_b[spec.fixed_names.index("Intercept")] = ymean
-        self.sd_b = FIXED_SD * self.ysd
+        self.sd_b = fixed_prior_sd(spec, data)
         self.sd_prior = SD_SCALE * self.prior_scale * self.ysd
         self.rayleigh = RAYLEIGH_SCALE * self.prior_scale * self.ysd
         # sampled on centred columns (see pymc_model.fixed_shift); b is reported uncentred
@@ -239,8 +239,9 @@ class DensityKernel:
             lp = q
         # fixed effects: Normal(mu_b, sd_b)
         d = b - self.mu_b
-        lp += -0.5 * float(d @ d) / self.sd_b ** 2
-        grad[:k] = g_b - d / self.sd_b ** 2
+        d = d / self.sd_b
+        lp += -0.5 * float(d @ d)
+        grad[:k] = g_b - d / self.sd_b
         s2p = self.sd_prior ** 2
         for j in self.outer:   # eta does not depend on an outer factor's effects
             g_u_all[self.u_off[j]:self.u_off[j + 1]] = 0.0

@@ -59,7 +59,9 @@ def _p_balanced(eta: np.ndarray, pos: np.ndarray | None, var: np.ndarray | None,
         if var is None:
             out = out + w * expit(e)
         else:
-            z = e[:, None] + np.sqrt(var)[:, None] * _GH_NODES[None, :]
+            # var is a scalar 0 in a model without random effects
+            sd = np.broadcast_to(np.sqrt(np.asarray(var, dtype=float)), e.shape)
+            z = e[:, None] + sd[:, None] * _GH_NODES[None, :]
             out = out + w * (expit(z) @ _GH_WEIGHTS)
     return cast(np.ndarray, out)  # eta is an array, so every sum above is one
 
