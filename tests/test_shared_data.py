@@ -213,6 +213,7 @@ def test_mtbench_judge_slopes_are_centred_and_pandalm_items_nested(mtbench, shar
     (i, lst), = kern.couple.items()
     assert kern.terms[i].factor == "judge" and kern.terms[i].term == "1"
     assert len(lst) == 30 and {kern.terms[j].factor for j, _ in lst} == {"judge"}
+    assert list(kern.coordinates()) == ["1|judge"]
     assert kern.nest == {}   # items are zero-sum (the intercept absorbs their mean)
 
     path = shared_data / "pandalm" / "pandalm_testset_judgments.csv"
@@ -224,6 +225,8 @@ def test_mtbench_judge_slopes_are_centred_and_pandalm_items_nested(mtbench, shar
     (i, (j, parent)), = kern.nest.items()
     assert (kern.terms[i].factor, kern.terms[j].factor) == ("item", "app")
     assert parent.shape == (170,) and set(parent) == set(range(50))
+    assert kern.coordinates() == {
+        "1|item": "hierarchically centred: sampled as u + u_app[parent] (nested in app)"}
 
 
 @pytest.mark.mcmc

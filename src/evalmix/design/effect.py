@@ -257,8 +257,9 @@ def design_effect(table, cluster: str | Sequence[str] | None = None, *,  # noqa:
     keys = _fixed_cells(table)
     centred = bool(keys)
     if centred:
-        cell = table.data[keys].astype(str).agg("\x1f".join, axis=1).to_numpy()
-        y = y - pd.Series(y).groupby(cell).transform("mean").to_numpy() + y.mean()
+        cells = [table.data[k].to_numpy() for k in keys]
+        means = pd.Series(y).groupby(cells, dropna=False).transform("mean").to_numpy()
+        y = y - means + y.mean()
     rows = []
     for role in roles:
         codes = table.codes(role)

@@ -49,7 +49,6 @@ from evalmix.models.pymc_model import (
     build_model,
     choose_parameterization,
     draw_marginal_sd,
-    nested_parents,
     population_draws,
 )
 from evalmix.models.result import DIAGNOSTIC_COLUMNS, ModelFit
@@ -87,7 +86,8 @@ def _stack(idata, name: str) -> np.ndarray:
 def _sample(spec: ModelSpec, data, terms, *, engine: str, sampler: str, draws: int,
             tune: int, chains: int, seed: int, prior_scale: float, progress: bool,
             target_accept: float | None):
-    """Return (idata, engine, sampler)."""
+    """Return (idata, engine, sampler, coordinates): the last says which terms the
+    kernel sampled in other coordinates (empty for the PyMC engine)."""
     if engine == "kernel":
         import nutpie
 
@@ -97,7 +97,7 @@ def _sample(spec: ModelSpec, data, terms, *, engine: str, sampler: str, draws: i
         kw = {"target_accept": target_accept} if target_accept else {}
         idata = nutpie.sample(kern.nutpie_model(), draws=draws, tune=tune, chains=chains,
                               cores=chains, seed=seed, progress_bar=progress, **kw)
-        return idata, "kernel", "nutpie"
+        return idata, "kernel", "nutpie", kern.coordinates()
     model, _ = build_model(spec, data, prior_scale=prior_scale, terms=terms)
     if sampler == "nutpie":
         import nutpie
@@ -114,7 +114,7 @@ def _sample(spec: ModelSpec, data, terms, *, engine: str, sampler: str, draws: i
                               random_seed=seed, progressbar=progress,
                               target_accept=target_accept or 0.8,
                               compute_convergence_checks=False)
-    return idata, "pymc", sampler
+    return idata, "pymc", sampler, {}
 
 
 def _diagnostics(idata, names: list[str]) -> pd.DataFrame:
@@ -215,7 +215,7 @@ def fit_bayes(
     if engine != "kernel":
         # the PyMC model samples (u, sd) jointly (same posterior, centred geometry)
         terms = [dataclasses.replace(t, marginal=False) for t in terms]
-    idata, engine_used, sampler_used = _sample(
+    idata, engine_used, sampler_used, coords = _sample(
         spec, data, terms, engine=engine, sampler=sampler, draws=draws, tune=tune,
         chains=chains, seed=seed_i, prior_scale=prior_scale, progress=progress,
         target_accept=target_accept)
@@ -225,7 +225,7 @@ def fit_bayes(
         # divergences come from the funnel of poorly identified SDs (few levels, small
         # data); a smaller step size usually removes most of them (docs/models.md)
         retried = {"divergences_first_run": n_div, "target_accept": RETRY_TARGET_ACCEPT}
-        idata, engine_used, sampler_used = _sample(
+        idata, engine_used, sampler_used, coords = _sample(
             spec, data, terms, engine=engine, sampler=sampler, draws=draws, tune=tune,
             chains=chains, seed=seed_i + 1, prior_scale=prior_scale, progress=progress,
             target_accept=RETRY_TARGET_ACCEPT)
@@ -244,6 +244,8 @@ def fit_bayes(
             f"{retried['divergences_first_run']} divergences) did not pass"), ConvergenceWarning)
     prov = _provenance(spec, data, terms, engine_used, sampler_used, seed_i, draws, tune,
                        chains, prior_scale, time.perf_counter() - t0, t_sample)
+    if engine_used == "kernel":
+        prov["coordinates"] = coords
     prov["target_accept"] = (RETRY_TARGET_ACCEPT if retried else target_accept) or 0.8
     if retried:
         prov["retried"] = retried
@@ -365,25 +367,10 @@ def _provenance(spec, data, terms, engine, sampler, seed, draws, tune, chains, p
                                 ("centred" if t.centred else "non-centred")
                                 + (", half-normal SD prior" if t.sd_prior == "halfnormal"
                                    else "")) for t in terms},
-        **({"coordinates": _kernel_coordinates(terms, data)} if engine == "kernel" else {}),
         "rows": spec.n_obs, "collapsed_rows": data.n_patterns,
         "wall_seconds": round(wall, 3), "sampling_seconds": round(t_sample, 3),
         "versions": _versions(), "notes": list(spec.notes),
     }
-
-
-def _kernel_coordinates(terms, data) -> dict[str, str]:
-    """What the kernel engine samples instead of a term's own effects (same model)."""
-    from evalmix.models.kernel import _slope_centring
-
-    couple = _slope_centring(terms, data)
-    out = {terms[i].name: "coupled to its slopes: sampled as u + sum xbar * v, slopes on "
-           "centred covariates" for i in couple}
-    coupled = set(couple) | {j for lst in couple.values() for j, _ in lst}
-    for i, (j, _p) in nested_parents(terms, data, coupled).items():
-        out[terms[i].name] = (f"hierarchically centred: sampled as u + u_{terms[j].factor}"
-                              f"[parent] (nested in {terms[j].factor})")
-    return out
 
 
 def sensitivity_table(fixed: pd.DataFrame, var: pd.DataFrame, alt: ModelFit,

@@ -181,6 +181,16 @@ class DensityKernel:
         self.sigma_at = pos if self.family == 1 else None
         self.ndim = pos + (1 if self.family == 1 else 0)
 
+    def coordinates(self) -> dict[str, str]:
+        """Terms sampled in other coordinates than their own effects (same model)."""
+        out = {self.terms[i].name: "coupled to its slopes: sampled as u + sum xbar * v, "
+               "slopes on centred covariates" for i in self.couple}
+        for i, (j, _parent) in self.nest.items():
+            f = self.terms[j].factor
+            out[self.terms[i].name] = (f"hierarchically centred: sampled as u + u_{f}"
+                                       f"[parent] (nested in {f})")
+        return out
+
     # ------------------------------------------------------------------ transforms
     def _prior_free(self, cache) -> list[np.ndarray]:
         """Per term, the free coordinates its prior sees: for an intercept coupled to its
