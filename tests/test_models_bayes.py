@@ -301,11 +301,9 @@ def test_nested_centring_is_the_same_density_in_other_coordinates(app_form):
     assert not terms[i].zero_sum
     levels_i, levels_j = spec.random[i].levels, spec.random[j].levels
     assert [levels_j[p] for p in parent] == [f"a{int(lv[1:]) % 8}" for lv in levels_i]
-    # x_plain = T x: u_item = w - u_app[parent], u_app = Z f_app
-    T = np.eye(kc.ndim)
+    # x_plain = T x: u_item = w - u_app[parent] (u_app = v, or sd * v non-centred)
     _, a1, a2 = kc.slices[i]
-    _, c1, c2 = kc.slices[j]
-    j0 = kc.slices[j][0]
+    j0, c1, c2 = kc.slices[j]
     assert not terms[j].zero_sum
     P = np.zeros((a2 - a1, c2 - c1))
     P[np.arange(a2 - a1), parent] = 1.0
