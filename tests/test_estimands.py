@@ -113,9 +113,11 @@ def test_win_rate_orientation(pairwise):
     rows = d["model_b"] == "treatment"
     assert _fit_est(p) == pytest.approx(1 - d.loc[rows, "y"].mean(), rel=EXACT_TOL)
     assert p.contrast == "treatment vs reference"
+    # a contrast naming a model is that model's win rate (the label says so)
     p = build_problem(pairwise, "win_rate", contrast="control")
-    assert _fit_est(p) == pytest.approx(d.loc[d.model_b == "control", "y"].mean(),
+    assert _fit_est(p) == pytest.approx(1 - d.loc[d.model_b == "control", "y"].mean(),
                                         rel=EXACT_TOL)
+    assert p.contrast == "control vs reference"
 
 
 def test_win_rate_separate_ties_scores_strict_wins():

@@ -43,7 +43,7 @@ def pairwise():
 
 
 def test_cr1_equals_statsmodels_and_uses_t_g_minus_1(scores):
-    r = evalmix.interval(scores, "mean", method="CR1", cluster="cluster")
+    r = evalmix.interval(scores, "mean", method="CR1", cluster="cluster", scale="identity")
     y = scores.y
     g = scores.codes("cluster")
     ref = sm.OLS(y, np.ones_like(y)).fit(cov_type="cluster", cov_kwds={"groups": g})
@@ -59,7 +59,7 @@ def test_cr1_equals_statsmodels_and_uses_t_g_minus_1(scores):
 
 
 def test_cr2_uses_satterthwaite_df(scores):
-    r = evalmix.interval(scores, "mean", method="CR2", cluster="cluster")
+    r = evalmix.interval(scores, "mean", method="CR2", cluster="cluster", scale="identity")
     df = satterthwaite_df(np.ones((scores.n_obs, 1)), scores.codes("cluster"))[0]
     assert r.df == pytest.approx(df, rel=EXACT_TOL)
     assert r.df < 29  # unequal sizes (size_cv=0.5) cost degrees of freedom
@@ -119,7 +119,22 @@ def test_multiway_label_and_df(pairwise):
         r = evalmix.interval(pairwise, "coef", method="CR1", cluster=["scenario", "persona"])
     assert r.cluster == "scenario+persona" and r.n_clusters == 6 and r.df == 5
     with pytest.raises(InvalidOptionError, match="multiway"):
-        evalmix.interval(pairwise, "coef", method="CR2", cluster=["scenario", "persona"])
+        evalmix.interval(pairwise, "coef", method="CR3", cluster=["scenario", "persona"])
+
+
+def test_multiway_cr2_is_inclusion_exclusion_of_one_way_cr2(pairwise):
+    """CR2 multiway = V_CR2(a) + V_CR2(b) - V_CR2(a x b), with df = the smaller one-way df."""
+    r = evalmix.interval(pairwise, "win_rate", method="CR2", cluster=["scenario", "persona"],
+                         scale="identity")
+    one = {c: evalmix.interval(pairwise, "win_rate", method="CR2", cluster=c, scale="identity")
+           for c in ("scenario", "persona", "scenario:persona")}
+    var = one["scenario"].se**2 + one["persona"].se**2 - one["scenario:persona"].se**2
+    assert r.se == pytest.approx(np.sqrt(var), rel=EXACT_TOL)
+    assert r.df == pytest.approx(min(one["scenario"].df, one["persona"].df), rel=EXACT_TOL)
+    assert r.details["df_by_factor"]["persona"] == pytest.approx(one["persona"].df)
+    q = stats.t.ppf(0.975, r.df)
+    assert (r.lo, r.hi) == pytest.approx((r.estimate - q * r.se, r.estimate + q * r.se),
+                                         rel=EXACT_TOL)
 
 
 def test_default_unit_is_the_ab_ba_pair(pairwise):

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 import evalmix
-from evalmix.compare.decide import INTERVAL_COLUMNS, add_decisions, headline, orient
+from evalmix.compare.decide import INTERVAL_COLUMNS, add_decisions, headline
 from evalmix.compare.plan import contrasts, recommend_cluster
 from evalmix.compare.position import mean_cr1, position_bias
 
@@ -41,46 +41,46 @@ def _rows(specs):
 def test_decision_and_fragile_on_constructed_rows():
     f = _rows([
         ("win_rate", "A", "naive", "", 0.55, 0.60, 0.5),        # excludes 0.5
-        ("win_rate", "A", "CR2", "item", 0.48, 0.67, 0.5),      # contains 0.5 -> fragile
+        ("win_rate", "A", "CR2", "item", 0.48, 0.67, 0.5),      # contains 0.5
         ("win_rate", "A", "bootstrap", "item", np.nan, np.nan, 0.5),  # no interval
         ("win_rate", "B", "naive", "", 0.30, 0.40, 0.5),        # excludes (below)
         ("win_rate", "B", "CR2", "item", 0.20, 0.49, 0.5),      # excludes -> not fragile
         ("win_rate", "B", "wild", "judge", -np.inf, np.inf, 0.5),  # unbounded: no vote
         ("difference", "B - A", "naive", "", -0.20, -0.01, 0.0),
         ("difference", "B - A", "CR2", "item", -0.25, 0.02, 0.0),
+        ("difference", "C - A", "CR2", "item", -0.25, -0.02, 0.0),   # two plausible
+        ("difference", "C - A", "CR2", "group", -0.30, 0.05, 0.0),   # levels disagree
     ])
     out = add_decisions(f)
     assert out["decision"].tolist()[:2] == [True, False]
     assert pd.isna(out["decision"].iloc[2])
     assert out["decision"].tolist()[3:6] == [True, True, False]
-    assert out["decision"].tolist()[6:] == [True, False]
-    assert out.loc[out["contrast"] == "A", "fragile"].all()
+    assert out["decision"].tolist()[6:8] == [True, False]
+    # naive (and Wilson) rows are the baseline: they never make a contrast fragile
+    assert not out["votes"].iloc[0] and not out["votes"].iloc[6]
+    assert not out.loc[out["contrast"] == "A", "fragile"].any()
     assert not out.loc[out["contrast"] == "B", "fragile"].any()
-    assert out.loc[out["contrast"] == "B - A", "fragile"].all()
+    assert not out.loc[out["contrast"] == "B - A", "fragile"].any()
+    assert out.loc[out["contrast"] == "C - A", "fragile"].all()
+    # rows marked as not voting (e.g. clustered by a fixed factor) do not either
+    f2 = f.assign(votes=f["cluster"] != "group")
+    assert not add_decisions(f2).loc[lambda d: d["contrast"] == "C - A", "fragile"].any()
 
 
-def test_orient_flips_win_rates_and_differences():
-    row = {"estimate": 0.3, "lo": 0.2, "hi": 0.45}
-    w = orient(row, flip=True, estimand="win_rate")
-    assert (w["estimate"], w["lo"], w["hi"]) == pytest.approx((0.7, 0.55, 0.8))
-    d = orient(row, flip=True, estimand="difference")
-    assert (d["estimate"], d["lo"], d["hi"]) == pytest.approx((-0.3, -0.45, -0.2))
-    assert orient(row, flip=False, estimand="win_rate") == row
-
-
-def test_headline_ratio_is_width_ratio_and_falls_back():
+def test_headline_ratio_is_width_ratio_and_never_falls_back():
     f = add_decisions(_rows([
         ("win_rate", "A", "naive", "", 0.55, 0.60, 0.5),
         ("win_rate", "A", "CR2", "item", 0.48, 0.65, 0.5),      # contains 0.5
         ("win_rate", "B", "naive", "", 0.40, 0.50, 0.5),
-        ("win_rate", "B", "CR1", "item", 0.30, 0.60, 0.5),      # no CR2 row: CR1 used
+        ("win_rate", "B", "CR1", "item", 0.30, 0.60, 0.5),      # no CR2 row
     ]))
     h = headline(f, cluster="item", method="CR2").set_index("contrast")
     assert h.loc["A", "width_ratio"] == pytest.approx(0.17 / 0.05, rel=EXACT_TOL)
     assert h.loc["A", "message"] == "your error bar was 3.4x too narrow"
-    assert h.loc["B", "method"] == "CR1"
-    assert h.loc["B", "width_ratio"] == pytest.approx(3.0, rel=EXACT_TOL)
-    assert bool(h.loc["A", "fragile"]) and not bool(h.loc["B", "fragile"])
+    # the recommended row is missing: no other method stands in for it
+    assert h.loc["B", "method"] == "CR2" and np.isnan(h.loc["B", "width_ratio"])
+    assert h.loc["B", "message"].startswith("not estimable at this cluster level")
+    assert pd.isna(h.loc["B", "decision"]) and np.isnan(h.loc["B", "lo"])
 
 
 # ---------------------------------------------------------------- closed forms
@@ -133,7 +133,7 @@ def test_position_bias_on_known_pairs():
 
 
 # ---------------------------------------------------------------- plan
-def test_recommendation_prefers_coarsest_level_with_enough_clusters():
+def test_recommendation_is_the_coarsest_sampled_level_whatever_its_size():
     rows = [{"item": f"q{i}", "group": f"g{i % 8}", "judge": j, "model_a": "base",
              "model_b": "new", "outcome": "a" if (i + k) % 3 else "b"}
             for i in range(80) for k, j in enumerate(("j1", "j2", "j3"))]
@@ -142,11 +142,15 @@ def test_recommendation_prefers_coarsest_level_with_enough_clusters():
         t = evalmix.read(pd.DataFrame(rows), outcome="outcome", model_a="model_a",
                          model_b="model_b",
                          clusters={"item": "item", "group": "group", "judge": "judge"})
-    rec = recommend_cluster(t, judge="judge")
-    assert rec.cluster == "item" and rec.method == "CR2" and rec.n_clusters == 80
-    assert "'group' (8 clusters)" in rec.reason
-    # with a threshold below 8 the coarser group level wins
-    assert recommend_cluster(t, judge="judge", min_clusters=5).cluster == "group"
+    rec = recommend_cluster(t)
+    # items are nested in the 8 groups: clustering by item would treat the items of one
+    # group as independent, so the 8 groups are the unit even though they are few
+    assert rec.cluster == ("group",) and rec.method == "CR2" and rec.n_clusters == 8
+    assert rec.sampled == ("item", "group") and rec.fixed == ("judge",)
+    assert rec.few_levels == ("group",) and "'item' is nested in it" in rec.reason
+    assert "few independent levels" in rec.reason
+    # declaring only the items as sampled makes them the unit
+    assert recommend_cluster(t, sampled=["item"]).cluster == ("item",)
     keys = [c.key for c in contrasts(t)]
     assert keys == [("win_rate", "new vs base")]  # no order column: no controlled rate
 
@@ -187,8 +191,12 @@ def test_analyze_decisions_follow_intervals(small_report):
     assert nulls["win_rate"] == 0.5 and nulls["difference"] == 0.0
     for _, part in iv.groupby(["estimand", "contrast"]):
         bounded = np.isfinite(part["lo"].astype(float)) & np.isfinite(part["hi"].astype(float))
-        fragile = part.loc[bounded, "decision"].dropna().nunique() > 1
+        voters = bounded & part["votes"].astype(bool)
+        fragile = part.loc[voters, "decision"].dropna().nunique() > 1
         assert (part["fragile"] == fragile).all()
+    # naive and Wilson rows never vote; rows clustered by the fixed judge never vote
+    assert not iv.loc[iv["method"].isin(["naive", "wilson"]), "votes"].any()
+    assert not iv.loc[iv["cluster"].str.contains("judge"), "votes"].any()
 
 
 def test_win_rates_are_model_b_side(small_report):

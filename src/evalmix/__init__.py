@@ -21,6 +21,7 @@ from evalmix.errors import (
     FewClustersWarning,
     InvalidOptionError,
     InvalidTableError,
+    NotEstimableWarning,
     SingularFitWarning,
     TooFewClustersError,
 )
@@ -55,6 +56,7 @@ __all__ = [
     "ConvergenceWarning",
     "DroppedRowsWarning",
     "SingularFitWarning",
+    "NotEstimableWarning",
     "__version__",
     *_LAZY,
 ]

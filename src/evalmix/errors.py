@@ -19,6 +19,7 @@ __all__ = [
     "ConvergenceWarning",
     "DroppedRowsWarning",
     "SingularFitWarning",
+    "NotEstimableWarning",
     "check_option",
 ]
 
@@ -66,6 +67,10 @@ class DroppedRowsWarning(EvalmixWarning):
 
 class SingularFitWarning(EvalmixWarning):
     """A variance component was estimated at (or near) zero."""
+
+
+class NotEstimableWarning(EvalmixWarning):
+    """No trustworthy interval at this cluster level (zero SE, a one-cluster arm, ...)."""
 
 
 def check_option(name: str, value: object, allowed: Sequence[object]) -> None:

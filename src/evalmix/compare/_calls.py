@@ -6,13 +6,12 @@ plain-words message, and collects the warnings the callee emitted, instead of ra
 
 from __future__ import annotations
 
-import importlib
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Outcome", "guarded", "upstream"]
+__all__ = ["Outcome", "guarded"]
 
 
 @dataclass
@@ -49,14 +48,3 @@ def guarded(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Outcome:
             continue
         out.warnings.append((cat, _one_line(w.message)))
     return out
-
-
-def upstream(module: str, name: str) -> Callable[..., Any] | None:
-    """``module.name`` if that module exists yet, else ``None``."""
-    try:
-        mod = importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        if exc.name and module.startswith(exc.name):
-            return None
-        raise
-    return getattr(mod, name, None)

@@ -18,14 +18,20 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import pandas as pd
 
-from evalmix.compare._calls import guarded, upstream
-from evalmix.compare.decide import INTERVAL_COLUMNS, add_decisions, headline, orient
+from evalmix.compare._calls import guarded
+from evalmix.compare.decide import (
+    INTERVAL_COLUMNS,
+    NON_VOTING_METHODS,
+    add_decisions,
+    headline,
+)
 from evalmix.compare.models import model_rows
 from evalmix.compare.plan import (
     ALL_METHODS,
     MIN_CLUSTERS,
     MODEL_METHODS,
     Contrast,
+    Recommendation,
     check_methods,
     cluster_levels,
     contrasts,
@@ -35,7 +41,10 @@ from evalmix.compare.plan import (
     select_rows,
 )
 from evalmix.compare.position import position_bias
+from evalmix.design.effect import design_effect
 from evalmix.errors import EvalmixError, check_option
+from evalmix.inference.api import interval
+from evalmix.inference.estimands import build_problem
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -62,6 +71,10 @@ class _Job:
     judge: str | None = None  # judge-stratified job: the judge's label
 
 
+#: Methods that take several cluster factors at once (multiway).
+_MULTIWAY = {"CR1", "CR2"}
+
+
 def _applicable(table: EvalTable, c: Contrast, method: str, level: tuple[str, ...]
                 ) -> bool:
     if method in ("naive", "wilson"):
@@ -73,7 +86,7 @@ def _applicable(table: EvalTable, c: Contrast, method: str, level: tuple[str, ..
         return True
     if not level:
         return False
-    if len(level) > 1 and method != "CR1":
+    if len(level) > 1 and method not in _MULTIWAY:
         return False
     return True
 
@@ -83,19 +96,17 @@ def _seed_for(base: int, i: int) -> int:
 
 
 def _row_from(res: Any, job: _Job, n_obs: int) -> dict[str, Any]:
-    if hasattr(res, "tidy"):
-        row = res.tidy().iloc[0].to_dict()
-    else:  # pragma: no cover - defensive
-        row = dict(res)
+    row = res.row()
+    if res.details.get("pairing_note") and not row.get("note"):
+        row["note"] = res.details["pairing_note"]
     row["estimand"] = job.contrast.estimand
     row["contrast"] = job.contrast.contrast
     row["method"] = job.method
     row["cluster"] = level_label(job.level)
     row.setdefault("n_obs", n_obs)
     row["null"] = job.contrast.null
-    row = orient(row, flip=job.contrast.flip, estimand=job.contrast.estimand)
     row["source"] = "design"
-    row["note"] = ""
+    row.setdefault("note", "")
     return row
 
 
@@ -110,10 +121,22 @@ def _empty_row(job: _Job, n_obs: int, level_value: float, note: str) -> dict[str
     }
 
 
-def _call_interval(interval: Any, sub: EvalTable, job: _Job, *, level: float, reps: int,
-                   seed: int) -> tuple[dict[str, Any], list[tuple[str, str]], str | None]:
+def _problem_for(sub: EvalTable, c: Contrast) -> tuple[Any, list[tuple[str, str]], str | None]:
+    """The contrast's LinearProblem on its rows (built once, reused by every job)."""
+    kwargs: dict[str, Any] = {}
+    if c.estimand == "difference":
+        kwargs["conditions"] = c.levels
+    if c.model is not None:
+        kwargs["model"] = c.model
+    out = guarded(build_problem, sub, c.estimand, **kwargs)
+    return out.value, out.warnings, out.error
+
+
+def _call_interval(sub: EvalTable, job: _Job, *, level: float, reps: int,
+                   seed: int, problem: Any = None
+                   ) -> tuple[dict[str, Any], list[tuple[str, str]], str | None]:
     c = job.contrast
-    kwargs: dict[str, Any] = {"method": job.method, "level": level}
+    kwargs: dict[str, Any] = {"method": job.method, "level": level, "problem": problem}
     if job.level:
         kwargs["cluster"] = job.level[0] if len(job.level) == 1 else list(job.level)
     if job.method in ("bootstrap", "wild"):
@@ -125,6 +148,8 @@ def _call_interval(interval: Any, sub: EvalTable, job: _Job, *, level: float, re
         kwargs["ci"] = "expanded"
     if c.estimand == "difference":
         kwargs["conditions"] = c.levels
+    if c.model is not None:
+        kwargs["model"] = c.model
     out = guarded(interval, sub, c.estimand, **kwargs)
     if out.ok:
         return _row_from(out.value, job, sub.n_obs), out.warnings, None
@@ -211,6 +236,7 @@ def analyze(
     fit_options: dict[str, Any] | None = None,
     mcmc_timeout: float | None = None,
     command: str | None = None,
+    sampled: Sequence[str] | None = None,
 ) -> Report:
     """Every estimand x method x cluster level of ``table``, in one report.
 
@@ -219,18 +245,21 @@ def analyze(
     table : EvalTable
         From :func:`evalmix.read`.
     levels : sequence of str, optional
-        Cluster levels to run (role names, ``"a+b"`` for multiway, ``"none"``);
-        default: none, every role, and two-way combinations of crossed roles.
+        Cluster levels to run (role names, ``"a:b"`` for an interaction cell, ``"a+b"``
+        for multiway, ``"none"``); default: none, every role, two-way combinations of
+        crossed roles, the output-generating cell (all sampled roles) and the
+        recommended level.
     methods : sequence of str, optional
         Subset of ``naive, wilson, CR1, CR2, CR3, bootstrap, wild`` (default all) plus
         model methods ``mixedlm, glmm_laplace, glmm_vb, glmm_map, bayes`` (default: the
         Laplace GLMM for 0/1 and tie-scored outcomes or ``mixedlm`` for numeric scores,
-        and ``bayes`` unless ``fast``).
+        and ``bayes``, unless ``fast``). A list without model names fits no model.
     backend : {"bayes", "statsmodels"} or None
         Restrict the model rows to one back end. ``None`` runs statsmodels, and the
         Bayesian back end unless ``fast``.
     fast : bool
-        Skip MCMC (design-based methods and statsmodels only).
+        Design-based methods only: no model is fitted unless one is asked for
+        (``backend=`` or model names in ``methods``), and never MCMC.
     reps : int
         Bootstrap replicates (cluster and wild bootstrap).
     seed : int, optional
@@ -241,7 +270,12 @@ def analyze(
     progress : bool
         Show rich progress bars on stderr.
     min_clusters : int
-        Fewest clusters for the recommended level (default 20).
+        Below this many clusters (default 20) the report warns that CR1 and bootstrap
+        rows under-cover (the recommended CR2 rows are used at any number of levels).
+    sampled : sequence of str, optional
+        Cluster roles the claim generalises over (default ``table.sampled``: all but
+        judges and replicates). The recommended interval accounts for every one of them
+        (:func:`evalmix.compare.plan.recommend_cluster`).
     draws : int, optional
         Posterior draws per chain for the Bayesian back end (default: the back end's).
     fit_options : dict, optional
@@ -287,16 +321,18 @@ def analyze(
     design_methods = [m for m in ALL_METHODS if m in chosen]
     model_methods = [m for m in MODEL_METHODS if m in chosen] if methods is not None \
         else None
+    table = table.with_sampled(sampled)
     levels_run = cluster_levels(table, levels)
     judge = judge_role(table)
-    rec = recommend_cluster(table, min_clusters=min_clusters, judge=judge)
+    rec = recommend_cluster(table)
     plan = contrasts(table)
     notes: list[str] = []
-    rec_level = (rec.cluster,) if rec.cluster else ()
+    rec_level = rec.cluster
     if rec_level not in levels_run:
         levels_run.append(rec_level)
-        notes.append(f"the recommended cluster level '{rec.cluster}' was added to the "
-                     "levels you asked for, so the headline can compare against it")
+        if levels is not None:
+            notes.append(f"the recommended cluster level '{rec.label}' was added to the "
+                         "levels you asked for, so the headline can compare against it")
     if "naive" not in design_methods or rec.method not in design_methods:
         design_methods = list(dict.fromkeys(["naive", *design_methods, rec.method]))
 
@@ -310,20 +346,23 @@ def analyze(
                 for m, lv in dict.fromkeys((("naive", ()), (rec.method, rec_level))):
                     if lv or m == "naive":
                         judge_jobs.append(_Job(c, m, lv, judge=str(jl)))
-    interval = upstream("evalmix.inference.api", "interval")
     rows: list[dict[str, Any]] = []
     jrows: list[dict[str, Any]] = []
     raw_warn: list[tuple[str, str]] = []
     errors: list[tuple[str, str, str]] = []
-    subsets: dict[tuple, EvalTable] = {}
+    subsets: dict[tuple, EvalTable | None] = {}
+    problems: dict[tuple, tuple[Any, list[tuple[str, str]], str | None]] = {}
+    empty_cells: set[tuple[str, str]] = set()
 
-    def subset(c: Contrast, judge_label: str | None) -> EvalTable:
+    def subset(c: Contrast, judge_label: str | None) -> EvalTable | None:
+        """The rows of a contrast (and judge); None when that cell has no rows."""
         key = (c.column, c.levels, judge_label)
         if key not in subsets:
             mask = select_rows(table, c)
             if judge_label is not None:
                 mask = mask & (table.data[judge].astype(str).to_numpy() == judge_label)
-            subsets[key] = table if mask.all() else table.subset(mask)
+            subsets[key] = (table if mask.all() else table.subset(mask)) if mask.any() \
+                else None
         return subsets[key]
 
     with _Progress(progress) as bar:
@@ -334,9 +373,10 @@ def analyze(
         err: str | None
         for i, job in enumerate(jobs + judge_jobs):
             sub = subset(job.contrast, job.judge)
-            if interval is None:
-                row, w, err = _empty_row(job, sub.n_obs, level,
-                                         "evalmix.interval is not available"), [], None
+            if sub is None:
+                empty_cells.add((str(job.judge), job.contrast.contrast))
+                row, w, err = _empty_row(job, 0, level, "no rows: this judge did not judge "
+                                         "this contrast (empty cell)"), [], None
             elif any(sub.n_levels(r) < 2 for r in job.level):
                 row, w, err = _empty_row(job, sub.n_obs, level,
                                          "fewer than 2 clusters in these rows"), [], None
@@ -347,8 +387,16 @@ def analyze(
                     f"not run: fewer than {_MIN_BOOT_CLUSTERS} clusters for a cluster "
                     "bootstrap (read the wild bootstrap row)"), [], None
             else:
-                row, w, err = _call_interval(interval, sub, job, level=level, reps=reps,
-                                             seed=_seed_for(seed, i))
+                pkey = (job.contrast.key, job.judge)
+                if pkey not in problems:
+                    problems[pkey] = _problem_for(sub, job.contrast)
+                    raw_warn += problems[pkey][1]
+                problem, _, perr = problems[pkey]
+                if perr is not None:
+                    row, w, err = _empty_row(job, sub.n_obs, level, perr), [], perr
+                else:
+                    row, w, err = _call_interval(sub, job, level=level, reps=reps,
+                                                 seed=_seed_for(seed, i), problem=problem)
             raw_warn += w
             if err:
                 errors.append((job.method, job.contrast.contrast, err))
@@ -359,9 +407,12 @@ def analyze(
                 row["judge"] = job.judge
                 jrows.append(row)
                 bar.advance(t_judge)
-        if interval is None:
-            notes.append("evalmix.interval is not available in this installation, so the "
-                         "design-based rows are empty")
+        if empty_cells:
+            judges_empty = sorted({j for j, _ in empty_cells})
+            notes.append(f"{len(empty_cells)} judge x contrast cell(s) have no rows (judges "
+                         f"{', '.join(judges_empty[:5])}{' ...' if len(judges_empty) > 5 else ''}"
+                         " did not judge every contrast); judge-stratified rows are shown "
+                         "only where the cell exists")
 
         # ------------------------------------------------------------ model rows
         fits, mrows, variance, mnotes, prior_sensitivity = model_rows(
@@ -375,23 +426,24 @@ def analyze(
     for col in INTERVAL_COLUMNS:
         if col not in frame.columns:
             frame[col] = np.nan if col not in ("decision", "fragile") else pd.NA
-    zero = (frame["hi"].astype(float) == frame["lo"].astype(float)) & frame["lo"].notna()
-    if zero.any():
-        frame.loc[zero, "note"] = ("zero-width interval: the variance estimate was not "
-                                   "positive (multiway eigenvalue fix); no decision")
-        notes.append(f"{int(zero.sum())} interval(s) have zero width (a multiway variance "
-                     "that was not positive); they carry no decision")
+    frame["votes"] = _votes(frame, table, rec)
+    missing = frame["lo"].isna() & frame["estimate"].notna()
+    if missing.any():
+        notes.append(f"{int(missing.sum())} interval(s) are not estimable at their cluster "
+                     "level (see each row's note); they carry no decision and do not vote")
     frame = add_decisions(frame)[list(INTERVAL_COLUMNS)]
     primary = {c.key for c in plan if c.primary}
-    head = headline(frame, cluster=rec.cluster, method=rec.method, primary=primary)
+    head = headline(frame, cluster=rec.label, method=rec.method, primary=primary,
+                    few_levels=", ".join(rec.few_levels), n_levels=rec.n_clusters)
 
     # ---------------------------------------------------------------- judges
-    judges = _judges_frame(jrows, table, judge, rec.cluster or None, level)
-    position = position_bias(table, judge=judge, cluster=rec.cluster or None, level=level)
+    one_way = rec.cluster[0] if len(rec.cluster) == 1 else None
+    judges = _judges_frame(jrows, table, judge, one_way, level)
+    position = position_bias(table, judge=judge, cluster=one_way, level=level)
 
     # ---------------------------------------------------------------- design
     design = _design(table, levels_run, rec, judge, min_clusters, design_methods)
-    warns = _plain_warnings(table, design, rec, min_clusters) + notes
+    warns = [*_plain_warnings(table, design, rec, min_clusters), *notes]
     warns += _summarise_warnings(raw_warn, errors)
     summary = _summary(table, seed=seed, reps=reps, level=level, fast=fast,
                        backend=backend, methods=design_methods, levels=levels_run,
@@ -440,23 +492,24 @@ def _design(table: EvalTable, levels_run: list[tuple[str, ...]], rec: Any,
             judge: str | None, min_clusters: int, methods: list[str]) -> dict[str, Any]:
     summary = table.describe().to_dict()
     deff_rows = []
-    design_effect = upstream("evalmix.design.effect", "design_effect")
     for role in table.clusters:
         row: dict[str, Any] = {"factor": role, "n_clusters": table.n_levels(role)}
-        if design_effect is not None:
-            out = guarded(design_effect, table, cluster=role)
-            if out.ok:
-                row.update(_flatten_deff(out.value))
-            else:
-                row["note"] = out.error
+        out = guarded(design_effect, table, cluster=role)
+        if out.ok:
+            row.update(_flatten_deff(out.value))
+        else:
+            row["note"] = out.error
         deff_rows.append(row)
     summary["design_effects"] = deff_rows
     summary["cluster_levels"] = [level_label(lv) or "none" for lv in levels_run]
     summary["methods"] = list(methods)
     summary["judge_role"] = judge
     summary["min_clusters"] = min_clusters
-    summary["recommendation"] = {"cluster": rec.cluster, "method": rec.method,
-                                 "n_clusters": rec.n_clusters, "reason": rec.reason}
+    summary["recommendation"] = {"cluster": rec.label, "method": rec.method,
+                                 "n_clusters": rec.n_clusters, "reason": rec.reason,
+                                 "sampled": list(rec.sampled), "fixed": list(rec.fixed),
+                                 "few_levels": list(rec.few_levels),
+                                 "estimable": rec.estimable, "statement": rec.sentence()}
     return summary
 
 
@@ -476,7 +529,27 @@ def _flatten_deff(value: Any) -> dict[str, Any]:
     return {"value": str(value)}
 
 
-def _plain_warnings(table: EvalTable, design: dict[str, Any], rec: Any,
+def _votes(frame: pd.DataFrame, table: EvalTable, rec: Recommendation) -> pd.Series:
+    """Which rows vote on fragility: plausible cluster choices for the sampled design.
+
+    Model rows vote (they model every random factor); design rows vote when their method
+    is not naive/Wilson and their cluster level is made of the recommendation's sampled
+    top-level factors (one-way by each, or multiway) -- the sensitivity set for crossed
+    designs. Rows clustered by a fixed factor (judge) or by a level nested inside a
+    sampled one (questions inside sampled passages) do not vote.
+    """
+    top = set(rec.cluster)
+    def plausible(level: str) -> bool:
+        roles = [r for r in str(level).split("+") if r]
+        return bool(roles) and all(r in top for r in roles)
+    design = frame["source"].eq("design")
+    ok = ~frame["method"].isin(NON_VOTING_METHODS) & frame["cluster"].map(plausible)
+    if not rec.cluster:
+        ok = ~frame["method"].isin(NON_VOTING_METHODS) & frame["cluster"].eq("")
+    return (~design | ok) & frame["lo"].notna()
+
+
+def _plain_warnings(table: EvalTable, design: dict[str, Any], rec: Recommendation,
                     min_clusters: int) -> list[str]:
     out: list[str] = []
     dropped = dict(table.dropped)
@@ -484,14 +557,18 @@ def _plain_warnings(table: EvalTable, design: dict[str, Any], rec: Any,
         parts = ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in dropped.items())
         out.append(f"{sum(dropped.values()):,} of {table.n_raw:,} rows were dropped while "
                    f"reading ({parts}); every number here uses the {table.n_obs:,} rows left.")
-    for role in table.clusters:
+    if not rec.estimable:
+        out.append(f"No interval can be trusted for this design: {rec.reason}")
+    for role in rec.cluster:
         g = table.n_levels(role)
-        if g < min_clusters:
-            out.append(f"'{role}' has only {g} clusters (fewer than {min_clusters}): "
-                       f"intervals clustered by {role} are unreliable (CR1 and bootstrap "
-                       "under-cover); prefer its CR2 and wild rows, and read them as "
-                       "sensitivity checks.")
-    if rec.cluster == "":
+        if 2 <= g < min_clusters:
+            out.append(f"'{role}' has only {g} levels (fewer than {min_clusters}): the "
+                       f"recommended CR2 rows stay close to nominal, but CR1 and bootstrap "
+                       f"rows clustered by {role} under-cover; "
+                       + ("the interval is wide because the design has few independent "
+                          f"levels of {role}: add levels to narrow it."
+                          if role in rec.few_levels else "read CR2 and wild rows."))
+    if not rec.cluster:
         out.append("No sampled cluster factor: every interval treats rows as independent, "
                    "which is only right if they are.")
     return out
@@ -526,7 +603,7 @@ def _summary(table: EvalTable, **kw: Any) -> dict[str, Any]:
         "n_obs": table.n_obs,
         "command": kw["command"],
         "models": fits,
-        "orientation": ("win rates are those of model_b against model_a (1 - the table's "
-                        "model_a score); differences are model_b levels' win rates minus "
-                        "each other") if table.kind == "pairwise" else "as scored",
+        "orientation": ("'X vs Y' is X's win rate against Y; 'B - A' is B's win rate "
+                        "minus A's (against the same opponent); the same convention as "
+                        "evalmix.interval") if table.kind == "pairwise" else "as scored",
     }

@@ -5,41 +5,29 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["INTERVAL_COLUMNS", "add_decisions", "headline", "orient"]
+__all__ = ["INTERVAL_COLUMNS", "NON_VOTING_METHODS", "add_decisions", "headline"]
+
+#: Methods that treat rows as independent: the transparency baseline, never a vote.
+NON_VOTING_METHODS: frozenset[str] = frozenset({"naive", "wilson"})
 
 #: Columns of ``Report.intervals`` (the first 14 are the file contract of intervals.csv).
 INTERVAL_COLUMNS: tuple[str, ...] = (
     "estimand", "contrast", "method", "cluster", "estimate", "se", "lo", "hi", "level",
     "df", "n_clusters", "n_obs", "decision", "fragile",
-    "null", "p_value", "reps", "seed", "ci_type", "paired", "source", "note",
+    "null", "p_value", "reps", "seed", "ci_type", "paired", "source", "votes", "note",
 )
-
-
-def orient(row: dict, *, flip: bool, estimand: str) -> dict:
-    """Re-express a row scored for ``model_a`` as one for ``model_b``.
-
-    Win rates become ``1 - x``, differences ``-x``; bounds swap; SE and df are unchanged.
-    """
-    if not flip:
-        return row
-    out = dict(row)
-    if estimand in ("difference", "coef"):
-        f = (lambda v: -v)  # noqa: E731
-    else:
-        f = (lambda v: 1.0 - v)  # noqa: E731
-    out["estimate"] = f(row["estimate"])
-    lo, hi = row["lo"], row["hi"]
-    out["lo"], out["hi"] = f(hi), f(lo)
-    return out
 
 
 def add_decisions(frame: pd.DataFrame) -> pd.DataFrame:
     """Add ``decision`` (interval excludes ``null``) and ``fragile`` columns.
 
-    ``decision`` is True/False, or missing when the row has no interval. ``fragile`` is
-    True for every row of an (estimand, contrast) whose rows -- across methods and
-    cluster levels -- do not all reach the same decision (unbounded intervals, which
-    carry no evidence, do not vote).
+    ``decision`` is True/False, or missing when the row has no interval (NaN bounds:
+    not estimable, failed, or zero width). ``fragile`` is True for every row of an
+    (estimand, contrast) whose *voting* rows do not all reach the same decision. Rows
+    vote when ``votes`` is true (default: every row whose method is not naive or Wilson
+    -- those treat rows as independent and are the baseline the report compares
+    against, not a plausible choice); unbounded intervals, which carry no evidence
+    either way, never vote.
     """
     out = frame.copy()
     lo = pd.to_numeric(out["lo"], errors="coerce").to_numpy(dtype=float)
@@ -51,14 +39,14 @@ def add_decisions(frame: pd.DataFrame) -> pd.DataFrame:
     excl = (lo > null) | (hi < null)
     out["decision"] = pd.array(np.where(known, excl, False), dtype="boolean")
     out.loc[~known, "decision"] = pd.NA
+    if "votes" not in out.columns:
+        out["votes"] = ~out["method"].isin(NON_VOTING_METHODS)
+    out["votes"] = out["votes"].fillna(False).astype(bool)
     if out.empty:
         out["fragile"] = pd.array([], dtype="boolean")
         return out
-    # an unbounded interval (e.g. a wild bootstrap on 3 clusters) carries no evidence
-    # either way: it gets a decision (it contains the null) but does not make a
-    # contrast fragile
     bounded = pd.Series(np.isfinite(lo) & np.isfinite(hi), index=out.index)
-    votes = out["decision"].where(bounded)
+    votes = out["decision"].where(bounded & out["votes"])
     n_dec = votes.groupby([out["estimand"], out["contrast"]], sort=False).transform(
         lambda s: s.dropna().nunique())
     out["fragile"] = (n_dec > 1).astype(bool)
@@ -69,7 +57,9 @@ def _disagreeing(rows: pd.DataFrame, decision: object) -> str:
     """Rows whose decision differs from ``decision`` (method | cluster), for the reader."""
     if decision is None or decision is pd.NA:
         return ""
-    d = rows[rows["decision"].notna() & np.isfinite(rows["lo"].astype(float))
+    voters = rows["votes"].astype(bool) if "votes" in rows.columns else ~rows["method"].isin(
+        NON_VOTING_METHODS)
+    d = rows[rows["decision"].notna() & voters & np.isfinite(rows["lo"].astype(float))
              & np.isfinite(rows["hi"].astype(float))]
     off = d[d["decision"].astype(bool) != bool(decision)]
     if off.empty:
@@ -78,23 +68,26 @@ def _disagreeing(rows: pd.DataFrame, decision: object) -> str:
                                                      strict=True)]
     head = ", ".join(labels[:5])
     more = f" and {len(labels) - 5} more" if len(labels) > 5 else ""
-    return f"{len(labels)} of {len(d)} rows disagree: {head}{more}"
+    return f"{len(labels)} of {len(d)} voting rows disagree: {head}{more}"
 
 
 def _pick(rows: pd.DataFrame, method: str, cluster: str) -> pd.Series | None:
-    hit = rows[(rows["method"] == method) & (rows["cluster"] == cluster)
-               & np.isfinite(rows["lo"].astype(float)) & np.isfinite(rows["hi"].astype(float))]
+    hit = rows[(rows["method"] == method) & (rows["cluster"] == cluster)]
     return None if hit.empty else hit.iloc[0]
 
 
 def headline(frame: pd.DataFrame, *, cluster: str, method: str = "CR2",
-             primary: set[tuple[str, str]] | None = None) -> pd.DataFrame:
+             primary: set[tuple[str, str]] | None = None, few_levels: str = "",
+             n_levels: int | None = None) -> pd.DataFrame:
     """Each contrast's naive interval next to the recommended one, and their width ratio.
 
-    The recommended row is ``method`` at ``cluster``; when that row is missing the first
-    available of CR1, bootstrap and CR3 at the same level is used (and named).
-    ``width_ratio`` = recommended width / naive width: above 1, the naive error bar was
-    that many times too narrow.
+    The recommended row is ``method`` at ``cluster`` (:func:`evalmix.compare.plan.
+    recommend_cluster`); there is no fallback to another method or level. When that row
+    has no interval (degenerate: zero SE, a one-cluster arm, all outcomes equal; or the
+    method failed) the headline says "not estimable at this cluster level" and makes no
+    decision. ``width_ratio`` = recommended width / naive width: above 1, the naive error
+    bar was that many times too narrow. ``few_levels`` names sampled factors with few
+    levels; their contrasts say the interval is wide for that reason.
     """
     cols = ["estimand", "contrast", "estimate", "naive_lo", "naive_hi", "method", "cluster",
             "lo", "hi", "n_clusters", "width_ratio", "naive_decision", "decision",
@@ -104,18 +97,22 @@ def headline(frame: pd.DataFrame, *, cluster: str, method: str = "CR2",
         if primary is not None and (est, con) not in primary:
             continue
         naive = _pick(part, "naive", "")
-        rec = None
-        for m in (method, "CR1", "bootstrap", "CR3"):
-            rec = _pick(part, m, cluster)
-            if rec is not None:
-                break
-        if naive is None or rec is None:
+        rec = _pick(part, method, cluster)
+        if rec is None and naive is None:
             continue
-        wn = float(naive["hi"] - naive["lo"])
-        wr = float(rec["hi"] - rec["lo"])
-        ratio = wr / wn if wn > 0 else float("nan")
-        if not cluster:
-            msg = "no cluster factor given: rows treated as independent"
+        lo = float(rec["lo"]) if rec is not None else float("nan")
+        hi = float(rec["hi"]) if rec is not None else float("nan")
+        nlo = float(naive["lo"]) if naive is not None else float("nan")
+        nhi = float(naive["hi"]) if naive is not None else float("nan")
+        wn, wr = nhi - nlo, hi - lo
+        ratio = wr / wn if (np.isfinite(wn) and wn > 0 and np.isfinite(wr)) else float("nan")
+        estimable = rec is not None and np.isfinite(lo) and np.isfinite(hi) and hi > lo
+        if not estimable:
+            why = str(rec["note"]) if rec is not None and str(rec.get("note", "")) else (
+                "the recommended interval could not be computed")
+            msg = f"not estimable at this cluster level: {why}"
+        elif not cluster:
+            msg = "no sampled cluster factor: rows treated as independent"
         elif not np.isfinite(ratio):
             msg = "no naive width to compare"
         elif ratio >= 1.05:
@@ -124,14 +121,20 @@ def headline(frame: pd.DataFrame, *, cluster: str, method: str = "CR2",
             msg = f"the clustered error bar is {1 / ratio:.1f}x narrower than the naive one"
         else:
             msg = "naive and clustered error bars agree"
+        if estimable and few_levels:
+            msg += (f"; wide because the design has few independent levels of "
+                    f"{few_levels}: add levels of it to narrow the interval")
+        estimate = rec["estimate"] if rec is not None else naive["estimate"]
         rows.append({
-            "estimand": est, "contrast": con, "estimate": float(rec["estimate"]),
-            "naive_lo": float(naive["lo"]), "naive_hi": float(naive["hi"]),
-            "method": rec["method"], "cluster": rec["cluster"],
-            "lo": float(rec["lo"]), "hi": float(rec["hi"]),
-            "n_clusters": rec["n_clusters"], "width_ratio": ratio,
-            "naive_decision": naive["decision"], "decision": rec["decision"],
+            "estimand": est, "contrast": con, "estimate": float(estimate),
+            "naive_lo": nlo, "naive_hi": nhi,
+            "method": method, "cluster": cluster, "lo": lo if estimable else float("nan"),
+            "hi": hi if estimable else float("nan"),
+            "n_clusters": rec["n_clusters"] if rec is not None else n_levels,
+            "width_ratio": ratio if estimable else float("nan"),
+            "naive_decision": naive["decision"] if naive is not None else pd.NA,
+            "decision": rec["decision"] if estimable else pd.NA,
             "fragile": bool(part["fragile"].any()), "message": msg,
-            "disagreeing": _disagreeing(part, rec["decision"]),
+            "disagreeing": _disagreeing(part, rec["decision"]) if estimable else "",
         })
     return pd.DataFrame(rows, columns=cols)

@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from evalmix.compare._calls import guarded, upstream
-from evalmix.compare.decide import orient
+from evalmix.compare._calls import guarded
 
 if TYPE_CHECKING:
     from evalmix.compare.plan import Contrast
@@ -51,22 +50,30 @@ def _backends(table: EvalTable, backend: str | None, fast: bool,
 
     Default: one statsmodels fit -- the Laplace logit GLMM (``lme4::glmer``'s method) for
     0/1 and tie-scored outcomes, REML ``mixedlm`` for numeric scores -- plus the Bayesian
-    fit unless ``fast``. ``methods`` (model method names) overrides the statsmodels part.
+    fit. ``fast`` runs design-based methods only unless a model is asked for (``backend``
+    or model names in ``methods``; MCMC never runs with ``fast``). ``methods`` with no
+    model name fits no model.
     """
     notes: list[str] = []
     numeric = table.outcome_type == "numeric"
     default_sm = ["mixedlm"] if numeric else ["glmm_laplace"]
-    sm = [m for m in (methods or ()) if m in _FITS and m != "bayes"] or default_sm
+    asked = [m for m in (methods or ()) if m in _FITS]
+    if methods is not None and not asked:
+        return [], notes
+    if methods is None and fast and backend is None:
+        notes.append("fast: design-based methods only (ask for a model with backend= or "
+                     "methods=[..., 'glmm_laplace'])")
+        return [], notes
+    sm = [m for m in asked if m != "bayes"] or (default_sm if methods is None else [])
     if numeric:
-        sm = [m for m in sm if m == "mixedlm"] or ["mixedlm"]
-    want_bayes = backend in (None, "bayes") and (methods is None or "bayes" in methods)
+        sm = ["mixedlm"] if sm else []
+    want_bayes = backend in (None, "bayes") and (methods is None or "bayes" in asked)
     run: list[str] = []
     if backend in (None, "statsmodels"):
         run += sm
     if want_bayes:
         if fast:
-            if backend == "bayes":
-                notes.append("--fast skips MCMC, so the Bayesian back end was not run")
+            notes.append("fast skips MCMC, so the Bayesian back end was not run")
         else:
             run.append("bayes")
     return run, notes
@@ -172,10 +179,6 @@ def _rows_from_fit(fit: Any, method: str, plan: Sequence[Contrast], level: float
             "paired": None, "source": "model",
             "note": f"{r['term']} ({r.get('label', '')})",
         }
-        # model terms are stated for the side the fit names; flip only when the term is
-        # the model_a side of a pairwise contrast
-        if c.flip and _scores_model_a(str(r["term"]), str(r.get("label", ""))):
-            row = orient(row, flip=True, estimand=c.estimand)
         out.append(row)
     # controlled win rates: a model with a position term estimates the order-balanced
     # rate, so the same number also serves the controlled_win_rate row
@@ -186,11 +189,6 @@ def _rows_from_fit(fit: Any, method: str, plan: Sequence[Contrast], level: float
             if any(c.key == ("controlled_win_rate", row["contrast"]) for c in plan):
                 out.append(twin)
     return out
-
-
-def _scores_model_a(term: str, label: str) -> bool:
-    text = f"{term} {label}".lower()
-    return "model_a" in text and "model_b" not in text
 
 
 def _variance_rows(fit: Any, method: str) -> pd.DataFrame:
@@ -272,10 +270,11 @@ def model_rows(table: EvalTable, plan: Sequence[Contrast], *, backend: str | Non
     back end is refitted with SD priors ``SENSITIVITY_SCALE`` times wider; None when no
     refit was made.
     """
+    from evalmix.models.api import fit
+
     backends, notes = _backends(table, backend, fast, methods)
     options = dict(fit_options or {})
     sensitivity: pd.DataFrame | None = None
-    fit = upstream("evalmix.models.api", "fit")
     fits: dict[str, Any] = {}
     rows: list[dict[str, Any]] = []
     var_parts: list[pd.DataFrame] = []
@@ -283,11 +282,6 @@ def model_rows(table: EvalTable, plan: Sequence[Contrast], *, backend: str | Non
         notes.append("no cluster factors, so no mixed model was fitted")
         backends = []
     if not backends:
-        return (fits, rows, pd.DataFrame(columns=list(VARIANCE_REPORT_COLUMNS)), notes,
-                sensitivity)
-    if fit is None:
-        notes.append("evalmix.fit is not available in this installation, so there are no "
-                     "model-based rows or variance components")
         return (fits, rows, pd.DataFrame(columns=list(VARIANCE_REPORT_COLUMNS)), notes,
                 sensitivity)
     for b in backends:

@@ -15,13 +15,14 @@ import numpy as np
 import pandas as pd
 
 from evalmix.data.summary import factor_relation
+from evalmix.data.table import INTERACTION_SEP, is_judge_role
 from evalmix.errors import EvalmixError, check_option
 
 if TYPE_CHECKING:
     from evalmix.data.table import EvalTable
 
 __all__ = [
-    "ALL_METHODS", "MIN_CLUSTERS", "Contrast", "Recommendation", "cluster_levels",
+    "ALL_METHODS", "MIN_CLUSTERS", "FEW_LEVELS", "Contrast", "Recommendation", "cluster_levels",
     "contrasts", "recommend_cluster", "judge_role",
 ]
 
@@ -29,9 +30,11 @@ __all__ = [
 ALL_METHODS: tuple[str, ...] = ("naive", "wilson", "CR1", "CR2", "CR3", "bootstrap", "wild")
 #: Model-based methods (rows added from :func:`evalmix.fit`).
 MODEL_METHODS: tuple[str, ...] = ("mixedlm", "glmm_laplace", "glmm_vb", "glmm_map", "bayes")
-#: Fewest clusters for which cluster-robust and bootstrap intervals are trusted
-#: (below about 20 they under-cover; Cameron & Miller 2015, doi:10.3368/jhr.50.2.317).
+#: Fewest clusters for which CR1 and bootstrap intervals are trusted (below about 20
+#: they under-cover; Cameron & Miller 2015, doi:10.3368/jhr.50.2.317); CR2 is used below.
 MIN_CLUSTERS = 20
+#: Below this many levels a sampled factor makes the interval wide: the report says so.
+FEW_LEVELS = 10
 #: Pairwise tables with at most this many ``model_b`` levels also get all differences.
 MAX_DIFFERENCE_LEVELS = 4
 
@@ -40,9 +43,11 @@ MAX_DIFFERENCE_LEVELS = 4
 class Contrast:
     """One estimand on one contrast, with the rows it uses.
 
-    ``flip`` is True when the table's ``y`` scores the *other* side (pairwise tables score
-    ``model_a``; a report states win rates of ``model_b``), so estimates become ``1 - x``
-    (win rates) or ``-x`` (differences) and the bounds swap.
+    ``model`` names the model whose win rate a pairwise row states (the first name of
+    the label ``"X vs Y"``); differences ``"B - A"`` of pairwise tables are B's win rate
+    minus A's (both against the same opponent). One sign convention everywhere: the
+    API (:func:`evalmix.interval`), the report and the CLI give the same number for the
+    same label.
     """
 
     estimand: str
@@ -50,7 +55,7 @@ class Contrast:
     column: str | None  # canonical column that selects the rows ("model_b", "condition")
     levels: tuple[str, ...]  # one level (win rate / mean) or (reference, other) for differences
     null: float
-    flip: bool = False
+    model: str | None = None
     primary: bool = True
 
     @property
@@ -60,19 +65,60 @@ class Contrast:
 
 @dataclass(frozen=True)
 class Recommendation:
-    """The recommended cluster level and method, and why."""
+    """The interval the report recommends (its headline), and why.
 
-    cluster: str
+    Attributes
+    ----------
+    cluster : tuple of str
+        ``()`` (rows, or AB/BA pairs, independent), one role (one-way), or several roles
+        (multiway: crossed sampled factors).
+    method : str
+        ``"CR2"`` (one-way or multiway, Satterthwaite df) or ``"naive"``.
+    n_clusters : int
+        Fewest levels among ``cluster`` (rows when there is none).
+    reason : str
+        One paragraph in plain words.
+    sampled, fixed : tuple of str
+        The roles the claim generalises over, and those held fixed.
+    few_levels : tuple of str
+        Sampled factors of ``cluster`` with fewer than :data:`FEW_LEVELS` levels (the
+        interval is wide because the design has few independent levels of them).
+    """
+
+    cluster: tuple[str, ...]
     method: str
     n_clusters: int
     reason: str
+    sampled: tuple[str, ...] = ()
+    fixed: tuple[str, ...] = ()
+    few_levels: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        """The cluster level as the interval rows name it (``"a+b"`` for multiway)."""
+        return level_label(self.cluster)
+
+    @property
+    def estimable(self) -> bool:
+        """False when a sampled factor of the recommendation has fewer than 2 levels."""
+        return not self.cluster or self.n_clusters >= 2
+
+    def sentence(self) -> str:
+        """The estimand in one sentence (what the headline generalises over)."""
+        if not self.sampled:
+            return ("No cluster factor is taken as sampled, so the intervals describe these "
+                    "rows only: they treat rows as independent.")
+        s = ", ".join(self.sampled)
+        f = (f"; {', '.join(self.fixed)} {'is' if len(self.fixed) == 1 else 'are'} held "
+             "fixed (the ones in this table)") if self.fixed else ""
+        return (f"The headline generalises over new levels of {s}{f}. Change this with "
+                "sampled=[...] (CLI --sampled) if your claim is different.")
 
 
 def judge_role(table: EvalTable) -> str | None:
     """The cluster role that holds the judge (a role named like ``judge``/``rater``)."""
     for role in table.clusters:
-        low = role.lower()
-        if any(w in low for w in ("judge", "rater", "annotator", "grader", "evaluator")):
+        if is_judge_role(role):
             return role
     return None
 
@@ -89,16 +135,16 @@ def contrasts(table: EvalTable) -> list[Contrast]:
             # rows of this (model_a, model_b) pair only
             column, levels = ("model_b", (str(mb),)) if baseline else ("pair", (str(ma),
                                                                                 str(mb)))
-            out.append(Contrast("win_rate", label, column, levels, 0.5, flip=True))
+            out.append(Contrast("win_rate", label, column, levels, 0.5, model=str(mb)))
             if table.has_order:
                 out.append(Contrast("controlled_win_rate", label, column, levels, 0.5,
-                                    flip=True, primary=False))
+                                    model=str(mb), primary=False))
         bs = sorted({str(mb) for _, mb in pairs})
         # differences of win rates against the same reference (baseline designs only)
         if baseline and 2 <= len(bs) <= MAX_DIFFERENCE_LEVELS:
             for ref, other in combinations(bs, 2):
                 out.append(Contrast("difference", f"{other} - {ref}", "model_b", (ref, other),
-                                    0.0, flip=True))
+                                    0.0))
     else:
         if table.has_condition:
             conds = sorted(d["condition"].astype(str).unique())
@@ -128,18 +174,40 @@ def _relation(table: EvalTable, r1: str, r2: str) -> str:
     return relation
 
 
+def output_cell(table: EvalTable) -> str | None:
+    """The interaction of every sampled role (``"scenario:persona:author"``), if new.
+
+    The unit that generated one output when each combination of the sampled factors'
+    levels produced its own answer (the PsycheEval audit unit). ``None`` with fewer than
+    two sampled roles, or when a declared role already groups the rows that way.
+    """
+    base = [r for r in table.sampled if INTERACTION_SEP not in table.roles.clusters[r]]
+    if len(base) < 2:
+        return None
+    cell = INTERACTION_SEP.join(base)
+    codes = table.codes(cell)
+    for r in table.clusters:
+        if factor_relation(codes, table.codes(r))[0] == "equivalent":
+            return None
+    return cell
+
+
 def cluster_levels(table: EvalTable, levels: Sequence[str] | None = None
                    ) -> list[tuple[str, ...]]:
     """Cluster levels to run: none, each role, and two-way combinations of crossed roles.
 
-    ``levels`` restricts the list: role names, ``"a+b"`` for multiway, ``""``/``"none"``
-    for independent rows.
+    The default list also holds the output-generating cell (:func:`output_cell`).
+    ``levels`` restricts the list: role names, ``"a:b"`` for an interaction cell,
+    ``"a+b"`` for multiway, ``""``/``"none"`` for independent rows.
     """
     all_levels: list[tuple[str, ...]] = [()]
     all_levels += [(r,) for r in table.clusters]
     for r1, r2 in combinations(table.clusters, 2):
         if _relation(table, r1, r2) in ("crossed", "partially crossed"):
             all_levels.append((r1, r2))
+    cell = output_cell(table)
+    if cell is not None:
+        all_levels.append((cell,))
     if levels is None:
         return all_levels
     wanted: list[tuple[str, ...]] = []
@@ -151,54 +219,96 @@ def cluster_levels(table: EvalTable, levels: Sequence[str] | None = None
     return wanted
 
 
-def recommend_cluster(table: EvalTable, *, min_clusters: int = MIN_CLUSTERS,
-                      judge: str | None = None) -> Recommendation:
-    """The coarsest sampled cluster level with at least ``min_clusters`` clusters.
+def _top_sampled(table: EvalTable, sampled: Sequence[str]) -> list[str]:
+    """Sampled factors not nested in another sampled factor (one per equivalence class)."""
+    top: list[str] = []
+    for r in sampled:
+        inside = False
+        for o in sampled:
+            if o == r:
+                continue
+            rel = _relation(table, r, o)
+            if rel == "nested" or (rel == "equivalent" and o in top):
+                inside = True
+                break
+        if not inside:
+            top.append(r)
+    return top
 
-    Rows that share a cluster are not independent, so an interval must resample (or
-    sandwich over) the *coarsest* unit that was sampled: if items are nested in
-    categories and categories were sampled, clustering by item still treats items of one
-    category as independent. But cluster-robust and bootstrap intervals need many
-    clusters (about 20 or more); with fewer they are too narrow. The report therefore
-    recommends the coarsest level that still has enough clusters, and shows coarser
-    levels (with CR2 and the wild bootstrap, which cope best with few clusters) as
-    sensitivity rows. The judge factor is treated as fixed (the judges are the ones
-    you chose, not a sample), and so is never recommended.
 
-    Method: CR2 (Bell-McCaffrey bias-reduced sandwich with Satterthwaite degrees of
-    freedom; Pustejovsky & Tipton 2018, doi:10.1080/07350015.2016.1247004), which is
-    close to nominal from about 20 clusters and never worse than CR1.
+def recommend_cluster(table: EvalTable, *, sampled: Sequence[str] | None = None
+                      ) -> Recommendation:
+    """The interval that accounts for every sampled factor of the design.
+
+    Rows that share a level of a *sampled* factor (one the claim generalises over) are
+    correlated, so the interval must treat that factor's levels as the independent
+    units. The rule, from the design alone (never the outcome):
+
+    * the sampled factors are ``sampled`` (default ``table.sampled``: every cluster role
+      but judges and replicates, which are fixed);
+    * a sampled factor nested in another sampled factor (questions in passages, items
+      in templates, output cells in scenarios) is covered by its parent: cluster at the
+      coarsest sampled level, *whatever its number of levels* -- a finer level with
+      many clusters treats the rows of one passage as independent and under-covers
+      (docs/coverage.md);
+    * one such top factor: one-way CR2 (Bell-McCaffrey) with Satterthwaite degrees of
+      freedom, which stays close to nominal with few clusters where CR1 and the
+      bootstrap under-cover; two or more crossed top factors (scenarios and personas
+      both sampled): multiway CR2 over all of them (Cameron, Gelbach & Miller 2011)
+      with Welch-Satterthwaite degrees of freedom combining the factors' own
+      Satterthwaite df, so a factor with few levels widens the interval as it should;
+    * no sampled factor: rows (or matched AB/BA pairs) are treated as independent.
+
+    References
+    ----------
+    Cameron, A. C., Gelbach, J. B. & Miller, D. L. (2011). Robust inference with
+    multiway clustering. J. Business & Economic Statistics 29(2), 238-249.
+    doi:10.1198/jbes.2010.07136
+    Pustejovsky, J. E. & Tipton, E. (2018). Small-sample methods for cluster-robust
+    variance estimation and hypothesis testing in fixed effects models. JBES 36(4).
+    doi:10.1080/07350015.2016.1247004
     """
-    roles = [r for r in table.clusters if r != judge]
-    if not roles:
-        return Recommendation("", "naive", table.n_obs,
-                              "no sampled cluster factor was given, so rows are treated as "
-                              "independent; name the item/scenario column with --cluster")
-    n = {r: table.n_levels(r) for r in roles}
-    enough = [r for r in roles if n[r] >= min_clusters]
-    # order coarse -> fine: fewer levels first; a factor that contains another is coarser
-    def coarser_count(r: str) -> int:
-        return sum(1 for o in roles if o != r and _relation(table, o, r) == "nested")
-
-    order = sorted(roles, key=lambda r: (-coarser_count(r), n[r]))
-    skipped = [r for r in order if r not in enough]
-    if enough:
-        best = sorted(enough, key=lambda r: (-coarser_count(r), n[r]))[0]
-        reason = (f"'{best}' is the coarsest sampled factor with at least {min_clusters} "
-                  f"clusters ({n[best]}); rows within one {best} are correlated, so "
-                  f"intervals resample or sandwich over whole {best} clusters")
-        too_few = [r for r in skipped if n[r] < n[best]]
-        if too_few:
-            reason += ("; " + ", ".join(f"'{r}' ({n[r]} clusters)" for r in too_few)
-                       + " has too few clusters for trustworthy cluster-robust intervals and"
-                       " is shown as a sensitivity check")
-        return Recommendation(best, "CR2", n[best], reason + ".")
-    best = max(roles, key=lambda r: n[r])
-    return Recommendation(
-        best, "CR2", n[best],
-        f"no sampled factor has {min_clusters} or more clusters; '{best}' has the most "
-        f"({n[best]}). With this few clusters read the CR2 and wild-bootstrap rows, and "
-        "treat every interval as optimistic.")
+    if sampled is not None:
+        table = table.with_sampled(sampled)
+    samp = table.sampled
+    fixed = table.fixed
+    if not samp:
+        unit = "matched AB/BA pairs" if table.has_order else "rows"
+        return Recommendation(
+            (), "naive", table.n_obs,
+            f"no cluster factor is sampled, so {unit} are treated as independent; name the "
+            "item/scenario column with clusters= (CLI --cluster) and, if judges or "
+            "replicates are all you have, say so with sampled=[...]",
+            samp, fixed)
+    top = _top_sampled(table, samp)
+    n = {r: table.n_levels(r) for r in top}
+    few = tuple(r for r in top if n[r] < FEW_LEVELS)
+    covered = [r for r in samp if r not in top]
+    g_min = min(n.values())
+    if len(top) == 1:
+        r = top[0]
+        reason = (f"'{r}' is the coarsest sampled factor ({n[r]} levels): rows within one "
+                  f"{r} are correlated, so the interval sandwiches over whole {r} clusters "
+                  "(CR2, Satterthwaite df)")
+    else:
+        reason = (f"{' and '.join(repr(r) for r in top)} are sampled and crossed: the "
+                  "interval must account for all of them, so it is clustered on each "
+                  "(multiway CR2, Welch-Satterthwaite df from the factors' own df)")
+    if covered:
+        reason += ("; " + ", ".join(repr(c) for c in covered)
+                   + (" is" if len(covered) == 1 else " are")
+                   + " nested in it and covered by it")
+    if g_min < 2:
+        reason += ("; with fewer than 2 levels of a sampled factor no interval can be "
+                   "trusted: not estimable at this cluster level")
+    elif few:
+        reason += ("; " + ", ".join(f"'{r}' has only {n[r]} levels" for r in few)
+                   + ", so the interval is wide because the design has few independent "
+                   "levels: add levels of " + " and ".join(few) + " to narrow it")
+    elif g_min < MIN_CLUSTERS:
+        reason += (f"; with {g_min} clusters CR2 is still close to nominal where CR1 and "
+                   "the bootstrap are too narrow")
+    return Recommendation(tuple(top), "CR2", g_min, reason + ".", samp, fixed, few)
 
 
 def check_methods(methods: Sequence[str] | None) -> tuple[str, ...]:

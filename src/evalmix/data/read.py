@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import tomllib
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,11 +19,13 @@ import numpy as np
 import pandas as pd
 
 from evalmix.data.table import (
+    INTERACTION_SEP,
     OUTCOME_TYPES,
     RESERVED_NAMES,
     TIE_POLICIES,
     EvalTable,
     Roles,
+    add_interactions,
 )
 from evalmix.errors import (
     DroppedRowsWarning,
@@ -43,7 +45,7 @@ _TIE = {"tie", "draw", "equal", "0.5", "=", "tie (equal)"}
 #: outcome text read as missing (compared lower-cased and stripped)
 _NA_TEXT = {"", "na", "n/a", "nan", "none", "null"}
 _ROLE_KEYS = ("outcome", "condition", "model_a", "model_b", "first_shown", "position",
-              "clusters", "ties")
+              "clusters", "ties", "sampled")
 
 
 def load_frame(
@@ -156,6 +158,12 @@ def _load_roles(path: str | os.PathLike[str]) -> dict[str, Any]:
                 "clusters must be a table mapping role names to column names, e.g. "
                 f'[clusters] item = "item_id"; got {cl!r}'
             )
+    if "sampled" in spec and not (isinstance(spec["sampled"], list)
+                                  and all(isinstance(v, str) for v in spec["sampled"])):
+        problems.append(
+            "sampled must be a list of cluster role names, e.g. sampled = [\"scenario\", "
+            f"\"persona\"]; got {spec['sampled']!r}"
+        )
     if problems:
         raise EvalmixError(f"roles file {str(p)!r}: " + "; ".join(problems))
     return spec
@@ -361,6 +369,7 @@ def read(
     roles: str | os.PathLike[str] | None = None,
     outcome_type: Literal["auto", "binary", "proportion", "numeric"] = "auto",
     unmatched: Literal["error", "drop"] = "error",
+    sampled: Sequence[str] | None = None,
 ) -> EvalTable:
     """Read and validate a long-format eval table.
 
@@ -383,7 +392,10 @@ def read(
     clusters : mapping of role name to column, optional
         Cluster factors, e.g. ``{"scenario": "scenario_id", "judge": "judge"}``. Role
         names are free (scenario, persona, author, judge, item, passage, template,
-        epoch, ...) but may not be one of the canonical column names.
+        epoch, ...) but may not be one of the canonical column names. A value that
+        joins other roles with ``:`` (``{"cell": "persona:scenario:author"}``) defines an
+        *interaction cell*: one cluster per combination of their levels (e.g. the unit
+        that generated one output).
     ties : {"exclude", "half", "separate"}, default "half"
         Pairwise tie policy: drop ties (counted), score them 0.5, or keep them as a third
         outcome.
@@ -394,6 +406,12 @@ def read(
     outcome_type : {"auto", "binary", "proportion", "numeric"}
         Scores tables: force the outcome type ("binary" makes non-0/1 values an error).
         Pairwise tables: "binary" makes ties under ``ties="half"`` an error.
+    sampled : sequence of str, optional
+        The cluster roles the claim generalises over (new scenarios, personas,
+        items...). Default: every role except judge-like (``judge``, ``rater``, ...)
+        and replicate-like (``rep``, ``epoch``, ``run``, ...) ones, which are fixed. The
+        report's recommended interval accounts for every sampled role. Also a roles-file
+        key: ``sampled = ["scenario", "persona"]``.
     unmatched : {"error", "drop"}
         Pairwise with ``first_shown``: what to do with AB records lacking a BA record
         (or vice versa). Records of one comparison (same unordered model pair,
@@ -449,6 +467,10 @@ def read(
             "outcome= is required: name the column that holds the score or verdict, "
             "e.g. evalmix.read(df, outcome='correct')"
         )
+    if sampled is not None:
+        spec["sampled"] = [sampled] if isinstance(sampled, str) else list(sampled)
+    all_clusters = {str(k): str(v) for k, v in dict(spec.get("clusters", {})).items()}
+    interactions = _interaction_roles(all_clusters)
     role_map = Roles(
         outcome=str(spec["outcome"]),
         condition=_name(spec.get("condition")),
@@ -456,13 +478,38 @@ def read(
         model_b=_name(spec.get("model_b")),
         first_shown=_name(spec.get("first_shown")),
         position=_name(spec.get("position")),
-        clusters={str(k): str(v) for k, v in dict(spec.get("clusters", {})).items()},
+        clusters={k: v for k, v in all_clusters.items() if k not in interactions},
     )
     text_columns = [c for c in (role_map.condition, role_map.model_a, role_map.model_b,
                                 role_map.first_shown, *role_map.clusters.values())
                     if c is not None]
     frame, source_name = load_frame(source, text_columns=text_columns)
-    return _validate(frame, role_map, ties_policy, outcome_type, unmatched, source_name)
+    table = _validate(frame, role_map, ties_policy, outcome_type, unmatched, source_name)
+    if interactions:
+        table = add_interactions(table, interactions)
+    return table.with_sampled(spec.get("sampled"))
+
+
+def _interaction_roles(clusters: Mapping[str, str]) -> dict[str, tuple[str, ...]]:
+    """Roles whose value joins other roles with ':' (interaction cells) -> their parts."""
+    out: dict[str, tuple[str, ...]] = {}
+    for role, value in clusters.items():
+        if INTERACTION_SEP not in value:
+            continue
+        parts = tuple(p.strip() for p in value.split(INTERACTION_SEP))
+        plain = [p for p in parts if p in clusters and INTERACTION_SEP not in clusters[p]]
+        if len(plain) == len(parts) and len(set(parts)) == len(parts) >= 2:
+            out[role] = parts
+        elif any(p in clusters for p in parts):
+            missing = [p for p in parts if p not in clusters]
+            raise EvalmixError(
+                f"cluster role {role!r} = {value!r} looks like an interaction cell, but "
+                f"{', '.join(repr(m) for m in missing) or 'a part'} is not a cluster role "
+                "(or names a role twice); an interaction joins two or more other roles "
+                "with ':', e.g. clusters={'persona': 'persona_id', 'scenario': "
+                "'scenario_id', 'cell': 'persona:scenario'}"
+            )
+    return out
 
 
 def _name(value: object) -> str | None:

@@ -33,6 +33,7 @@ one column per cluster role
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -58,7 +59,9 @@ RESERVED_NAMES: frozenset[str] = frozenset(
      "position", "outcome", "first_shown", "weight"}
 )
 
-__all__ = ["EvalTable", "Roles", "Kind", "OutcomeType", "TiePolicy", "TIE_POLICIES"]
+__all__ = ["EvalTable", "Roles", "Kind", "OutcomeType", "TiePolicy", "TIE_POLICIES",
+           "default_sampled", "is_judge_role", "is_replicate_role", "INTERACTION_SEP",
+           "add_interactions"]
 
 
 @dataclass(frozen=True)
@@ -72,17 +75,22 @@ class Roles:
     first_shown: str | None = None
     position: str | None = None
     clusters: Mapping[str, str] = field(default_factory=dict)
+    #: Cluster roles the claim generalises over (``None``: :func:`default_sampled`).
+    sampled: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "clusters", MappingProxyType(dict(self.clusters)))
+        if self.sampled is not None:
+            object.__setattr__(self, "sampled", tuple(self.sampled))
 
     def __reduce__(self) -> tuple[Any, ...]:  # mappingproxy cannot be pickled
         return (Roles, (self.outcome, self.condition, self.model_a, self.model_b,
-                        self.first_shown, self.position, dict(self.clusters)))
+                        self.first_shown, self.position, dict(self.clusters), self.sampled))
 
     def __hash__(self) -> int:
         return hash((self.outcome, self.condition, self.model_a, self.model_b,
-                     self.first_shown, self.position, tuple(self.clusters.items())))
+                     self.first_shown, self.position, tuple(self.clusters.items()),
+                     self.sampled))
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -91,7 +99,48 @@ class Roles:
             if getattr(self, k) is not None
         }
         out["clusters"] = dict(self.clusters)
+        if self.sampled is not None:
+            out["sampled"] = list(self.sampled)
         return out
+
+
+#: Words in a role name that mark a judge (chosen, so fixed by default).
+JUDGE_WORDS: tuple[str, ...] = ("judge", "rater", "annotator", "grader", "evaluator")
+#: Words in a role name that mark a replicate (repeated runs: fixed, never a sampling unit).
+REPLICATE_WORDS: tuple[str, ...] = ("rep", "replicate", "epoch", "run", "repeat", "seed",
+                                    "attempt", "trial")
+#: Separator of an interaction cell's roles (``"persona:scenario:author"``).
+INTERACTION_SEP = ":"
+
+
+def is_judge_role(role: str) -> bool:
+    """True for a role named like a judge (``judge``, ``rater``, ``annotator``, ...)."""
+    low = role.lower()
+    return any(w in low for w in JUDGE_WORDS)
+
+
+def is_replicate_role(role: str) -> bool:
+    """True for a role named like a replicate (``rep``, ``epoch``, ``run``, ...)."""
+    words = [w for w in re.split(r"[^a-z]+", role.lower()) if w]
+    return any(w in REPLICATE_WORDS or w.rstrip("s") in REPLICATE_WORDS for w in words)
+
+
+def default_sampled(roles: Sequence[str]) -> tuple[str, ...]:
+    """The roles a claim generalises over by default: all but judges and replicates.
+
+    Judges are the ones you chose and replicates repeat one unit, so both are *fixed*;
+    scenarios, personas, items, passages, templates and authors are taken as samples
+    from a population of such units. Override with ``sampled=`` (read, analyze) or
+    ``--sampled`` (CLI). Interaction cells (``"a:b"``) are sampled when all their parts are.
+    """
+    base = [r for r in roles if INTERACTION_SEP not in r]
+    keep = {r for r in base if not (is_judge_role(r) or is_replicate_role(r))}
+    out = []
+    for r in roles:
+        parts = r.split(INTERACTION_SEP) if INTERACTION_SEP in r else [r]
+        if all(p in keep for p in parts):
+            out.append(r)
+    return tuple(out)
 
 
 @dataclass(frozen=True, eq=False)
@@ -203,15 +252,56 @@ class EvalTable:
         """True for pairwise tables that know which answer was shown first."""
         return self.kind == "pairwise" and self.roles.first_shown is not None
 
+    @property
+    def sampled(self) -> tuple[str, ...]:
+        """Cluster roles the claim generalises over (see :func:`default_sampled`)."""
+        if self.roles.sampled is not None:
+            return tuple(r for r in self.roles.sampled if r in self.roles.clusters)
+        return default_sampled(self.clusters)
+
+    @property
+    def fixed(self) -> tuple[str, ...]:
+        """Cluster roles held fixed (chosen judges, replicates, or as declared)."""
+        return tuple(r for r in self.clusters if r not in self.sampled)
+
+    def with_sampled(self, sampled: Sequence[str] | None) -> EvalTable:
+        """The same table with ``sampled`` roles declared (``None``: the default rule).
+
+        Raises
+        ------
+        EvalmixError
+            If a name is not a cluster role of the table.
+        """
+        if sampled is None:
+            return self
+        names = (sampled,) if isinstance(sampled, str) else tuple(sampled)
+        names = tuple(dict.fromkeys(str(n).strip() for n in names if str(n).strip()))
+        self.check_cluster(names)
+        return replace(self, roles=replace(self.roles, sampled=names), _codes={})
+
     def codes(self, role: str) -> np.ndarray:
-        """Integer codes 0..G-1 of cluster factor ``role`` (labels sorted)."""
-        self.check_cluster(role)
-        return self._codes[role]
+        """Integer codes 0..G-1 of cluster factor ``role`` (labels sorted).
+
+        ``role`` may be an interaction cell of roles, ``"persona:scenario"``: one code per
+        combination of their levels that occurs.
+        """
+        role = self.check_cluster(role)[0]
+        if role in self._codes:
+            return self._codes[role]
+        parts = role.split(INTERACTION_SEP)
+        frame = pd.DataFrame({p: self._codes[p] for p in parts})
+        c = frame.groupby(parts, sort=True).ngroup().to_numpy(dtype=np.int64)
+        c.flags.writeable = False
+        return c
 
     def levels(self, role: str) -> np.ndarray:
-        """Sorted level labels of cluster factor ``role``."""
-        self.check_cluster(role)
-        return np.sort(pd.unique(self._frame[role].to_numpy()))
+        """Sorted level labels of cluster factor ``role`` (``"a:b"`` joins labels by ':')."""
+        role = self.check_cluster(role)[0]
+        if role in self._codes:
+            return np.sort(pd.unique(self._frame[role].to_numpy()))
+        parts = role.split(INTERACTION_SEP)
+        joined = self._frame[parts].astype(str).agg(INTERACTION_SEP.join, axis=1)
+        return np.sort(pd.unique(joined.to_numpy()))
 
     def n_levels(self, role: str) -> int:
         return int(self.codes(role).max()) + 1 if self.n_obs else 0
@@ -227,7 +317,9 @@ class EvalTable:
         if cluster is None:
             return ()
         roles = (cluster,) if isinstance(cluster, str) else tuple(cluster)
-        unknown = [r for r in roles if r not in self.roles.clusters]
+        roles = tuple(self._interaction_name(r) for r in roles)
+        unknown = [p for r in roles for p in r.split(INTERACTION_SEP)
+                   if p not in self.roles.clusters]
         if unknown:
             known = ", ".join(repr(r) for r in self.roles.clusters) or "none"
             raise EvalmixError(
@@ -236,6 +328,21 @@ class EvalTable:
                 "the column at read time, e.g. evalmix.read(..., clusters={'item': 'item_id'})"
             )
         return roles
+
+    def _interaction_name(self, role: object) -> str:
+        """``role`` as given, or an interaction ``"a:b"`` (also ``("a", "b")``) checked."""
+        if isinstance(role, tuple | list):
+            role = INTERACTION_SEP.join(str(r) for r in role)
+        role = str(role)
+        if INTERACTION_SEP not in role or role in self.roles.clusters:
+            return role
+        parts = [p.strip() for p in role.split(INTERACTION_SEP)]
+        if len(set(parts)) != len(parts) or not all(parts):
+            raise EvalmixError(
+                f"interaction cell {role!r} must name two or more different cluster roles "
+                "separated by ':', e.g. 'persona:scenario:author'"
+            )
+        return INTERACTION_SEP.join(parts)
 
     def pair_codes(self) -> np.ndarray:
         """Codes 0..P-1 of matched AB/BA pairs (each unpaired row is its own pair)."""
@@ -258,12 +365,12 @@ class EvalTable:
             return
         pid = self._frame["pair_id"].to_numpy()
         for role in roles:
-            codes = self._codes[role]
+            codes = self.codes(role)
             per_pair = pd.Series(codes).groupby(pid).nunique()
             bad = int((per_pair > 1).sum())
             if bad:
                 raise EvalmixError(
-                    f"cluster factor {role!r} (column {self.roles.clusters[role]!r}) splits "
+                    f"cluster factor {role!r} (column {self.roles.clusters.get(role, role)!r}) splits "
                     f"{bad} matched AB/BA pairs across clusters; the two orders of one "
                     "comparison must share a cluster. Cluster by a factor that is constant "
                     "within a comparison (e.g. item or scenario)."
@@ -302,6 +409,28 @@ class EvalTable:
         )
 
     __str__ = __repr__
+
+
+def add_interactions(table: EvalTable, interactions: Mapping[str, Sequence[str]]
+                     ) -> EvalTable:
+    """``table`` with interaction-cell roles added (``{"cell": ("persona", "scenario")}``).
+
+    Each new role gets a canonical column of its parts' labels joined by ``:`` and is
+    recorded in ``roles.clusters`` as ``"persona:scenario"``.
+    """
+    data = table.frame()
+    clusters = dict(table.roles.clusters)
+    for role, parts in interactions.items():
+        table.check_cluster(list(parts))
+        if role in clusters or role in RESERVED_NAMES or not role.isidentifier():
+            raise EvalmixError(
+                f"interaction role name {role!r} is taken or not a valid name; choose a "
+                "new name of letters, digits and _, e.g. cell='persona:scenario'"
+            )
+        data[role] = data[list(parts)].astype(str).agg(INTERACTION_SEP.join, axis=1)
+        clusters[role] = INTERACTION_SEP.join(parts)
+    return replace(table, data=data, roles=replace(table.roles, clusters=clusters),
+                   _codes={})
 
 
 def _rebuild_table(fields: dict[str, Any]) -> EvalTable:

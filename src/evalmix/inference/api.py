@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
@@ -29,6 +30,7 @@ from evalmix.errors import (
     EvalmixWarning,
     FewClustersWarning,
     InvalidOptionError,
+    NotEstimableWarning,
     TooFewClustersError,
     check_option,
 )
@@ -37,10 +39,12 @@ from evalmix.inference.naive import naive_se, wilson_interval
 from evalmix.inference.result import IntervalResult
 from evalmix.inference.sandwich import (
     intersect_codes,
+    multiway_df,
     satterthwaite_df,
     vcov_cluster,
     vcov_multiway,
 )
+from evalmix.inference.scale import SCALES, Scale, bounded_interval
 
 if TYPE_CHECKING:
     from evalmix.data.table import EvalTable
@@ -61,7 +65,7 @@ def _units(table: EvalTable, problem: LinearProblem, roles: tuple[str, ...]
            ) -> tuple[list[np.ndarray], str, str]:
     """Cluster codes per role, the reported cluster label and the unit's name."""
     if roles:
-        return [problem.cluster_codes[r] for r in roles], "+".join(roles), "+".join(roles)
+        return [problem.codes(r) for r in roles], "+".join(roles), "+".join(roles)
     if problem.pair_codes is not None:
         return [problem.pair_codes], "", "pair"
     return [np.arange(problem.n_obs)], "", "row"
@@ -107,6 +111,8 @@ def interval(
     weights: Literal["rademacher", "webb"] = "rademacher",
     nested: str | None = None,
     null: float | None = None,
+    scale: Scale = "auto",
+    problem: LinearProblem | None = None,
 ) -> IntervalResult:
     """Confidence interval for one estimand by one method at one cluster level.
 
@@ -137,6 +143,23 @@ def interval(
     null : float, optional
         Null value for ``p_value`` (default: 0.5 for win rates and 0/1 means, 0 for
         differences and coefficients).
+    scale : {"auto", "identity", "logit"}
+        Scale of t-based intervals (naive, CR0-CR3, multiway). ``"auto"``: proportions
+        (win rates, means of 0/1 or [0, 1] scores) on the logit scale, so intervals stay
+        in [0, 1] (:mod:`evalmix.inference.scale`); everything else as is.
+        ``"identity"``: the plain Wald interval ``estimate -+ t se``. The SE is the same.
+    problem : LinearProblem, optional
+        The estimand already built by :func:`~evalmix.inference.estimands.build_problem`
+        for this table (the estimand options are then taken from it): a report reuses one
+        problem across methods and cluster levels.
+
+    Notes
+    -----
+    An interval that cannot be trusted at this cluster level -- a standard error of
+    zero (or below a relative tolerance), a proportion of exactly 0 or 1, or a
+    difference whose arm is seen in fewer than 2 clusters -- is returned with NaN
+    bounds and p-value, the reason in ``note``, and a
+    :class:`~evalmix.errors.NotEstimableWarning`.
 
     Returns
     -------
@@ -181,13 +204,32 @@ def interval(
             f"method={method!r} treats rows as independent; leave cluster=None, or use "
             "'CR2', 'CR1', 'bootstrap' or 'wild' to account for clustering"
         )
-    if len(roles) > 1 and method not in ("CR0", "CR1"):
+    if len(roles) > 1 and method not in ("CR0", "CR1", "CR2"):
         raise InvalidOptionError(
-            f"multiway clustering ({'+'.join(roles)}) is available for method 'CR0' or "
-            f"'CR1'; got {method!r}. Cluster by one factor for {method}"
+            f"multiway clustering ({'+'.join(roles)}) is available for methods 'CR0', "
+            f"'CR1' and 'CR2'; got {method!r}. Cluster by one factor for {method}"
         )
-    problem = build_problem(table, cast(Any, estimand), contrast=contrast, model=model,
-                            conditions=conditions, term=term, family=family, paired=paired)
+    check_option("scale", scale, SCALES)
+    if problem is None:
+        problem = build_problem(table, cast(Any, estimand), contrast=contrast, model=model,
+                                conditions=conditions, term=term, family=family,
+                                paired=paired)
+    elif problem.estimand != estimand:
+        raise InvalidOptionError(
+            f"problem is a {problem.estimand!r} problem; asked for {estimand!r}")
+    codes_list, label, unit = _units(table, problem, roles)
+    res = _interval(table, problem, method=method, roles=roles, codes_list=codes_list,
+                    label=label, unit=unit, level=float(level), reps=reps, seed=seed,
+                    ci=ci, weights=weights, nested=nested, null=null)
+    bounded = _bounded(table, problem, scale)
+    return _finalise(res, problem, codes_list, roles, bounded=bounded)
+
+
+def _interval(table: EvalTable, problem: LinearProblem, *, method: str,
+              roles: tuple[str, ...], codes_list: list[np.ndarray], label: str, unit: str,
+              level: float, reps: int | None, seed: Any, ci: str, weights: Any,
+              nested: str | None, null: float | None) -> IntervalResult:
+    """The interval on the estimand's own scale (before bounds and degeneracy checks)."""
     null_value = problem.null if null is None else float(null)
     common: dict[str, Any] = dict(estimand=problem.estimand, contrast=problem.contrast, method=method,
                   level=float(level), n_obs=problem.n_obs, null=null_value,
@@ -195,7 +237,6 @@ def interval(
     details: dict[str, Any] = dict(problem.details)
     details["term"] = problem.term
     details["family"] = problem.family
-    codes_list, label, unit = _units(table, problem, roles)
     n_clusters = [int(c.max()) + 1 for c in codes_list]
     G = min(n_clusters)
     details["unit"] = unit
@@ -234,6 +275,10 @@ def interval(
                            working_weights=f.working_weights)
         V = mw.vcov
         df: float = G - 1
+        if method == "CR2":
+            df, by = multiway_df(problem.X, f.resid, codes_list, target=k,
+                                 working_weights=f.working_weights)
+            details["df_by_factor"] = dict(zip(roles, by, strict=True))
         details.update(n_clusters_by_factor=dict(zip(roles, mw.n_clusters, strict=True)),
                        eigenvalue_fix=mw.fixed)
         if mw.fixed:
@@ -277,6 +322,72 @@ def interval(
     return IntervalResult(cluster=label, n_clusters=G_report, details=details, **common, **r)
 
 
+#: A standard error at or below this share of max(1, |estimate|) counts as zero.
+SE_REL_TOL = 1e-8
+#: Estimands that are proportions when the outcome lies in [0, 1].
+_PROPORTIONS = ("mean", "win_rate", "controlled_win_rate")
+
+
+def _bounded(table: EvalTable, problem: LinearProblem, scale: str) -> bool:
+    """Whether t-based intervals go on the logit scale (see :mod:`~evalmix.inference.scale`)."""
+    unit = table.outcome_type in ("binary", "proportion")
+    if scale == "logit" and not (unit and problem.estimand in _PROPORTIONS):
+        raise InvalidOptionError(
+            f"scale='logit' is for proportions (win rates, means of 0/1 or [0, 1] "
+            f"scores); {problem.estimand!r} of a {table.outcome_type} outcome is not one. "
+            "Use scale='identity'"
+        )
+    return scale == "logit" or (scale == "auto" and unit
+                                and problem.estimand in _PROPORTIONS)
+
+
+def _not_estimable(res: IntervalResult, problem: LinearProblem,
+                   codes_list: list[np.ndarray], roles: tuple[str, ...]) -> str:
+    """Why no interval can be trusted at this cluster level ("" when one can)."""
+    if res.method in ("CR0", "CR1", "CR2", "CR3", "bootstrap", "wild"):
+        unpaired = problem.estimand == "difference" and not problem.paired
+        if unpaired:
+            arm = problem.X[:, problem.target] > 0.5
+            a, b = problem.details.get("conditions", ("A", "B"))
+            for role, codes in zip(roles or ("row",), codes_list, strict=True):
+                for name, rows in ((b, arm), (a, ~arm)):
+                    g = np.unique(codes[rows]).size
+                    if g < 2:
+                        return (f"{name!r} is seen in {g} {role} cluster"
+                                f"{'' if g == 1 else 's'}; a difference needs each arm in "
+                                "at least 2 clusters")
+    if np.isfinite(res.se) and res.se <= SE_REL_TOL * max(1.0, abs(res.estimate)):
+        return ("zero standard error: the outcome does not vary between clusters (e.g. all "
+                "ties, or every cluster has the same mean)")
+    if problem.estimand in _PROPORTIONS and problem.family == "linear" and (
+            np.all(problem.y == problem.y[0])):
+        return f"every outcome is {problem.y[0]:g}: there is no variation to estimate from"
+    return ""
+
+
+def _finalise(res: IntervalResult, problem: LinearProblem, codes_list: list[np.ndarray],
+              roles: tuple[str, ...], *, bounded: bool) -> IntervalResult:
+    """Bounds that respect the estimand's range, and refusal of degenerate intervals."""
+    note = _not_estimable(res, problem, codes_list, roles)
+    if note:
+        warnings.warn(
+            f"{res.estimand} [{res.contrast}] by {res.method} (cluster: "
+            f"{res.cluster or 'none'}): not estimable at this cluster level: {note}",
+            NotEstimableWarning, stacklevel=3)
+        return replace(res, lo=float("nan"), hi=float("nan"), p_value=float("nan"),
+                       note=note)
+    unit_y = bool(np.all((problem.y >= 0) & (problem.y <= 1)))
+    if bounded and res.ci_type in ("t", "normal"):
+        lo, hi, p = bounded_interval(res.estimate, res.se, res.df, res.level, res.null)
+        return replace(res, lo=lo, hi=hi, p_value=p, scale="logit")
+    if unit_y and problem.estimand in _PROPORTIONS and problem.family == "linear":
+        return replace(res, lo=max(res.lo, 0.0), hi=min(res.hi, 1.0))
+    if problem.estimand == "difference" and bool(np.all(np.abs(problem.y) <= 1)):
+        # a difference of proportions lies in [-1, 1]
+        return replace(res, lo=max(res.lo, -1.0), hi=min(res.hi, 1.0))
+    return res
+
+
 def _resampling(problem: LinearProblem, method: str, codes: np.ndarray, label: str,
                 unit: str, G: int, level: float, reps: int | None, seed: Any, ci: str,
                 weights: Any, nested: str | None, null_value: float,
@@ -302,7 +413,7 @@ def _resampling(problem: LinearProblem, method: str, codes: np.ndarray, label: s
                 nested_codes = problem.pair_codes
             else:
                 table.check_cluster(nested)
-                nested_codes = intersect_codes(codes, problem.cluster_codes[nested])
+                nested_codes = intersect_codes(codes, problem.codes(nested))
             details["nested"] = nested
         with warnings.catch_warnings():
             # the API has already said so (once) in _few_clusters

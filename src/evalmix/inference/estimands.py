@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -48,9 +48,11 @@ from evalmix.errors import (
     ConvergenceWarning,
     DroppedRowsWarning,
     EvalmixError,
+    EvalmixWarning,
     InvalidOptionError,
     check_option,
 )
+from evalmix.inference.sandwich import intersect_codes
 
 if TYPE_CHECKING:
     from evalmix.data.table import EvalTable
@@ -64,7 +66,8 @@ Estimand = Literal["mean", "win_rate", "controlled_win_rate", "difference", "coe
 Family = Literal["linear", "logit"]
 ESTIMANDS: tuple[str, ...] = ("mean", "win_rate", "controlled_win_rate", "difference", "coef")
 FAMILIES: tuple[str, ...] = ("linear", "logit")
-PAIRED: tuple[object, ...] = ("auto", True, False)
+AUTO = "auto"
+PAIRED: tuple[object, ...] = (AUTO, True, False)
 #: ``paired="auto"`` pairs when at least this share of units has both conditions (the
 #: rest are left out, with a DroppedRowsWarning).
 PAIRED_MIN_SHARE = 0.9
@@ -124,6 +127,12 @@ class LinearProblem:
     @property
     def term(self) -> str:
         return self.names[self.target]
+
+    def codes(self, role: str) -> np.ndarray:
+        """Dense codes of cluster role ``role`` or of an interaction cell ``"a:b"``."""
+        if role in self.cluster_codes:
+            return self.cluster_codes[role]
+        return intersect_codes(*(self.cluster_codes[p] for p in role.split(":")))
 
 
 # --------------------------------------------------------------------------- fitting
@@ -247,7 +256,7 @@ def _oriented(table: EvalTable, frame: pd.DataFrame, model: str | None
     if model is None:
         mask = np.ones(len(frame), dtype=bool)
         who = _unique_label(frame["model_a"], "model_a")
-        opp = _unique_label(frame["model_b"], "model_b")
+        opp = _unique_label(frame["model_b"], "others")
         return mask, y, a_first, who, opp
     model = str(model)
     is_a, is_b = ma == model, mb == model
@@ -267,6 +276,37 @@ def _oriented(table: EvalTable, frame: pd.DataFrame, model: str | None
     opp_vals = np.where(is_a, mb, ma)[mask]
     opp = str(opp_vals[0]) if len(set(opp_vals)) == 1 else "others"
     return mask, ys, first, model, opp
+
+
+def _scored_for_labels(table: EvalTable, conditions: Sequence[str] | None,
+                       contrast: str | None) -> EvalTable:
+    """A pairwise table re-scored so that ``y`` is the score of the models being compared.
+
+    A difference ``B - A`` of two ``model_b`` labels (one-baseline designs) is the
+    difference of *their* win rates: ``y`` becomes ``model_b``'s score (``1 - y``, or the
+    strict ``"b"`` verdict under ``ties="separate"``). Labels of ``model_a`` (or a
+    ``condition`` column) keep the table's own scoring, ``model_a``'s.
+    """
+    labels: list[str] = []
+    if conditions is not None and not isinstance(conditions, str):
+        labels = [str(c) for c in conditions]
+    elif contrast is not None:
+        labels = [x.strip() for x in str(contrast).split(" - ")]
+    d = table.data
+    if "condition" in d.columns:
+        return table
+    if labels:
+        in_b = set(d["model_b"].astype(str).unique())
+        if not all(lab in in_b for lab in labels):
+            return table
+    elif d["model_b"].nunique() < 2:
+        return table
+    frame = table.frame()
+    if table.ties == "separate":
+        frame["y"] = (frame["verdict"].astype(str) == "b").astype(float)
+    else:
+        frame["y"] = 1.0 - frame["y"].to_numpy(dtype=float)
+    return replace(table, data=frame, _codes={})
 
 
 def _problem(X, y, target, names, table, mask, *, estimand, contrast, null, family="linear",
@@ -315,7 +355,11 @@ def _win_rate(table: EvalTable, contrast: str | None, model: str | None,
     base = np.ones(table.n_obs, dtype=bool)
     if contrast is not None:
         col = _label_column(table, [contrast], estimand)
-        base = d[col].astype(str).to_numpy() == str(contrast)
+        if model is None and col in ("model_a", "model_b"):
+            # the win rate of the model the contrast names, on every row it plays
+            model = str(contrast)
+        else:
+            base = d[col].astype(str).to_numpy() == str(contrast)
     sel, ys, first, who, opp = _oriented(table, d, model)
     mask = base & sel
     details: dict[str, Any] = {"scored_for": who, "ties": table.ties}
@@ -552,6 +596,8 @@ def build_problem(
     if estimand in ("win_rate", "controlled_win_rate"):
         return _win_rate(table, contrast, model, estimand == "controlled_win_rate")
     if estimand == "difference":
+        if table.kind == "pairwise":
+            table = _scored_for_labels(table, conditions, contrast)
         if conditions is None and contrast is not None:
             parts = [x.strip() for x in str(contrast).split(" - ")]
             if len(parts) != 2:
@@ -560,5 +606,37 @@ def build_problem(
                     "around the minus) or pass conditions=(A, B)"
                 )
             conditions = (parts[1], parts[0])
-        return _difference(table, conditions, paired)
+        problem = _difference(table, conditions, paired)
+        _check_pairing_unit(problem, paired)
+        return problem
     return _coef(table, term, family, conditions)
+
+
+#: ``paired="auto"`` warns when a pairing unit holds more than this many rows per arm.
+COARSE_UNIT_ROWS = 1.5
+
+
+def _check_pairing_unit(problem: LinearProblem, paired: object) -> None:
+    """Warn when ``paired="auto"`` paired on a unit coarser than one item.
+
+    Pairing on the combination of the cluster factors is the per-item difference when
+    each unit holds one row per condition; when units hold many rows (only a group
+    factor was declared) the estimate becomes an equal-weight mean of *group*
+    differences, a different estimand from the row-weighted difference.
+    """
+    if not problem.paired or paired != AUTO:
+        return
+    d = problem.details
+    per_arm = d.get("rows_used", 0) / max(2 * int(d.get("units_matched", 1)), 1)
+    if per_arm <= COARSE_UNIT_ROWS:
+        return
+    unit = " x ".join(str(k) for k in d.get("pairing_unit", ()))
+    note = (f"paired on {unit} units holding {per_arm:.1f} rows per condition on average: "
+            "the estimate is an equal-weight mean of per-unit differences, not the row "
+            "mean difference")
+    object.__setattr__(problem, "details", MappingProxyType({**d, "pairing_note": note}))
+    warnings.warn(
+        f"paired='auto' {note}. Declare the item column as a cluster role (clusters="
+        "{'item': ...}) to pair on items, or pass paired=False for the unpaired difference "
+        "(paired=True keeps this estimator without the warning)",
+        EvalmixWarning, stacklevel=4)

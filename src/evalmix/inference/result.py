@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -15,6 +15,7 @@ __all__ = ["IntervalResult", "TIDY_COLUMNS", "tidy_frame"]
 TIDY_COLUMNS: tuple[str, ...] = (
     "estimand", "contrast", "method", "cluster", "estimate", "se", "lo", "hi", "level",
     "df", "n_clusters", "n_obs", "reps", "seed", "p_value", "null", "ci_type", "paired",
+    "scale", "note",
 )
 
 
@@ -53,6 +54,11 @@ class IntervalResult:
         ``"studentized"``, ``"test-inversion"``.
     paired : bool or None
         For ``difference``: whether the paired (per-item) estimator was used.
+    scale : str
+        ``"identity"`` (``estimate -+ t se``) or ``"logit"`` (proportions: the same SE on
+        the log-odds scale, so the interval stays in [0, 1]).
+    note : str
+        Why there is no interval (NaN bounds) when it is not estimable at this level.
     details : Mapping
         Method-specific extras (e.g. bootstrap draws summary, weights type).
     """
@@ -75,20 +81,28 @@ class IntervalResult:
     null: float = 0.0
     ci_type: str = "t"
     paired: bool | None = None
+    scale: str = "identity"
+    note: str = ""
     details: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def width(self) -> float:
         return self.hi - self.lo
 
+    def row(self) -> dict[str, Any]:
+        """The tidy row as a dict (keys :data:`TIDY_COLUMNS`)."""
+        return {k: getattr(self, k) for k in TIDY_COLUMNS}
+
     def tidy(self) -> pd.DataFrame:
         """One-row DataFrame with :data:`TIDY_COLUMNS`."""
-        row = {k: v for k, v in asdict(self).items() if k in TIDY_COLUMNS}
-        return pd.DataFrame([row], columns=list(TIDY_COLUMNS))
+        return pd.DataFrame([self.row()], columns=list(TIDY_COLUMNS))
 
     def __str__(self) -> str:
         cl = self.cluster or "none"
         df = "" if not np.isfinite(self.df) else f", df={self.df:.3g}"
+        if self.note:
+            return (f"{self.estimand} [{self.contrast}] by {self.method} (cluster: {cl}): "
+                    f"{self.estimate:.4g}, not estimable at this cluster level: {self.note}")
         return (
             f"{self.estimand} [{self.contrast}] by {self.method} (cluster: {cl}): "
             f"{self.estimate:.4g}, {self.level:.0%} CI [{self.lo:.4g}, {self.hi:.4g}], "

@@ -73,6 +73,7 @@ __all__ = [
     "vcov_cluster",
     "satterthwaite_df",
     "vcov_multiway",
+    "multiway_df",
     "intersect_codes",
 ]
 
@@ -397,12 +398,35 @@ class MultiwayVcov:
     min_eigenvalue: float
 
 
+def _multiway_cr2(X: np.ndarray, resid: np.ndarray, codes: list[np.ndarray],
+                  working_weights: np.ndarray | None) -> MultiwayVcov:
+    k = np.asarray(X).shape[1] if np.ndim(X) == 2 else 1
+    V = np.zeros((k, k))
+    n_levels = []
+    for r in range(1, len(codes) + 1):
+        for combo in combinations(range(len(codes)), r):
+            cc = codes[combo[0]] if r == 1 else intersect_codes(*(codes[i] for i in combo))
+            if r == 1:
+                G = int(cc.max()) + 1
+                n_levels.append(G)
+                if G < 2:
+                    raise EvalmixError("each cluster factor needs at least 2 levels")
+            V += (-1) ** (r + 1) * vcov_cluster(X, resid, cc, type="CR2",
+                                                working_weights=working_weights)
+    V = (V + V.T) / 2
+    lam, Q = np.linalg.eigh(V)
+    fixed = bool(lam.min() < 0)
+    if fixed:
+        V = (Q * np.maximum(lam, 0.0)) @ Q.T
+    return MultiwayVcov(V, tuple(n_levels), fixed, float(lam.min()))
+
+
 def vcov_multiway(
     X: np.ndarray,
     resid: np.ndarray,
     clusters: Sequence[np.ndarray],
     *,
-    type: Literal["CR0", "CR1"] = "CR1",
+    type: Literal["CR0", "CR1", "CR2"] = "CR1",
     working_weights: np.ndarray | None = None,
 ) -> MultiwayVcov:
     """Multiway (crossed) cluster-robust covariance, Cameron, Gelbach & Miller (2011).
@@ -412,18 +436,23 @@ def vcov_multiway(
     ``G_S/(G_S - 1)`` for CR1; CR1 then multiplies the sum by ``(N-1)/(N-k)``. This equals
     ``sandwich::vcovCL(fit, cluster = ~a + b, type = "HC1", multi0 = FALSE)``. When the
     sum has a negative eigenvalue it is replaced by ``Q max(Lambda, 0) Q'`` (CGM 2011,
-    section 2.3; ``vcovCL(fix = TRUE)``).
+    section 2.3; ``vcovCL(fix = TRUE)``). ``type="CR2"`` uses the same inclusion-exclusion
+    with every ``V_S`` the bias-reduced CR2 sandwich of :func:`vcov_cluster` (the
+    small-sample correction applied per term, as CGM 2011 sec. 2.3 suggest for CR1);
+    with one factor it is that factor's CR2.
 
     References
     ----------
     Cameron, Gelbach & Miller (2011), doi:10.1198/jbes.2010.07136.
     """
-    check_option("type", type, ("CR0", "CR1"))
+    check_option("type", type, ("CR0", "CR1", "CR2"))
     if len(clusters) < 1:
         raise EvalmixError("vcov_multiway needs at least one cluster factor")
     wh = _whiten(X, resid, working_weights)
     n, k = wh.Z.shape
     codes = [cluster_codes(c)[0] for c in clusters]
+    if type == "CR2":
+        return _multiway_cr2(X, resid, codes, working_weights)
     s = wh.Z * wh.ew[:, None]
     meat = np.zeros((k, k))
     n_levels = []
@@ -447,3 +476,31 @@ def vcov_multiway(
     if fixed:
         V = (Q * np.maximum(lam, 0.0)) @ Q.T
     return MultiwayVcov(V, tuple(n_levels), fixed, float(lam.min()))
+
+
+def multiway_df(
+    X: np.ndarray,
+    resid: np.ndarray,
+    clusters: Sequence[np.ndarray],
+    *,
+    target: int = 0,
+    working_weights: np.ndarray | None = None,
+) -> tuple[float, tuple[float, ...]]:
+    """Degrees of freedom of a multiway CR2 t statistic, and each factor's own df.
+
+    Each factor's df is its one-way CR2 Satterthwaite df (:func:`satterthwaite_df`, at
+    most ``G - 1``); the multiway df is the smallest of them, the few-cluster rule of
+    Cameron, Gelbach & Miller (2011) and MacKinnon, Nielsen & Webb (2021) with
+    ``G_min - 1`` replaced by its Satterthwaite version for unbalanced clusters. In the
+    coverage study (docs/coverage.md) a Welch-Satterthwaite combination of the factors'
+    df under-covered (92-94% at nominal 95%) while this rule held nominal.
+
+    References
+    ----------
+    MacKinnon, J. G., Nielsen, M. O. & Webb, M. D. (2021). Wild bootstrap and asymptotic
+    inference with multiway clustering. JBES 39(2), 505-519.
+    doi:10.1080/07350015.2019.1677472
+    """
+    by = tuple(float(satterthwaite_df(X, c, type="CR2", working_weights=working_weights)[target])
+               for c in clusters)
+    return min(by), by

@@ -55,7 +55,13 @@ def add_parser(subparsers: Any) -> list[str]:
     rp.add_argument("--ties", choices=("exclude", "half", "separate"), default=None,
                     help="pairwise tie policy (default half)")
     rp.add_argument("--cluster", action="append", default=[], metavar="ROLE=COL",
-                    help="cluster factor, repeatable (e.g. --cluster item=item_id)")
+                    help="cluster factor, repeatable (e.g. --cluster item=item_id); "
+                         "ROLE=A:B:C joins other roles into an interaction cell (e.g. "
+                         "--cluster cell=persona:scenario:author)")
+    rp.add_argument("--sampled", default=None, metavar="ROLES",
+                    help="comma-separated cluster roles the claim generalises over "
+                         "(default: every role but judges and replicates), e.g. "
+                         "--sampled scenario,persona")
     rp.add_argument("--roles", help="roles.toml with the same keys")
     rp.add_argument("--backend", choices=("bayes", "statsmodels"), default=None,
                     help="model back end (default: statsmodels, plus bayes unless --fast)")
@@ -97,6 +103,8 @@ def _read(args: argparse.Namespace) -> Any:
     }
     if args.ties is not None:
         kwargs["ties"] = args.ties
+    if args.sampled is not None:
+        kwargs["sampled"] = [r.strip() for r in args.sampled.split(",") if r.strip()]
     kwargs = {k: v for k, v in kwargs.items() if v is not None}
     return evalmix.read(args.data, **kwargs)
 
@@ -108,10 +116,16 @@ def _finish(report: Any, out: Path, t0: float) -> None:
           f"(open {paths['report.html']})")
     if not head.empty:
         r = head["width_ratio"].astype(float)
-        print(f"evalmix: recommended intervals ({report.recommendation.get('method')} by "
-              f"{report.recommendation.get('cluster') or 'none'}) are "
-              f"{r.median():.1f}x the naive width (median over {len(head)} contrasts); "
-              f"{int(head['fragile'].sum())} fragile")
+        known = r.notna()
+        rec = report.recommendation
+        what = f"{rec.get('method')} by {rec.get('cluster') or 'none'}"
+        if known.any():
+            print(f"evalmix: recommended intervals ({what}) are {r[known].median():.1f}x the "
+                  f"naive width (median over {int(known.sum())} contrasts); "
+                  f"{int(head['fragile'].sum())} fragile")
+        if (~known).any():
+            print(f"evalmix: {int((~known).sum())} contrast(s) not estimable at the "
+                  f"recommended level ({what}); see the report's headline")
 
 
 def run_report(args: argparse.Namespace) -> int:

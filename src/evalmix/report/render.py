@@ -182,19 +182,36 @@ def _intro(rep: Report) -> list[tuple[str, str]]:
     if s.get("orientation") and s.get("kind") == "pairwise":
         lines.append(("p", "Orientation: " + s["orientation"] + "."))
     if rec:
+        if rec.get("statement"):
+            lines.append(("rec", f"What generalises: {rec['statement']}"))
+        multi = "+" in str(rec.get("cluster") or "")
         lines.append(("rec", f"Recommended interval: {rec.get('method')} clustered by "
-                             f"'{rec.get('cluster') or 'none'}' ({rec.get('n_clusters')} "
-                             f"clusters). Why: {rec.get('reason', '')}"))
+                             f"'{rec.get('cluster') or 'none'}' "
+                             + (f"(multiway; fewest levels {rec.get('n_clusters')})"
+                                if multi else f"({rec.get('n_clusters')} clusters)")
+                             + f". Why: {rec.get('reason', '')}"))
+        if rec.get("estimable") is False:
+            lines.append(("finding", "No interval can be trusted for this design at the "
+                                     "recommended level: the headline prints none."))
     lines += _findings(rep)
     h = rep.headline
     if not h.empty:
         r = h["width_ratio"].astype(float)
         n_frag = int(h["fragile"].astype(bool).sum())
-        lines.append(("big", f"Across {len(h)} contrasts the recommended error bars are "
-                             f"{np.nanmedian(r):.1f}x the naive width (median; range "
-                             f"{np.nanmin(r):.1f}-{np.nanmax(r):.1f}x). {n_frag} contrast(s) "
-                             "are fragile: the methods disagree on whether the null is "
-                             "excluded."))
+        n_na = int(r.isna().sum())
+        if r.notna().any():
+            lines.append(("big", f"Across {int(r.notna().sum())} contrasts the recommended "
+                                 f"error bars are {np.nanmedian(r):.1f}x the naive width "
+                                 f"(median; range {np.nanmin(r):.1f}-{np.nanmax(r):.1f}x)."
+                                 + (f" {n_na} contrast(s) are not estimable at this "
+                                    "cluster level." if n_na else "")))
+        lines.append(("p", f"{n_frag} contrast(s) are fragile: plausible cluster choices "
+                           "disagree on whether the null is excluded. Rows that vote: the "
+                           "cluster-robust and bootstrap rows clustered by the sampled "
+                           "top-level factors (one-way by each, or multiway) and the model "
+                           "rows; naive and Wilson rows (the transparency baseline), rows "
+                           "clustered by fixed factors or by levels nested inside a "
+                           "sampled factor, and rows with no interval do not vote."))
     return lines
 
 

@@ -1,0 +1,295 @@
+"""Coverage of the report's headline interval on designs with known truth.
+
+:func:`headline_coverage` simulates each named design (:data:`DESIGNS`: one-way clusters,
+nested passages with few outer clusters, crossed sampled scenarios x personas at two
+persona SDs and with few persona levels, near-degenerate accuracies, and pairwise AB/BA
+judgments), computes the report's rows on every replication (the same calls
+:func:`evalmix.analyze` makes), and records for each contrast whether each interval contains the true
+population value: naive, CR2 one-way by each sampled factor, multiway CR2 over the
+crossed sampled factors, the output-generating cell, and **the headline** -- the very
+row the report recommends. A replication whose headline is "not estimable" counts as a
+refusal (its share is reported), not as a miss or a hit. ``docs/coverage.md`` records
+a run (``tests/test_headline_coverage.py``, marked slow).
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from evalmix.errors import EvalmixError
+from evalmix.sim.designs import Factor, crossed_scores
+
+__all__ = ["DESIGNS", "StudyDesign", "HeadlineCoverage", "headline_coverage",
+           "HEADLINE_COLUMNS"]
+
+#: Judges of the simulated designs: fixed (chosen), with known effects.
+_JUDGES = {"j1": 0.0, "j2": 0.3, "j3": -0.3}
+
+
+@dataclass(frozen=True)
+class StudyDesign:
+    """A design of the headline coverage study.
+
+    Attributes
+    ----------
+    name, description : str
+    simulate : callable
+        ``simulate(seed) -> (table, truth)``: an EvalTable (sampled roles declared) and
+        the true value of each report contrast, keyed ``(estimand, contrast)``.
+    """
+
+    name: str
+    description: str
+    simulate: Callable[[np.random.Generator], tuple[Any, dict[tuple[str, str], float]]]
+
+
+def _scores_design(name: str, description: str, factors: Sequence[Factor], *,
+                   judges: Mapping[str, float] | None = None, intercept: float = 0.5,
+                   effect: float = 0.3, replicates: int = 1) -> StudyDesign:
+    def simulate(rng: np.random.Generator):
+        sim = crossed_scores(factors, judges=judges, intercept=intercept,
+                             condition_effect=effect, replicates=replicates, seed=rng)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            table = sim.table()
+        t = sim.truth
+        truth = {("mean", "control"): t["control"], ("mean", "treatment"): t["treatment"],
+                 ("difference", "treatment - control"): t["difference"]}
+        return table, truth
+    return StudyDesign(name, description, simulate)
+
+
+def _pairwise_design(name: str, description: str, n_scenarios: int, n_personas: int,
+                     sd_persona: float) -> StudyDesign:
+    from evalmix.sim.pairwise import pairwise_judges
+
+    def simulate(rng: np.random.Generator):
+        sim = pairwise_judges(n_scenarios, n_personas, 1, 3, sds={"persona": sd_persona,
+                                                                  "author": 0.0},
+                              seed=rng)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            table = sim.table(clusters={"scenario": "scenario", "persona": "persona",
+                                        "judge": "judge"})
+        t = sim.truth["given_authors_judges"]
+        truth = {("win_rate", "control vs reference"): t["control"]["score"],
+                 ("win_rate", "treatment vs reference"): t["treatment"]["score"],
+                 ("difference", "treatment - control"): t["difference_score"]}
+        return table, truth
+    return StudyDesign(name, description, simulate)
+
+
+_PASSAGES = [10, 20, 30, 40, 50, 60, 70, 90]
+
+#: The designs of docs/coverage.md.
+DESIGNS: dict[str, StudyDesign] = {d.name: d for d in (
+    _scores_design("one-way 40 items", "40 items x 10 repeated 0/1 scores per condition "
+                   "(item SD 0.8, slope SD 0.3)", [Factor("item", 40, 0.8, 0.3)],
+                   replicates=10),
+    _scores_design("one-way 12 items", "12 items x 10 repeated scores (few clusters)",
+                   [Factor("item", 12, 0.8, 0.3)], replicates=10),
+    _scores_design("nested 8 passages", "questions (SD 0.8) nested in 8 passages of 10-90 "
+                   "questions (SD 0.6), question ids declared",
+                   [Factor("passage", 8, 0.6, 0.3),
+                    Factor("question", _PASSAGES, 0.8, 0.3, parent="passage")]),
+    _scores_design("nested 8 passages, p~0.85", "as above, accuracy about 0.85",
+                   [Factor("passage", 8, 0.6, 0.3),
+                    Factor("question", _PASSAGES, 0.8, 0.3, parent="passage")],
+                   intercept=2.0),
+    _scores_design("crossed 40x8, persona SD 0.5", "40 scenarios x 8 personas, both "
+                   "sampled, 3 fixed judges", [Factor("scenario", 40, 0.8, 0.3),
+                                               Factor("persona", 8, 0.5, 0.3)],
+                   judges=_JUDGES),
+    _scores_design("crossed 40x8, persona SD 0.2", "as above, persona SD 0.2 (slope 0.1)",
+                   [Factor("scenario", 40, 0.8, 0.3), Factor("persona", 8, 0.2, 0.1)],
+                   judges=_JUDGES),
+    _scores_design("crossed 40x5", "40 scenarios x 5 personas (few levels)",
+                   [Factor("scenario", 40, 0.8, 0.3), Factor("persona", 5, 0.5, 0.3)],
+                   judges=_JUDGES),
+    _scores_design("crossed 40x8, p~0.85", "crossed 40 x 8, accuracy about 0.85",
+                   [Factor("scenario", 40, 0.8, 0.3), Factor("persona", 8, 0.5, 0.3)],
+                   judges=_JUDGES, intercept=2.0),
+    _scores_design("degenerate p~0.99", "30 items x 5 scores, accuracy about 0.99: many "
+                   "replications have all-correct conditions",
+                   [Factor("item", 30, 0.5)], intercept=5.0, effect=0.5, replicates=5),
+    _pairwise_design("pairwise crossed 30x6", "AB/BA pairwise judgments: 30 scenarios x 6 "
+                     "personas (both sampled) x 3 fixed judges, ties", 30, 6, 0.5),
+)}
+
+#: Columns of :attr:`HeadlineCoverage.table`.
+HEADLINE_COLUMNS: tuple[str, ...] = (
+    "design", "estimand", "contrast", "interval", "method", "cluster", "coverage", "mcse",
+    "mean_width", "refused", "reps", "truth", "seed")
+
+
+@dataclass(frozen=True, eq=False)
+class HeadlineCoverage:
+    """Coverage of each interval of each design (one row per design x contrast x interval).
+
+    ``interval`` is ``"headline"`` for the report's recommended row and otherwise names
+    the row (``"naive"``, ``"CR2 | scenario"``, ``"CR2 | scenario+persona"``, ...);
+    ``coverage`` is among replications with an interval, ``refused`` the share without
+    (not estimable), ``mcse`` the Monte Carlo SE of ``coverage``.
+    """
+
+    table: pd.DataFrame
+    reps: int
+    seed: int
+    level: float
+    seconds: float
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def tidy(self) -> pd.DataFrame:
+        return self.table.copy()
+
+    def __str__(self) -> str:
+        h = self.table[self.table["interval"] == "headline"]
+        return (f"HeadlineCoverage({len(self.table)} rows, reps={self.reps}, "
+                f"{self.seconds:.0f} s)\n"
+                + h[["design", "contrast", "method", "cluster", "coverage", "refused"]]
+                .to_string(index=False, float_format="{:.3f}".format))
+
+
+def _one_rep(design: StudyDesign, seed: np.random.SeedSequence, level: float
+             ) -> list[dict[str, Any]]:
+    """Every interval of one replication: the report's rows for each true contrast.
+
+    The rows are computed by the calls :func:`evalmix.analyze` makes (the contrast's
+    rows, the recommendation of :func:`~evalmix.compare.plan.recommend_cluster`, one
+    :func:`~evalmix.inference.estimands.build_problem` reused by every method and level);
+    ``tests/test_headline_coverage.py`` checks that the headline equals the report's.
+    """
+    from evalmix.compare.plan import contrasts, output_cell, recommend_cluster, select_rows
+    from evalmix.inference.api import interval
+    from evalmix.inference.estimands import build_problem
+
+    table, truth = design.simulate(np.random.default_rng(seed))
+    rec = recommend_cluster(table)
+    levels: list[tuple[str, ...]] = [(r,) for r in table.sampled]
+    cell = output_cell(table)
+    if cell is not None:
+        levels.append((cell,))
+    if rec.cluster and rec.cluster not in levels:
+        levels.append(rec.cluster)
+    out = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for c in contrasts(table):
+            if c.key not in truth:
+                continue
+            mask = select_rows(table, c)
+            sub = table if mask.all() else table.subset(mask)
+            kw: dict[str, Any] = {"level": level}
+            if c.estimand == "difference":
+                kw["conditions"] = c.levels
+            if c.model is not None:
+                kw["model"] = c.model
+            problem = build_problem(sub, c.estimand, **{k: v for k, v in kw.items()
+                                                        if k != "level"})
+            value = truth[c.key]
+            res = {("naive", ()): interval(sub, c.estimand, method="naive", problem=problem,
+                                           **kw)}
+            for lv in levels:
+                res[("CR2", lv)] = interval(sub, c.estimand, method="CR2", problem=problem,
+                                            cluster=list(lv) if len(lv) > 1 else lv[0], **kw)
+            for (m, lv), r in res.items():
+                name = "naive" if m == "naive" else f"{m} | {'+'.join(lv)}"
+                out.append(_hit(design.name, c.estimand, c.contrast, name, r, value))
+            head = res[(rec.method, rec.cluster)]
+            out.append(_hit(design.name, c.estimand, c.contrast, "headline", head, value))
+    return out
+
+
+def _hit(design: str, est: str, con: str, name: str, r: Any, truth: float
+         ) -> dict[str, Any]:
+    lo, hi = float(r.lo), float(r.hi)
+    ok = np.isfinite(lo) and np.isfinite(hi)
+    return {"design": design, "estimand": est, "contrast": con, "interval": name,
+            "method": r.method, "cluster": r.cluster, "truth": truth,
+            "covered": (lo <= truth <= hi) if ok else np.nan,
+            "width": hi - lo if ok else np.nan}
+
+
+def _chunk(design: StudyDesign, seeds: list[np.random.SeedSequence], level: float
+           ) -> list[dict[str, Any]]:
+    return [row for s in seeds for row in _one_rep(design, s, level)]
+
+
+def headline_coverage(designs: Sequence[str] | None = None, *, reps: int = 400,
+                      seed: int = 20261201, level: float = 0.95, jobs: int = 1,
+                      progress: bool = True) -> HeadlineCoverage:
+    """Coverage of the headline and of the other rows of the report on known designs.
+
+    Parameters
+    ----------
+    designs : sequence of str, optional
+        Names in :data:`DESIGNS` (default all).
+    reps : int
+        Replications per design (Monte Carlo SE of a 95% coverage: 1.1 points at 400).
+    seed : int
+        Study seed; design ``d`` replication ``r`` uses ``SeedSequence(seed, spawn_key=(d,
+        r))``, so a design's numbers do not depend on the others or on ``jobs``.
+    level : float
+    jobs : int
+        Worker processes (joblib).
+    progress : bool
+        A progress bar with counts and ETA.
+
+    Returns
+    -------
+    HeadlineCoverage
+    """
+    names = list(DESIGNS) if designs is None else list(designs)
+    unknown = [n for n in names if n not in DESIGNS]
+    if unknown:
+        raise EvalmixError(f"unknown design(s) {unknown}; choose from {list(DESIGNS)}")
+    if reps < 1 or jobs < 1:
+        raise EvalmixError(f"reps and jobs must be positive integers, got {reps}, {jobs}")
+    t0 = time.perf_counter()
+    chunk = max(1, min(25, reps // 4))
+    tasks = []
+    for d, name in enumerate(names):
+        seeds = [np.random.SeedSequence(seed, spawn_key=(d, r)) for r in range(reps)]
+        tasks += [(DESIGNS[name], seeds[i:i + chunk]) for i in range(0, reps, chunk)]
+    rows: list[dict[str, Any]] = []
+    from joblib import Parallel, delayed
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    with Progress(TextColumn("headline coverage"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), TimeRemainingColumn(), disable=not progress) as bar:
+        task = bar.add_task("chunks", total=len(tasks))
+        with Parallel(n_jobs=jobs, return_as="generator") as par:
+            for part in par(delayed(_chunk)(d, s, level) for d, s in tasks):
+                rows += part
+                bar.advance(task)
+    raw = pd.DataFrame(rows)
+    table = _summarise(raw, reps, seed)
+    return HeadlineCoverage(table=table, reps=reps, seed=seed, level=level,
+                            seconds=time.perf_counter() - t0)
+
+
+def _summarise(raw: pd.DataFrame, reps: int, seed: int) -> pd.DataFrame:
+    keys = ["design", "estimand", "contrast", "interval", "method", "cluster"]
+    g = raw.groupby(keys, sort=False)
+    out = g.agg(coverage=("covered", "mean"), n_ok=("covered", "count"),
+                mean_width=("width", "mean"), truth=("truth", "first")).reset_index()
+    out["refused"] = 1 - out["n_ok"] / reps
+    c = out["coverage"].astype(float)
+    out["mcse"] = np.sqrt(c * (1 - c) / out["n_ok"].clip(lower=1))
+    out["reps"] = reps
+    out["seed"] = seed
+    return out[list(HEADLINE_COLUMNS)]
