@@ -128,9 +128,16 @@ def test_multiway_cr2_is_inclusion_exclusion_of_one_way_cr2(pairwise):
                          scale="identity")
     one = {c: evalmix.interval(pairwise, "win_rate", method="CR2", cluster=c, scale="identity")
            for c in ("scenario", "persona", "scenario:persona")}
-    var = one["scenario"].se**2 + one["persona"].se**2 - one["scenario:persona"].se**2
+    v = {c: one[c].se**2 for c in one}
+    var = v["scenario"] + v["persona"] - v["scenario:persona"]
     assert r.se == pytest.approx(np.sqrt(var), rel=EXACT_TOL)
-    assert r.df == pytest.approx(min(one["scenario"].df, one["persona"].df), rel=EXACT_TOL)
+    # Welch-Satterthwaite df of the inclusion-exclusion sum (intersection: G - 1 df),
+    # kept between the smaller and the larger one-way df
+    nu = {"scenario": one["scenario"].df, "persona": one["persona"].df,
+          "scenario:persona": one["scenario:persona"].n_clusters - 1}
+    satt = var**2 / sum(v[c] ** 2 / nu[c] for c in v)
+    lo, hi = sorted((nu["scenario"], nu["persona"]))
+    assert r.df == pytest.approx(min(max(satt, lo), hi), rel=EXACT_TOL)
     assert r.details["df_by_factor"]["persona"] == pytest.approx(one["persona"].df)
     q = stats.t.ppf(0.975, r.df)
     assert (r.lo, r.hi) == pytest.approx((r.estimate - q * r.se, r.estimate + q * r.se),

@@ -255,8 +255,10 @@ def recommend_cluster(table: EvalTable, *, sampled: Sequence[str] | None = None
       freedom, which stays close to nominal with few clusters where CR1 and the
       bootstrap under-cover; two or more crossed top factors (scenarios and personas
       both sampled): multiway CR2 over all of them (Cameron, Gelbach & Miller 2011)
-      with Welch-Satterthwaite degrees of freedom combining the factors' own
-      Satterthwaite df, so a factor with few levels widens the interval as it should;
+      with Welch-Satterthwaite degrees of freedom of the inclusion-exclusion sum, kept
+      between the smallest and largest factor df
+      (:func:`~evalmix.inference.sandwich.multiway_df`), so a factor with few levels
+      widens the interval as it should;
     * no sampled factor: rows (or matched AB/BA pairs) are treated as independent.
 
     References
@@ -293,7 +295,8 @@ def recommend_cluster(table: EvalTable, *, sampled: Sequence[str] | None = None
     else:
         reason = (f"{' and '.join(repr(r) for r in top)} are sampled and crossed: the "
                   "interval must account for all of them, so it is clustered on each "
-                  "(multiway CR2, Welch-Satterthwaite df from the factors' own df)")
+                  "(multiway CR2; Satterthwaite df, never more optimistic than the "
+                  "best-measured factor's nor less than the fewest-level factor's)")
     if covered:
         reason += ("; " + ", ".join(repr(c) for c in covered)
                    + (" is" if len(covered) == 1 else " are")
