@@ -83,7 +83,9 @@ def test_report_writes_every_file(report_dir):
     variance = pd.read_csv(out / "variance.csv")
     assert {"factor", "sd", "share", "backend"} <= set(variance.columns)
     design = json.loads((out / "design.json").read_text())
-    assert design["recommendation"]["cluster"] == "scenario"
+    # scenario and persona are sampled and crossed, the judge is fixed
+    assert design["recommendation"]["cluster"] == "scenario+persona"
+    assert design["recommendation"]["fixed"] == ["judge"]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["seed"] == 5 and "versions" in summary and "report" in summary["command"]
     assert summary["roles"]["clusters"]["judge"] == "judge"

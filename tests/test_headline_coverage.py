@@ -86,9 +86,12 @@ def test_headline_covers_nominal_on_every_design():
                 "degenerate designs\n\n" + block + "\n"
         DOCS.write_text(text)
         res.table.to_csv(DOCS.parent / "coverage_headline.csv", index=False)
-    shown = head[head["refused"] < 1]
-    bad = shown[(shown["coverage"] < BAND[0]) | (shown["coverage"] > BAND[1])]
+    regular = head[~head["design"].str.startswith("degenerate")]
+    bad = regular[(regular["coverage"] < BAND[0]) | (regular["coverage"] > BAND[1])]
     assert bad.empty, bad[["design", "contrast", "coverage", "refused"]].to_string()
-    # the designs where no interval can be trusted refuse instead of printing one
-    degenerate = head[head["design"] == "degenerate p~0.99"]
-    assert (degenerate["refused"] > 0).any()
+    assert (regular["refused"] == 0).all()
+    # near-degenerate accuracies: refuse where no interval can be trusted (all correct),
+    # and never under-cover where one is printed (discreteness makes them conservative)
+    degenerate = head[head["design"].str.startswith("degenerate")]
+    assert (degenerate["refused"] > 0).all()
+    assert (degenerate["coverage"] >= BAND[0]).all(), degenerate.to_string()

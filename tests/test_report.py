@@ -229,11 +229,13 @@ def test_headline_ratio_equals_interval_widths(small_report):
 def test_report_serialises(small_report, tmp_path):
     d = json.loads(small_report.to_json())
     assert {"intervals", "headline", "warnings", "design", "summary"} <= set(d)
-    assert d["design"]["recommendation"]["cluster"] == "scenario"
+    # scenarios, personas and authors are sampled (judges fixed): multiway over all three
+    assert d["design"]["recommendation"]["cluster"] == "scenario+persona+author"
+    assert d["design"]["recommendation"]["fixed"] == ["judge"]
     assert small_report.summary["seed"] == 3
     md = small_report.to_markdown()
     assert "Headline" in md and "scenario" in md
-    assert any("persona" in w and "clusters" in w for w in small_report.warnings)
+    assert any("persona" in w and "levels" in w for w in small_report.warnings)
 
 
 # ---------------------------------------------------------------- model rows
@@ -279,7 +281,8 @@ def test_scores_table_means_and_differences():
     df["score"] = 5 + item_effect + 0.4 * (df["cond"] == "B") + rng.normal(0, 1, len(df))
     t = evalmix.read(df, outcome="score", condition="cond", clusters={"item": "item"})
     rep = evalmix.analyze(t, fast=True, backend="statsmodels", reps=199, seed=1,
-                          progress=False, methods=["naive", "CR2"], levels=["none"])
+                          progress=False, methods=["naive", "CR2", "mixedlm"],
+                          levels=["none"])
     iv = rep.intervals
     assert set(zip(iv["estimand"], iv["contrast"], strict=True)) == {
         ("mean", "A"), ("mean", "B"), ("difference", "B - A")}

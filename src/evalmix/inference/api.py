@@ -356,12 +356,12 @@ def _not_estimable(res: IntervalResult, problem: LinearProblem,
                         return (f"{name!r} is seen in {g} {role} cluster"
                                 f"{'' if g == 1 else 's'}; a difference needs each arm in "
                                 "at least 2 clusters")
-    if np.isfinite(res.se) and res.se <= SE_REL_TOL * max(1.0, abs(res.estimate)):
-        return ("zero standard error: the outcome does not vary between clusters (e.g. all "
-                "ties, or every cluster has the same mean)")
     if problem.estimand in _PROPORTIONS and problem.family == "linear" and (
             np.all(problem.y == problem.y[0])):
         return f"every outcome is {problem.y[0]:g}: there is no variation to estimate from"
+    if np.isfinite(res.se) and res.se <= SE_REL_TOL * max(1.0, abs(res.estimate)):
+        return ("zero standard error: the outcome does not vary between clusters (e.g. all "
+                "ties, or every cluster has the same mean)")
     return ""
 
 

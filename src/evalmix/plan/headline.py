@@ -86,10 +86,23 @@ def _pairwise_design(name: str, description: str, n_scenarios: int, n_personas: 
     return StudyDesign(name, description, simulate)
 
 
+def _grid_design(m: int, icc: float) -> StudyDesign:
+    """A cell of the one-way grid of docs/coverage.md (N = 1,000 beta-binomial scores)."""
+    from evalmix.sim.scores import clustered_scores
+
+    def simulate(rng: np.random.Generator):
+        sim = clustered_scores(1000 // m, m, p=0.7, icc=icc, seed=rng)
+        return sim.table(), {("mean", "overall"): 0.7}
+    return StudyDesign(f"one-way grid m={m}, ICC {icc}",
+                       f"{1000 // m} clusters of {m} beta-binomial 0/1 scores, accuracy 0.7",
+                       simulate)
+
+
 _PASSAGES = [10, 20, 30, 40, 50, 60, 70, 90]
 
 #: The designs of docs/coverage.md.
 DESIGNS: dict[str, StudyDesign] = {d.name: d for d in (
+    *(_grid_design(m, icc) for m in (1, 5, 10, 20, 50) for icc in (0.1, 0.2)),
     _scores_design("one-way 40 items", "40 items x 10 repeated 0/1 scores per condition "
                    "(item SD 0.8, slope SD 0.3)", [Factor("item", 40, 0.8, 0.3)],
                    replicates=10),
@@ -157,8 +170,8 @@ class HeadlineCoverage:
                 .to_string(index=False, float_format="{:.3f}".format))
 
 
-def _one_rep(design: StudyDesign, seed: np.random.SeedSequence, level: float
-             ) -> list[dict[str, Any]]:
+def _one_rep(design: StudyDesign, seed: np.random.SeedSequence, level: float,
+             glmm: bool = False) -> list[dict[str, Any]]:
     """Every interval of one replication: the report's rows for each true contrast.
 
     The rows are computed by the calls :func:`evalmix.analyze` makes (the contrast's
@@ -204,7 +217,34 @@ def _one_rep(design: StudyDesign, seed: np.random.SeedSequence, level: float
                 out.append(_hit(design.name, c.estimand, c.contrast, name, r, value))
             head = res[(rec.method, rec.cluster)]
             out.append(_hit(design.name, c.estimand, c.contrast, "headline", head, value))
+        if glmm:
+            out += _glmm_rows(design.name, table, truth, level)
     return out
+
+
+class _Row:
+    """Attribute access to a report row (``lo``, ``hi``, ``method``, ``cluster``)."""
+
+    def __init__(self, row: Mapping[str, Any]):
+        self.__dict__.update(row)
+
+
+def _glmm_rows(design: str, table: Any, truth: Mapping[tuple[str, str], float],
+               level: float) -> list[dict[str, Any]]:
+    """The Laplace GLMM's population-averaged rows (the report's model rows)."""
+    import evalmix
+    from evalmix.compare.models import _rows_from_fit
+    from evalmix.compare.plan import contrasts
+
+    try:
+        fit = evalmix.fit(table, backend="statsmodels", method="laplace", level=level,
+                          progress=False)
+    except evalmix.EvalmixError:
+        return []
+    rows = _rows_from_fit(fit, "glmm_laplace", contrasts(table), level, table.n_obs)
+    return [_hit(design, r["estimand"], r["contrast"], "GLMM population-average",
+                 _Row({**r, "cluster": "model"}), truth[(r["estimand"], r["contrast"])])
+            for r in rows if (r["estimand"], r["contrast"]) in truth]
 
 
 def _hit(design: str, est: str, con: str, name: str, r: Any, truth: float
@@ -217,14 +257,14 @@ def _hit(design: str, est: str, con: str, name: str, r: Any, truth: float
             "width": hi - lo if ok else np.nan}
 
 
-def _chunk(design: StudyDesign, seeds: list[np.random.SeedSequence], level: float
-           ) -> list[dict[str, Any]]:
-    return [row for s in seeds for row in _one_rep(design, s, level)]
+def _chunk(design: StudyDesign, seeds: list[tuple[int, np.random.SeedSequence]],
+           level: float, glmm_reps: int) -> list[dict[str, Any]]:
+    return [row for r, s in seeds for row in _one_rep(design, s, level, r < glmm_reps)]
 
 
 def headline_coverage(designs: Sequence[str] | None = None, *, reps: int = 400,
                       seed: int = 20261201, level: float = 0.95, jobs: int = 1,
-                      progress: bool = True) -> HeadlineCoverage:
+                      glmm_reps: int = 0, progress: bool = True) -> HeadlineCoverage:
     """Coverage of the headline and of the other rows of the report on known designs.
 
     Parameters
@@ -239,6 +279,9 @@ def headline_coverage(designs: Sequence[str] | None = None, *, reps: int = 400,
     level : float
     jobs : int
         Worker processes (joblib).
+    glmm_reps : int
+        Also fit the Laplace GLMM (the report's model rows, population-averaged) on the
+        first ``glmm_reps`` replications of each design (it is the slow part).
     progress : bool
         A progress bar with counts and ETA.
 
@@ -256,7 +299,7 @@ def headline_coverage(designs: Sequence[str] | None = None, *, reps: int = 400,
     chunk = max(1, min(25, reps // 4))
     tasks = []
     for d, name in enumerate(names):
-        seeds = [np.random.SeedSequence(seed, spawn_key=(d, r)) for r in range(reps)]
+        seeds = [(r, np.random.SeedSequence(seed, spawn_key=(d, r))) for r in range(reps)]
         tasks += [(DESIGNS[name], seeds[i:i + chunk]) for i in range(0, reps, chunk)]
     rows: list[dict[str, Any]] = []
     from joblib import Parallel, delayed
@@ -273,7 +316,7 @@ def headline_coverage(designs: Sequence[str] | None = None, *, reps: int = 400,
                   TimeElapsedColumn(), TimeRemainingColumn(), disable=not progress) as bar:
         task = bar.add_task("chunks", total=len(tasks))
         with Parallel(n_jobs=jobs, return_as="generator") as par:
-            for part in par(delayed(_chunk)(d, s, level) for d, s in tasks):
+            for part in par(delayed(_chunk)(d, s, level, glmm_reps) for d, s in tasks):
                 rows += part
                 bar.advance(task)
     raw = pd.DataFrame(rows)
@@ -287,9 +330,10 @@ def _summarise(raw: pd.DataFrame, reps: int, seed: int) -> pd.DataFrame:
     g = raw.groupby(keys, sort=False)
     out = g.agg(coverage=("covered", "mean"), n_ok=("covered", "count"),
                 mean_width=("width", "mean"), truth=("truth", "first")).reset_index()
-    out["refused"] = 1 - out["n_ok"] / reps
+    n_reps = raw.groupby(keys, sort=False).size().to_numpy()
+    out["refused"] = 1 - out["n_ok"] / n_reps
     c = out["coverage"].astype(float)
     out["mcse"] = np.sqrt(c * (1 - c) / out["n_ok"].clip(lower=1))
-    out["reps"] = reps
+    out["reps"] = n_reps
     out["seed"] = seed
     return out[list(HEADLINE_COLUMNS)]
