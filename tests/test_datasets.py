@@ -79,8 +79,9 @@ def test_load_table_mtbench_position_bias_roles_and_counts():
 
 
 def test_load_table_overrides_defaults_key_by_key():
-    t = quiet("mtbench_position_bias", ties="exclude", clusters={"item": "item_id"})
-    assert t.ties == "exclude" and t.clusters == ("item",)
+    t = quiet("mtbench_position_bias", ties="exclude",
+              clusters={"item": "item_id", "judge": "judge"})
+    assert t.ties == "exclude" and t.clusters == ("item", "judge")
     assert dict(t.dropped) == {"na_outcome": 32, "tie_excluded": 1_010}
 
 
@@ -100,3 +101,5 @@ def test_load_table_other_sets(name, rows, used, levels):
         assert t.kind == "pairwise" and not t.has_order
     else:
         assert t.has_order and t.pairs_read["one_order_only"] == 0
+        assert t.replicate == "rep" and "rep" not in t.roles.clusters.values()
+        assert t.pairs_read["comparisons"] == rows // 2   # each run's AB with its BA

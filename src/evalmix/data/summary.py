@@ -198,8 +198,8 @@ def summarize(table: EvalTable) -> DesignSummary:
         pairs: dict[str, Any] = {"order_known": table.has_order}
         if table.has_order:
             # comparisons as read (before NA rows were dropped), then as used
-            pid = d["pair_id"].to_numpy()
-            per = np.bincount(pd.factorize(pid)[0])
+            # orders judged per comparison (its records share a pair_id)
+            per = d.groupby("pair_id")["a_first"].nunique().to_numpy()
             pairs.update(
                 comparisons=int(table.pairs_read.get("comparisons", per.size)),
                 both_orders=int(table.pairs_read.get("both_orders", (per == 2).sum())),
@@ -207,6 +207,7 @@ def summarize(table: EvalTable) -> DesignSummary:
                 used_both_orders=int((per == 2).sum()),
                 used_one_order_only=int((per == 1).sum()),
                 share_a_first=float(d["a_first"].mean()),
+                single_order=table.single_order,
             )
         vc = d["verdict"].value_counts()
         pairs["verdicts"] = {k: int(vc.get(k, 0)) for k in ("a", "b", "tie")}
