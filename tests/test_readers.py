@@ -281,6 +281,9 @@ def test_inspect_log_folder_two_models_with_epochs(inspect_logs):
         assert means(t)[lg.eval.model] == pytest.approx(reported)
     assert t.replicate == "epoch" and t.clusters == ("item",) and t.n_levels("item") == 4
     assert t.n_obs == 24 and t.data["replicate"].nunique() == 3
+    # epochs agree within (model, sample) for alpha CCC and beta III, CCC: 3 of 8 cells
+    rep = t.describe().replicates
+    assert rep["agreement"] == pytest.approx(3 / 8) and rep["cells_with_replicates"] == 8
     assert estimate(t, "difference", conditions=("mockllm/beta", "mockllm/alpha")) == \
         pytest.approx(1.5 / 12)
 
