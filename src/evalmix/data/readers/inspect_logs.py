@@ -47,6 +47,8 @@ __all__ = ["read_inspect", "VALUE_MAP"]
 #: Inspect's value constants (CORRECT, INCORRECT, PARTIAL, NOANSWER) as outcomes.
 VALUE_MAP: dict[str, float] = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
 _WORDS = {"yes": 1.0, "true": 1.0, "no": 0.0, "false": 0.0}
+#: bulky sample fields not needed for scores (skipped when reading .eval logs)
+_UNUSED = {"messages", "events", "store", "attachments"}
 
 
 def _inspect_log():
@@ -104,7 +106,7 @@ def _logs(source: Source) -> tuple[list[Any], list[Path]]:
     out = []
     for f in dict.fromkeys(files):
         try:
-            out.append(log.read_eval_log(str(f)))
+            out.append(log.read_eval_log(str(f), exclude_fields=_UNUSED))
         except Exception as exc:  # inspect raises many types for a file it cannot read
             raise EvalmixError(
                 f"inspect_ai could not read {str(f)!r} as an eval log "
