@@ -368,8 +368,8 @@ def _order_design(
     known = ~np.isnan(a_first)
     comp = m["comparison"]
     n_comp = int(comp.max()) + 1 if comp.size else 0
-    both = np.bincount(comp, weights=(m["n_orders"] == 2).astype(float), minlength=n_comp) > 0
-    single = order_design == "single" or (order_design == "auto" and not both.any())
+    single = order_design == "single" or (order_design == "auto"
+                                          and not (m["n_orders"] == 2).any())
     if single:
         if known.any() and (m["pair_orders"][known] < 2).all():
             problems.append(
