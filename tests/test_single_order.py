@@ -78,6 +78,9 @@ def test_single_order_table_is_read_and_standardised_by_hand():
     assert row["n_decisive"] == 7 and row["first_shown_win_rate"] == pytest.approx(6 / 7)
     assert row["n_clusters"] == 4 and row["first_shown_cluster"] == "item"
     assert row["n_pairs"] == 0 and np.isnan(row["flip_rate"])
+    summary = t.describe()
+    assert summary.pairs["single_order"] is True and summary.pairs["share_a_first"] == 5 / 8
+    assert "- Order: one randomised order per comparison (8 judgments" in str(summary)
 
 
 def test_cr1_standard_errors_match_statsmodels_cluster_ols():

@@ -120,7 +120,13 @@ class DesignSummary:
         lines.append(f"- Mean outcome: {self.outcome_mean:.4f}")
         if self.pairs:
             p = self.pairs
-            if p.get("order_known"):
+            if p.get("single_order"):
+                lines.append(
+                    f"- Order: one randomised order per comparison ({p['comparisons']:,} "
+                    f"judgments, no AB/BA pairs); model_a shown first in "
+                    f"{p['share_a_first']:.1%} of rows: position is a covariate"
+                )
+            elif p.get("order_known"):
                 lines.append(
                     f"- AB/BA as read: {p['comparisons']:,} comparisons, {p['both_orders']:,} "
                     f"in both orders, {p['one_order_only']:,} in one order only"
