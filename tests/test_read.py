@@ -17,7 +17,7 @@ import pytest
 
 import evalmix
 from evalmix.data.summary import factor_relation
-from evalmix.errors import DroppedRowsWarning, EvalmixError
+from evalmix.errors import DroppedRowsWarning, EvalmixError, EvalmixWarning
 
 PAIR_KW = dict(outcome="outcome", model_a="model_a", model_b="model_b",
                first_shown="first_shown", clusters={"item": "item", "judge": "judge"})
@@ -187,20 +187,38 @@ def test_matching_keys_on_cluster_roles():
     t = read_quiet(df, **PAIR_KW)
     # order_block is not a cluster role so matching ignores it; add it via clusters it
     # would split pairs, so matching (which keys on clusters) leaves them unmatched:
-    with pytest.raises(EvalmixError, match="no partner"):
-        read_quiet(df, **{**PAIR_KW, "clusters": {"item": "item", "block": "order_block"}})
-    assert t.pairs_read["both_orders"] == 6
+    split = {**PAIR_KW, "clusters": {"item": "item", "block": "order_block"}}
+    with pytest.raises(EvalmixError, match="no partner.*order_design='single'"):
+        read_quiet(df, **split, order_design="matched")
+    assert t.pairs_read["both_orders"] == 6 and not t.single_order
+    # with no comparison in both orders, "auto" reads it as a single-order design
+    single = read_quiet(df, **split)
+    assert single.single_order and single.pairs_read["single_order"] == 1
+    assert single.pairs_read["one_order_only"] == 12
+    assert single.data["pair_id"].is_unique
 
 
-def test_repeated_runs_pair_kth_ab_with_kth_ba():
+def test_repeated_runs_are_grouped_with_a_warning_not_paired_in_file_order():
     df = pd.concat([pair_frame().assign(run=1), pair_frame().assign(run=2)],
                    ignore_index=True)
-    t = read_quiet(df, **PAIR_KW)  # run not given: matched by order of appearance
-    assert t.pairs_read == {"comparisons": 12, "both_orders": 12, "one_order_only": 0}
-    d = t.data
-    runs = pd.Series(df["run"].to_numpy()[d["row"].to_numpy()]).groupby(
-        d["pair_id"].to_numpy()).nunique()
-    assert (runs == 1).all()  # k-th AB with k-th BA: each pair inside one run
+    with pytest.warns(EvalmixWarning, match=r"6 comparisons have several records in the "
+                      r"same order \(24 records\).*replicate="):
+        t = read_quiet(df, **PAIR_KW)
+    assert t.pairs_read == {"comparisons": 6, "both_orders": 6, "one_order_only": 0,
+                            "multi_record_comparisons": 6}
+    # both runs of a comparison share its id (the NA outcome's comparison lost 2 rows)
+    assert sorted(t.data.groupby("pair_id").size()) == [2, 4, 4, 4, 4, 4]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EvalmixWarning)
+        r = read_quiet(df, **PAIR_KW, replicate="run")
+    assert r.replicate == "run" and "replicate" not in r.clusters
+    assert r.pairs_read == {"comparisons": 12, "both_orders": 12, "one_order_only": 0}
+    d = r.data
+    assert d.groupby("pair_id")["replicate"].nunique().eq(1).all()
+    # each run's AB with its BA (the NA outcome's pair, in both runs, kept one record)
+    assert sorted(d.groupby("pair_id")["a_first"].nunique()) == [1, 1] + [2] * 10
+    runs = pd.Series(df["run"].to_numpy()[d["row"].to_numpy()])
+    assert (runs.astype(str).to_numpy() == d["replicate"].to_numpy()).all()
 
 
 def test_unmatched_drop_counts_rows():

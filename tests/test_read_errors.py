@@ -477,7 +477,9 @@ def check_invariants(t: EvalTable) -> None:
         if t.ties != "half":
             assert set(np.unique(y)) <= {0.0, 1.0}
         counts = pd.Series(t.pair_codes()).value_counts()
-        assert counts.max() <= 2
+        # a comparison holds one record per order, unless the table says some hold
+        # several (repeated runs without replicate=, kept together, never file-paired)
+        assert counts.max() <= 2 or t.pairs_read.get("multi_record_comparisons", 0) > 0
     elif t.outcome_type == "binary":
         assert set(np.unique(y)) <= {0.0, 1.0}
     elif t.outcome_type == "proportion":
@@ -568,6 +570,8 @@ def test_fuzz_pairwise_matching(case):
         assert {r1["model_a"], r1["model_b"]} == {r2["model_a"], r2["model_b"]}
         for role in table.clusters:
             assert r1[role] == r2[role]
+        if table.pairs_read.get("multi_record_comparisons"):
+            continue  # a group of 2 may be two same-order records left after drops
         first1 = r1["model_a"] if r1["a_first"] == 1 else r1["model_b"]
         first2 = r2["model_a"] if r2["a_first"] == 1 else r2["model_b"]
         assert first1 != first2  # one record of each order

@@ -1,4 +1,5 @@
-"""Real judge data from ../shared/data read as eval tables (skipped when absent).
+"""Real judge data read as eval tables (bundled in evalmix.datasets; conftest writes
+them out as the CSVs of ../shared/data).
 
 The expected numbers are the ones ../shared/data/README.md states for each file
 (rows, items, judges, both orders) and the issue's counts for MT-Bench (1,010 ties,
@@ -83,11 +84,12 @@ def test_mtbench_repetition_runs_are_matched_within_rep(shared_data: Path):
     path = shared_data / "judging_the_judges" / "jtj_MTBench_repetition.csv"
     kw = dict(outcome="outcome", model_a="model_a", model_b="model_b",
               first_shown="first_shown")
-    t = read_quiet(path, **kw, clusters={"item": "item_id", "judge": "judge", "epoch": "rep"})
+    t = read_quiet(path, **kw, clusters={"item": "item_id", "judge": "judge"}, replicate="rep")
     s = t.describe().to_dict()
     assert s["rows_raw"] == 5_184  # 24 questions x 4 models x 9 judges x 2 orders x 3 runs
     factors = {f["factor"]: f["levels"] for f in s["factors"]}
-    assert factors == {"item": 24, "judge": 9, "epoch": 3}
+    assert factors == {"item": 24, "judge": 9}   # the run is a replicate, not a factor
+    assert t.replicate == "rep" and s["roles"]["replicate"] == "rep"
     assert s["pairs"]["comparisons"] == s["pairs"]["both_orders"] == 5_184 // 2
 
 

@@ -1,6 +1,10 @@
-"""Per-judge position bias from matched AB/BA pairs (descriptive, design-based).
+"""Per-judge position bias from matched AB/BA pairs or single-order judgments.
 
-Three numbers per judge (and overall), all computed from the canonical pairwise frame:
+Three numbers per judge (and overall), all computed from the canonical pairwise frame.
+The first-shown win rate needs only which answer was shown first, so it is also
+estimated on a single-order table (each comparison judged once, in a randomised order:
+Chatbot Arena, AlpacaEval-style logs); the flip rate and consistency need matched pairs
+and are NaN there (``n_pairs`` 0).
 
 ``first_shown_win_rate``
     Among decisive verdicts (ties left out), the share won by the answer shown first.
@@ -13,8 +17,9 @@ Three numbers per judge (and overall), all computed from the canonical pairwise 
     both times) -- the "position consistency" of Shi et al. (2024).
 
 The first-shown win rate gets a cluster-robust (CR1) interval over the comparison's
-cluster (``cluster`` role, by default each matched pair), so a judge's bias is judged
-against item-to-item variation, not against row counts.
+cluster (``cluster`` role, by default each matched pair, or each record of a
+single-order table), so a judge's bias is judged against item-to-item variation, not
+against row counts.
 
 References
 ----------

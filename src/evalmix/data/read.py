@@ -30,6 +30,7 @@ from evalmix.data.table import (
 from evalmix.errors import (
     DroppedRowsWarning,
     EvalmixError,
+    EvalmixWarning,
     InvalidOptionError,
     InvalidTableError,
     check_option,
@@ -45,7 +46,8 @@ _TIE = {"tie", "draw", "equal", "0.5", "=", "tie (equal)"}
 #: outcome text read as missing (compared lower-cased and stripped)
 _NA_TEXT = {"", "na", "n/a", "nan", "none", "null"}
 _ROLE_KEYS = ("outcome", "condition", "model_a", "model_b", "first_shown", "position",
-              "clusters", "ties", "sampled")
+              "clusters", "ties", "replicate", "sampled")
+ORDER_DESIGNS: tuple[str, ...] = ("auto", "matched", "single")
 
 
 def load_frame(
@@ -124,7 +126,7 @@ def _first_char(path: Path) -> str:
 
 
 _ROLE_STR_KEYS = ("outcome", "condition", "model_a", "model_b", "first_shown", "position",
-                  "ties")
+                  "ties", "replicate")
 
 
 def _load_roles(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -326,14 +328,21 @@ def _parse_first_shown(
 
 def _match_pairs(
     a_names: np.ndarray, b_names: np.ndarray, others: list[np.ndarray], a_first: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Pair the k-th AB record of a comparison with its k-th BA record.
+) -> dict[str, Any]:
+    """Group the records of each comparison and say which orders it was judged in.
 
-    A comparison is the unordered pair of models plus every other key (condition and
-    cluster labels), so ``(X, Y, X shown first)`` pairs with ``(Y, X, Y shown first)``
-    as well as with ``(X, Y, Y shown first)``. Returns ``(pair_id, swapped)`` where
-    ``swapped`` marks records that list the two models in the opposite order to the
-    first record of their comparison.
+    A comparison is the unordered pair of models plus every other key (condition,
+    cluster and replicate labels), so ``(X, Y, X shown first)`` pairs with ``(Y, X, Y
+    shown first)`` as well as with ``(X, Y, Y shown first)``. All records of a
+    comparison share its id: with one record per order that is the AB/BA pair; with
+    several per order (repeated runs without a replicate column) they are kept
+    together rather than paired in file order.
+
+    Returns a dict with ``comparison`` (id per record), ``n_orders`` (orders judged in
+    the record's comparison), ``multi`` (the record shares its comparison and order
+    with another record), ``swapped`` (the record lists the models the other way round
+    from the first record of its comparison) and ``pair_orders`` (orders in which the
+    record's unordered model pair was judged, over all comparisons).
     """
     a = np.asarray([str(v) for v in a_names], dtype=object)
     b = np.asarray([str(v) for v in b_names], dtype=object)
@@ -345,14 +354,69 @@ def _match_pairs(
     key_id = keys.groupby(list(keys.columns), sort=False, dropna=False).ngroup().to_numpy()
     # which model of the unordered pair was shown first: 1 = the alphabetically first
     lo_first = np.where(a_first == 1.0, a_is_lo, ~a_is_lo).astype(np.int64)
-    order = np.where(np.isnan(a_first), -1, lo_first)
-    rank = pd.DataFrame({"k": key_id, "o": order}).groupby(
-        ["k", "o"], sort=False).cumcount().to_numpy()
-    pair = pd.DataFrame({"k": key_id, "r": rank}).groupby(
-        ["k", "r"], sort=False).ngroup().to_numpy().astype(np.int64)
+    order = pd.Series(np.where(np.isnan(a_first), -1, lo_first))
+    known = order.where(order >= 0)
+    by_key = pd.DataFrame({"k": key_id, "o": order, "known": known})
+    n_orders = by_key.groupby("k")["known"].transform("nunique").to_numpy()
+    multi = (by_key.groupby(["k", "o"])["o"].transform("size").to_numpy() > 1) & (order >= 0)
+    pair_key = pd.DataFrame({"lo": lo, "hi": hi}).groupby(["lo", "hi"]).ngroup().to_numpy()
+    pair_orders = pd.Series(known).groupby(pair_key).transform("nunique").to_numpy()
     first_a = pd.Series(a).groupby(key_id).transform("first").to_numpy()
-    swapped = first_a != a
-    return pair, swapped
+    return {"comparison": key_id.astype(np.int64), "n_orders": n_orders,
+            "multi": np.asarray(multi, dtype=bool), "swapped": first_a != a,
+            "pair_orders": pair_orders}
+
+
+def _order_design(
+    a_first: np.ndarray, m: dict[str, Any], roles: Roles, order_design: str, unmatched: str,
+    problems: list[str],
+) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
+    """Decide matched AB/BA pairs or a single randomised order; return (pair_id, lone
+    records, pairs_read)."""
+    known = ~np.isnan(a_first)
+    comp = m["comparison"]
+    n_comp = int(comp.max()) + 1 if comp.size else 0
+    single = order_design == "single" or (order_design == "auto"
+                                          and not (m["n_orders"] == 2).any())
+    if single:
+        if known.any() and (m["pair_orders"][known] < 2).all():
+            problems.append(
+                f"first_shown column {roles.first_shown!r}: in every model pair the same "
+                "model was always shown first, so the presentation order was not "
+                "randomised and position bias cannot be told apart from the difference "
+                "between the models (the records have no partner in the other order either). "
+                "Fix: drop first_shown=, or add the records judged in the other order"
+            )
+        n = a_first.size
+        return (np.arange(n, dtype=np.int64), np.zeros(n, dtype=bool),
+                {"comparisons": n, "both_orders": 0, "one_order_only": n, "single_order": 1})
+    lone = (m["n_orders"] == 1) & known
+    per_comp = pd.Series(m["n_orders"]).groupby(comp).first()
+    pairs_read = {"comparisons": n_comp, "both_orders": int((per_comp == 2).sum()),
+                  "one_order_only": int((per_comp < 2).sum())}
+    if m["swapped"].any():
+        pairs_read["swapped_records"] = int(m["swapped"].sum())
+    if m["multi"].any():
+        n_multi = int(pd.unique(comp[m["multi"]]).size)
+        pairs_read["multi_record_comparisons"] = n_multi
+        warnings.warn(
+            f"{n_multi} comparisons have several records in the same order "
+            f"({int(m['multi'].sum())} records); they are kept together as one comparison, "
+            "not paired in file order. If they are repeated runs, pass the column that "
+            "numbers them as replicate= (e.g. replicate='rep', --replicate rep) so each "
+            "run's AB and BA records are paired",
+            EvalmixWarning, stacklevel=4,
+        )
+    if lone.any() and unmatched == "error":
+        problems.append(
+            f"{int(lone.sum())} records have no partner in the other order (an AB "
+            f"record without its BA record or vice versa; rows {_rows(lone)}); "
+            f"first_shown is column {roles.first_shown!r}. Fix: add the column that "
+            "tells repeated runs apart as replicate=, remove the unmatched records, pass "
+            "unmatched='drop', or order_design='single' if each comparison was judged "
+            "in one randomised order"
+        )
+    return comp, lone, pairs_read
 
 
 def read(
@@ -369,6 +433,8 @@ def read(
     roles: str | os.PathLike[str] | None = None,
     outcome_type: Literal["auto", "binary", "proportion", "numeric"] = "auto",
     unmatched: Literal["error", "drop"] = "error",
+    replicate: str | None = None,
+    order_design: Literal["auto", "matched", "single"] = "auto",
     sampled: Sequence[str] | None = None,
 ) -> EvalTable:
     """Read and validate a long-format eval table.
@@ -388,7 +454,8 @@ def read(
         Pairwise: column saying whose answer was shown first (``'a'``/``'b'``); enables
         AB/BA matching and position-bias terms.
     position : str, optional
-        Scores tables: a position covariate column.
+        Scores tables: a position covariate column. Refused on pairwise tables (their
+        position is ``first_shown=``).
     clusters : mapping of role name to column, optional
         Cluster factors, e.g. ``{"scenario": "scenario_id", "judge": "judge"}``. Role
         names are free (scenario, persona, author, judge, item, passage, template,
@@ -413,10 +480,24 @@ def read(
         report's recommended interval accounts for every sampled role. Also a roles-file
         key: ``sampled = ["scenario", "persona"]``.
     unmatched : {"error", "drop"}
-        Pairwise with ``first_shown``: what to do with AB records lacking a BA record
-        (or vice versa). Records of one comparison (same unordered model pair,
-        condition and cluster labels) are paired k-th AB with k-th BA, also when the
-        BA record lists the two models the other way round.
+        Pairwise with ``first_shown`` in a matched design: what to do with AB records
+        lacking a BA record (or vice versa). The records of one comparison (same
+        unordered model pair, condition, cluster and replicate labels) share a
+        ``pair_id``, also when the BA record lists the two models the other way round.
+    replicate : str, optional
+        Column numbering repeated runs of the same item and condition (Inspect epochs,
+        repeated judge runs). Replicates are nested within the item or comparison:
+        AB/BA records are matched within a replicate, and the replicate is never a
+        cluster factor. Without it, several records per comparison and order are kept
+        together as one comparison and a warning gives their count.
+    order_design : {"auto", "matched", "single"}
+        Pairwise with ``first_shown``. ``"matched"``: each comparison is judged in both
+        orders (AB/BA pairs; records without a partner are an error or dropped, see
+        ``unmatched``). ``"single"``: each record is a comparison judged in one
+        randomised order (AlpacaEval, Chatbot Arena); position bias is then estimated
+        as a covariate. ``"auto"`` (default): single when no comparison has both
+        orders, matched otherwise. A single-order table must show each model pair in
+        both orders somewhere, or position could not be told from the models.
 
     Notes
     -----
@@ -447,7 +528,7 @@ def read(
     spec: dict[str, Any] = _load_roles(roles) if roles is not None else {}
     given = {"outcome": outcome, "condition": condition, "model_a": model_a,
              "model_b": model_b, "first_shown": first_shown, "position": position,
-             "ties": ties}
+             "ties": ties, "replicate": replicate}
     for key, value in given.items():
         if value is not None:
             spec[key] = value
@@ -462,6 +543,7 @@ def read(
     check_option("ties", ties_policy, TIE_POLICIES)
     check_option("outcome_type", outcome_type, OUTCOME_TYPES)
     check_option("unmatched", unmatched, ("error", "drop"))
+    check_option("order_design", order_design, ORDER_DESIGNS)
     if spec.get("outcome") is None:
         raise InvalidOptionError(
             "outcome= is required: name the column that holds the score or verdict, "
@@ -479,12 +561,15 @@ def read(
         first_shown=_name(spec.get("first_shown")),
         position=_name(spec.get("position")),
         clusters={k: v for k, v in all_clusters.items() if k not in interactions},
+        replicate=_name(spec.get("replicate")),
     )
     text_columns = [c for c in (role_map.condition, role_map.model_a, role_map.model_b,
-                                role_map.first_shown, *role_map.clusters.values())
+                                role_map.first_shown, role_map.replicate,
+                                *role_map.clusters.values())
                     if c is not None]
     frame, source_name = load_frame(source, text_columns=text_columns)
-    table = _validate(frame, role_map, ties_policy, outcome_type, unmatched, source_name)
+    table = _validate(frame, role_map, ties_policy, outcome_type, unmatched, source_name,
+                      order_design)
     if interactions:
         table = add_interactions(table, interactions)
     return table.with_sampled(spec.get("sampled"))
@@ -531,6 +616,12 @@ def _role_problems(roles: Roles, pairwise: bool) -> list[str]:
             f"first_shown={roles.first_shown!r} was given without model_a=/model_b=; "
             "first_shown only applies to pairwise tables (use position= for scores tables)"
         )
+    if roles.position is not None and pairwise:
+        problems.append(
+            f"position={roles.position!r} was given for a pairwise table; the position "
+            "of a pairwise judgment is which answer was shown first: pass that column as "
+            "first_shown= (values 'a'/'b') instead"
+        )
     for role, col in roles.clusters.items():
         if role in RESERVED_NAMES:
             problems.append(
@@ -543,7 +634,7 @@ def _role_problems(roles: Roles, pairwise: bool) -> list[str]:
                 f"letters, digits and _), e.g. clusters={{'item': {col!r}}}"
             )
     used = [roles.outcome, roles.condition, roles.model_a, roles.model_b,
-            roles.first_shown, roles.position, *roles.clusters.values()]
+            roles.first_shown, roles.position, roles.replicate, *roles.clusters.values()]
     counts: dict[str, int] = {}
     for c in used:
         if c is not None:
@@ -564,6 +655,7 @@ def _validate(
     outcome_type: str,
     unmatched: str,
     source: str,
+    order_design: str = "auto",
 ) -> EvalTable:
     pairwise = roles.model_a is not None or roles.model_b is not None
     problems = _role_problems(roles, pairwise)
@@ -577,7 +669,8 @@ def _validate(
             dup_names.add(key)
         colmap[key] = c
     used = [c for c in (roles.outcome, roles.condition, roles.model_a, roles.model_b,
-                        roles.first_shown, roles.position, *roles.clusters.values())
+                        roles.first_shown, roles.position, roles.replicate,
+                        *roles.clusters.values())
             if c is not None]
     for c in sorted(dup_names & set(used)):
         problems.append(
@@ -608,7 +701,8 @@ def _validate(
     labels: dict[str, np.ndarray] = {}
     id_cols = [(f"cluster factor {r!r}", r, c) for r, c in roles.clusters.items()]
     id_cols += [(role, role, getattr(roles, role)) for role in
-                ("condition", "model_a", "model_b") if getattr(roles, role) is not None]
+                ("condition", "model_a", "model_b", "replicate")
+                if getattr(roles, role) is not None]
     for what, key, c in id_cols:
         values = col(c)
         if values is None:
@@ -648,8 +742,8 @@ def _validate(
     if dup.any():
         problems.append(
             f"{int(dup.sum())} rows are exact duplicates of another row (rows {_rows(dup)}); "
-            "if they are repeated samples, add a column numbering them and pass it as a "
-            "cluster role (e.g. clusters={'epoch': 'sample'}); otherwise df.drop_duplicates()"
+            "if they are repeated runs, add a column numbering them and pass it as "
+            "replicate= (e.g. replicate='epoch'); otherwise df.drop_duplicates()"
         )
 
     out: dict[str, Any] = {"row": np.arange(n, dtype=np.int64)}
@@ -681,26 +775,11 @@ def _validate(
             if roles.first_shown is not None and col(roles.first_shown) is not None:
                 a_first = _parse_first_shown(
                     col(roles.first_shown), a_names, b_names, roles.first_shown, problems)
-                others = [labels[k] for k in ("condition", *roles.clusters) if k in labels]
-                pair, swapped = _match_pairs(a_names, b_names, others, a_first)
-                counts = np.bincount(pair)
-                lone = (counts[pair] == 1) & ~np.isnan(a_first)
-                pairs_read = {"comparisons": int(counts.size),
-                              "both_orders": int((counts == 2).sum()),
-                              "one_order_only": int((counts == 1).sum())}
-                if swapped.any():
-                    pairs_read["swapped_records"] = int(swapped.sum())
-                if lone.any() and unmatched == "error":
-                    problems.append(
-                        f"{int(lone.sum())} records have no partner in the other order (an AB "
-                        f"record without its BA record or vice versa; rows {_rows(lone)}); "
-                        f"first_shown is column {roles.first_shown!r}. Fix: add the column that "
-                        "tells repeated runs apart as a cluster role, remove the unmatched "
-                        "records, or pass unmatched='drop'"
-                    )
-                too_many = counts[pair] > 2
-                if too_many.any():  # pragma: no cover - matching makes pairs of <= 2
-                    problems.append("internal error: a pair with more than two records")
+                others = [labels[k] for k in ("condition", *roles.clusters, "replicate")
+                          if k in labels]
+                pair, lone, pairs_read = _order_design(
+                    a_first, _match_pairs(a_names, b_names, others, a_first), roles,
+                    order_design, unmatched, problems)
             else:
                 a_first = np.full(n, np.nan)
                 pair = np.full(n, -1, dtype=np.int64)
@@ -765,12 +844,14 @@ def _validate(
     for role in roles.clusters:
         if role in labels:
             out[role] = labels[role]
+    if "replicate" in labels:
+        out["replicate"] = labels["replicate"]
 
     if problems:
         raise InvalidTableError(problems)
 
     data = pd.DataFrame(out).loc[keep].reset_index(drop=True)
-    for name in ("condition", "model_a", "model_b", "verdict", *roles.clusters):
+    for name in ("condition", "model_a", "model_b", "verdict", "replicate", *roles.clusters):
         if name in data.columns:
             data[name] = data[name].astype(str)
     # a factor can collapse to one level after rows are dropped

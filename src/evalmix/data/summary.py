@@ -19,7 +19,7 @@ import pandas as pd
 if TYPE_CHECKING:
     from evalmix.data.table import EvalTable
 
-__all__ = ["DesignSummary", "summarize", "factor_relation"]
+__all__ = ["DesignSummary", "summarize", "factor_relation", "replicate_agreement"]
 
 
 def factor_relation(a: np.ndarray, b: np.ndarray) -> tuple[str, float]:
@@ -75,6 +75,7 @@ class DesignSummary:
     pairs: Mapping[str, Any] = field(default_factory=dict)
     roles: Mapping[str, Any] = field(default_factory=dict)
     source: str = ""
+    replicates: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
@@ -97,6 +98,7 @@ class DesignSummary:
             "relations": records(self.relations),
             "conditions": records(self.conditions),
             "pairs": dict(self.pairs),
+            "replicates": dict(self.replicates),
         }
 
     def to_json(self, indent: int = 2) -> str:
@@ -118,7 +120,13 @@ class DesignSummary:
         lines.append(f"- Mean outcome: {self.outcome_mean:.4f}")
         if self.pairs:
             p = self.pairs
-            if p.get("order_known"):
+            if p.get("single_order"):
+                lines.append(
+                    f"- Order: one randomised order per comparison ({p['comparisons']:,} "
+                    f"judgments, no AB/BA pairs); model_a shown first in "
+                    f"{p['share_a_first']:.1%} of rows: position is a covariate"
+                )
+            elif p.get("order_known"):
                 lines.append(
                     f"- AB/BA as read: {p['comparisons']:,} comparisons, {p['both_orders']:,} "
                     f"in both orders, {p['one_order_only']:,} in one order only"
@@ -130,6 +138,14 @@ class DesignSummary:
                 )
             else:
                 lines.append("- AB/BA: presentation order not given")
+        r = self.replicates
+        if r:
+            lines.append(
+                f"- Replicates (`{r['column']}`, nested within the item): {r['levels']} "
+                f"runs; {r['cells_with_replicates']:,} of {r['cells']:,} cells repeated, "
+                f"all runs agree in {r['agreement']:.1%} of them (within-cell SD "
+                f"{r['within_sd']:.3g})"
+            )
         lines += ["", "### Cluster factors", ""]
         lines.append(_md_table(self.factors))
         if len(self.relations):
@@ -156,6 +172,39 @@ def _md_table(df: pd.DataFrame) -> str:
                 cells.append(str(v))
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)
+
+
+def replicate_agreement(table: EvalTable) -> dict[str, Any]:
+    """How repeated runs agree within their cell (empty without a replicate role).
+
+    A cell is everything that identifies a judgment or score except the replicate: the
+    condition (pairwise: the two models and which was shown first) and every cluster
+    label. ``agreement`` is the share of cells with two or more runs whose outcomes
+    are all equal; ``within_sd`` the mean standard deviation of the outcome within
+    those cells.
+    """
+    if table.replicate is None:
+        return {}
+    d = table.data
+    keys = [c for c in ("condition", "model_a", "model_b", "a_first", "position",
+                        *table.clusters) if c in d.columns]
+    y = d["y"]
+    if keys:
+        g = y.groupby([d[k] for k in keys], dropna=False, sort=False)
+        size, nun, sd = g.size(), g.nunique(), g.std(ddof=1)
+    else:  # pragma: no cover - a replicate needs something to repeat within
+        size, nun, sd = (pd.Series([len(y)]), pd.Series([y.nunique()]),
+                         pd.Series([y.std(ddof=1)]))
+    rep = size >= 2
+    return {
+        "column": table.replicate,
+        "levels": int(d["replicate"].nunique()),
+        "cells": int(size.size),
+        "cells_with_replicates": int(rep.sum()),
+        "runs_per_cell_median": float(np.median(size)) if size.size else 0.0,
+        "agreement": float((nun[rep] == 1).mean()) if rep.any() else float("nan"),
+        "within_sd": float(sd[rep].mean()) if rep.any() else float("nan"),
+    }
 
 
 def summarize(table: EvalTable) -> DesignSummary:
@@ -198,8 +247,8 @@ def summarize(table: EvalTable) -> DesignSummary:
         pairs: dict[str, Any] = {"order_known": table.has_order}
         if table.has_order:
             # comparisons as read (before NA rows were dropped), then as used
-            pid = d["pair_id"].to_numpy()
-            per = np.bincount(pd.factorize(pid)[0])
+            # orders judged per comparison (its records share a pair_id)
+            per = d.groupby("pair_id")["a_first"].nunique().to_numpy()
             pairs.update(
                 comparisons=int(table.pairs_read.get("comparisons", per.size)),
                 both_orders=int(table.pairs_read.get("both_orders", (per == 2).sum())),
@@ -207,6 +256,7 @@ def summarize(table: EvalTable) -> DesignSummary:
                 used_both_orders=int((per == 2).sum()),
                 used_one_order_only=int((per == 1).sum()),
                 share_a_first=float(d["a_first"].mean()),
+                single_order=table.single_order,
             )
         vc = d["verdict"].value_counts()
         pairs["verdicts"] = {k: int(vc.get(k, 0)) for k in ("a", "b", "tie")}
@@ -232,4 +282,5 @@ def summarize(table: EvalTable) -> DesignSummary:
         pairs=pairs,
         roles=table.roles.to_dict(),
         source=table.source,
+        replicates=replicate_agreement(table),
     )

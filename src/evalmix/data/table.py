@@ -20,13 +20,21 @@ Canonical columns of ``EvalTable.data``
 ``a_first`` (pairwise)
     1.0 if model_a's answer was shown first, 0.0 if model_b's was, NaN if unknown.
 ``pair_id`` (pairwise)
-    Integer id shared by the AB and BA records of one comparison (-1 when no order
-    column was given). Pairs are matched before NA rows are dropped, so a pair whose
+    Integer id shared by the records of one comparison (the unordered model pair plus
+    condition, cluster and replicate labels): its AB and BA records, or all of its
+    records when it has several per order (then a warning names the fix:
+    ``replicate=``); -1 when no order column was given. In a single-order design
+    (each comparison judged in one randomised order) every record is its own
+    comparison. Pairs are matched before NA rows are dropped, so a pair whose
     partner had an NA outcome keeps a single record.
 ``condition``
     Condition / model label (string) when a condition column was given.
 ``position``
     A position covariate for score tables (as given).
+``replicate``
+    Replicate label (repeated runs of the same item and condition: Inspect epochs,
+    repeated judge runs), as strings, when a replicate column was given. Replicates
+    are nested within the item or comparison; they are never a cluster factor.
 one column per cluster role
     Named by the role (``scenario``, ``judge``, ...), holding the labels as strings.
 """
@@ -56,7 +64,7 @@ OUTCOME_TYPES: tuple[str, ...] = ("auto", "binary", "proportion", "numeric")
 #: Column names the canonical frame uses itself; cluster roles may not take them.
 RESERVED_NAMES: frozenset[str] = frozenset(
     {"row", "y", "verdict", "model_a", "model_b", "a_first", "pair_id", "condition",
-     "position", "outcome", "first_shown", "weight"}
+     "position", "outcome", "first_shown", "weight", "replicate"}
 )
 
 __all__ = ["EvalTable", "Roles", "Kind", "OutcomeType", "TiePolicy", "TIE_POLICIES",
@@ -75,6 +83,7 @@ class Roles:
     first_shown: str | None = None
     position: str | None = None
     clusters: Mapping[str, str] = field(default_factory=dict)
+    replicate: str | None = None
     #: Cluster roles the claim generalises over (``None``: :func:`default_sampled`).
     sampled: tuple[str, ...] | None = None
 
@@ -85,12 +94,13 @@ class Roles:
 
     def __reduce__(self) -> tuple[Any, ...]:  # mappingproxy cannot be pickled
         return (Roles, (self.outcome, self.condition, self.model_a, self.model_b,
-                        self.first_shown, self.position, dict(self.clusters), self.sampled))
+                        self.first_shown, self.position, dict(self.clusters),
+                        self.replicate, self.sampled))
 
     def __hash__(self) -> int:
         return hash((self.outcome, self.condition, self.model_a, self.model_b,
                      self.first_shown, self.position, tuple(self.clusters.items()),
-                     self.sampled))
+                     self.replicate, self.sampled))
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -99,6 +109,8 @@ class Roles:
             if getattr(self, k) is not None
         }
         out["clusters"] = dict(self.clusters)
+        if self.replicate is not None:
+            out["replicate"] = self.replicate
         if self.sampled is not None:
             out["sampled"] = list(self.sampled)
         return out
@@ -175,7 +187,9 @@ class EvalTable:
         Where the table came from (path or ``"DataFrame"``).
     pairs_read : Mapping[str, int]
         Pairwise tables with an order column: AB/BA matching as read, before rows were
-        dropped (``comparisons``, ``both_orders``, ``one_order_only``).
+        dropped (``comparisons``, ``both_orders``, ``one_order_only``; ``single_order``
+        is 1 in a single-order design, ``multi_record_comparisons`` counts comparisons
+        with several records per order).
     """
 
     data: pd.DataFrame
@@ -278,6 +292,20 @@ class EvalTable:
         names = tuple(dict.fromkeys(str(n).strip() for n in names if str(n).strip()))
         self.check_cluster(names)
         return replace(self, roles=replace(self.roles, sampled=names), _codes={})
+
+    @property
+    def single_order(self) -> bool:
+        """True for a pairwise table whose comparisons were each judged in one
+        randomised order (no AB/BA pairs): position effects are then estimated as a
+        covariate and position-adjusted win rates by standardisation."""
+        return self.has_order and bool(self.pairs_read.get("single_order", 0))
+
+    @property
+    def replicate(self) -> str | None:
+        """Source column of the replicate role (repeated runs nested within the item or
+        comparison, held in the canonical ``replicate`` column), or None. Replicates
+        are fixed repetitions, never a sampled cluster level."""
+        return self.roles.replicate
 
     def codes(self, role: str) -> np.ndarray:
         """Integer codes 0..G-1 of cluster factor ``role`` (labels sorted).

@@ -14,9 +14,14 @@ variance method (naive, sandwich, cluster bootstrap, wild bootstrap) consumes:
     (``1 - y`` where it is ``model_b``; under ``"separate"`` a strict ``"b"`` verdict).
     ``contrast=`` keeps the rows whose ``model_b`` (or ``condition``) equals it.
 ``controlled_win_rate`` (pairwise with order)
-    Intercept of ``y ~ 1 + (s - 1/2)`` on complete AB/BA pairs, ``s`` = 1 when the scored
-    model was shown first. Because ``s - 1/2 = +-1/2``, the intercept is exactly
-    ``(p_AB + p_BA) / 2``: position bias cancels.
+    Intercept of ``y ~ 1 + (s - 1/2)``, ``s`` = 1 when the scored model was shown first.
+    Because ``s - 1/2 = +-1/2``, the intercept is exactly ``(p_first + p_second) / 2``:
+    the fitted linear model averaged over both orders with equal weight. On matched
+    AB/BA pairs (complete pairs only) position bias cancels within each pair. On a
+    single-order table (each comparison judged once, in a randomised order) the same
+    regression over every row is the position-adjusted win rate by standardisation:
+    the win rate had each comparison been shown in each order half the time
+    (``details["method"]`` says which was used).
 ``difference`` (``conditions=(A, B)``: B minus A)
     Paired when (at least 90% of) the units -- the combination of all cluster factors
     (and, for pairwise tables, which answer was shown first) -- have rows of both
@@ -372,6 +377,8 @@ def _win_rate(table: EvalTable, contrast: str | None, model: str | None,
             "controlled_win_rate needs to know which answer was shown first; read the "
             "table with first_shown=..."
         )
+    if table.single_order:
+        return _standardised_win_rate(table, mask, ys, first, label, details)
     pid = d["pair_id"].to_numpy()
     known = mask & np.isfinite(first) & (pid >= 0)
     f = pd.DataFrame({"pid": pid[known], "first": first[known]})
@@ -390,10 +397,42 @@ def _win_rate(table: EvalTable, contrast: str | None, model: str | None,
             f"{int(mask.sum())} rows without their other-order partner were left out",
             DroppedRowsWarning, stacklevel=4,
         )
-    details.update(n_pairs=len(complete_ids), rows_without_partner=n_drop)
+    details.update(n_pairs=len(complete_ids), rows_without_partner=n_drop,
+                   method="within matched AB/BA pairs")
     X = np.column_stack([np.ones(complete.sum()), first[complete] - 0.5])
     return _problem(X, ys[complete], 0, ("(Intercept)", "position"), table, complete,
                     estimand=estimand, contrast=label, null=0.5, details=details)
+
+
+def _standardised_win_rate(table: EvalTable, mask: np.ndarray, ys: np.ndarray,
+                           first: np.ndarray, label: str, details: dict[str, Any]
+                           ) -> LinearProblem:
+    """Single randomised order: ``y ~ 1 + (s - 1/2)`` over every row of the comparison.
+
+    The intercept is ``(mean(y | first) + mean(y | second)) / 2``, the fitted model
+    averaged over both orders (standardisation to a balanced order).
+
+    References
+    ----------
+    Hernan, M. A. and Robins, J. M. (2006). Estimating causal effects from
+    epidemiological data. J Epidemiol Community Health 60, 578-586 (standardisation).
+    https://doi.org/10.1136/jech.2004.029496
+    """
+    known = mask & np.isfinite(first)
+    s = first[known]
+    n_first = int((s == 1).sum())
+    if n_first in (0, s.size):
+        raise EvalmixError(
+            f"controlled_win_rate [{label}]: the scored model was shown "
+            f"{'first' if n_first else 'second'} in all {s.size} of its rows, so the win "
+            "rate cannot be adjusted for position; use estimand='win_rate'"
+        )
+    details.update(method="standardisation over both orders (single randomised order)",
+                   n_first=n_first, n_second=int(s.size - n_first))
+    X = np.column_stack([np.ones(s.size), s - 0.5])
+    return _problem(X, ys[known], 0, ("(Intercept)", "position"), table, known,
+                    estimand="controlled_win_rate", contrast=label, null=0.5,
+                    details=details)
 
 
 def _two_conditions(table: EvalTable, conditions: Sequence[str] | None

@@ -10,6 +10,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from evalmix.data.readers import FORMATS
 from evalmix.errors import EvalmixError
 
 __all__ = ["add_parser", "run_report", "run_demo"]
@@ -45,7 +46,20 @@ def add_parser(subparsers: Any) -> list[str]:
         description="Read a long-format eval table and write a sensitivity report: "
                     "intervals by method and cluster level, variance components, "
                     "per-judge position bias, plots (report.html).")
-    rp.add_argument("data", metavar="DATA", help="CSV/TSV/Parquet/JSONL file")
+    rp.add_argument("data", metavar="DATA",
+                    help="CSV/TSV/Parquet/JSONL table, or an eval log file or folder "
+                         "(Inspect, lm-eval, AlpacaEval, Arena/FastChat; see --format)")
+    rp.add_argument("--format", default="auto", choices=FORMATS,
+                    help="input format (default auto: a table when --outcome or --roles is "
+                         "given, else detected from the file type and content)")
+    rp.add_argument("--read-option", dest="read_options", action="append", default=[],
+                    metavar="KEY=VALUE",
+                    help="log reader option, repeatable: scorer=NAME (inspect), metric=NAME, "
+                         "filter=NAME, model=FIELD (lm_eval), failures=tie|drop "
+                         "(alpaca_eval), model_a_first=true (battles)")
+    rp.add_argument("--replicate",
+                    help="column numbering repeated runs (epochs, repeated judge runs): "
+                         "nested within the item, never a cluster level")
     rp.add_argument("--outcome", help="outcome column (score, correct, or a/b/tie verdict)")
     rp.add_argument("--condition", help="condition/model column (score tables)")
     rp.add_argument("--model-a", dest="model_a", help="pairwise: first model column")
@@ -87,10 +101,35 @@ def add_parser(subparsers: Any) -> list[str]:
     return ["report", "demo"]
 
 
+def _read_log(args: argparse.Namespace, fmt: str) -> Any:
+    """A log format: reader options, clusters, ties and replicate go to its reader."""
+    from evalmix.cli import parse_cluster
+    from evalmix.data.readers import read_log
+
+    kwargs: dict[str, Any] = {}
+    for item in args.read_options:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise EvalmixError(f"--read-option expects KEY=VALUE (e.g. scorer=match), got "
+                               f"{item!r}")
+        low = value.strip().lower()
+        kwargs[key.strip()] = {"true": True, "false": False}.get(low, value.strip())
+    extra = {"clusters": parse_cluster(args.cluster) or None, "ties": args.ties,
+             "replicate": args.replicate}
+    kwargs.update({k: v for k, v in extra.items() if v is not None})
+    return read_log(args.data, format=fmt, **kwargs)
+
+
 def _read(args: argparse.Namespace) -> Any:
     import evalmix
     from evalmix.cli import parse_cluster
+    from evalmix.data.readers import detect_format
 
+    fmt = args.format
+    if fmt == "auto":
+        fmt = "table" if (args.outcome or args.roles) else detect_format(args.data)
+    if fmt != "table":
+        return _read_log(args, fmt)
     if not args.outcome and not args.roles:
         raise EvalmixError("--outcome is required (or give it in --roles roles.toml)")
     if args.reps < 1:
@@ -99,7 +138,7 @@ def _read(args: argparse.Namespace) -> Any:
     kwargs: dict[str, Any] = {
         "outcome": args.outcome, "condition": args.condition, "model_a": args.model_a,
         "model_b": args.model_b, "first_shown": args.first_shown, "clusters": clusters,
-        "roles": args.roles,
+        "roles": args.roles, "replicate": args.replicate,
     }
     if args.ties is not None:
         kwargs["ties"] = args.ties

@@ -1,0 +1,105 @@
+"""What every log reader shares: finding files, flattening records, reading the frame."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from evalmix.data.read import read
+from evalmix.data.table import EvalTable
+from evalmix.errors import EvalmixError
+
+Source = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
+
+
+def as_paths(source: Source, patterns: Sequence[str], what: str) -> list[Path]:
+    """Files named by ``source`` (a file, a folder searched recursively for
+    ``patterns``, or a list of either), sorted, each once."""
+    items = [source] if isinstance(source, str | os.PathLike) else list(source)
+    if not items:
+        raise EvalmixError(f"no {what} given; pass a file, a folder or a list of files")
+    out: list[Path] = []
+    for item in items:
+        path = Path(item)
+        if path.is_dir():
+            found = sorted({p for pat in patterns for p in path.rglob(pat) if p.is_file()})
+            if not found:
+                raise EvalmixError(
+                    f"folder {str(path)!r} holds no {what} ({', '.join(patterns)}); check "
+                    "the path"
+                )
+            out += found
+        elif path.is_file():
+            out.append(path)
+        else:
+            raise EvalmixError(f"no such file or folder: {str(path)!r}; check the path")
+    return list(dict.fromkeys(out))
+
+
+def load_records(path: Path) -> list[dict[str, Any]]:
+    """Records of a JSON array file or a JSON Lines file."""
+    text = path.read_text(encoding="utf-8")
+    stripped = text.lstrip()
+    try:
+        if stripped.startswith("["):
+            records = json.loads(stripped)
+        else:
+            records = [json.loads(line) for line in text.splitlines() if line.strip()]
+    except json.JSONDecodeError as exc:
+        raise EvalmixError(
+            f"{str(path)!r} is not valid JSON or JSON Lines ({exc}); check the file"
+        ) from exc
+    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        raise EvalmixError(
+            f"{str(path)!r} does not hold a list of records (JSON objects); check the file"
+        )
+    return records
+
+
+def flatten(records: Iterable[Mapping[str, Any]], drop: Iterable[str] = ()) -> pd.DataFrame:
+    """Records as a frame with nested fields as dotted columns (``doc.subject``);
+    list- and dict-valued cells are left out."""
+    skip = set(drop)
+    frame = pd.json_normalize([{k: v for k, v in r.items() if k not in skip} for r in records],
+                              sep=".")
+    nested = [c for c in frame.columns
+              if frame[c].map(lambda v: isinstance(v, list | dict)).any()]
+    return frame.drop(columns=nested)
+
+
+def finish(frame: pd.DataFrame, source: str, roles: Mapping[str, Any],
+           read_kwargs: Mapping[str, Any]) -> EvalTable:
+    """Read ``frame`` with the reader's ``roles``; ``read_kwargs`` override them key by
+    key, and their ``clusters`` are added to the reader's."""
+    kwargs = dict(read_kwargs)
+    clusters = {**dict(roles.get("clusters", {})), **dict(kwargs.pop("clusters", None) or {})}
+    spec = {**dict(roles), **kwargs, "clusters": clusters}
+    table = read(frame, **spec)
+    return replace(table, source=source)
+
+
+def label(paths: Sequence[Path]) -> str:
+    return str(paths[0]) if len(paths) == 1 else f"{paths[0].parent} ({len(paths)} files)"
+
+
+def choose(name: str | None, available: Sequence[str], what: str, option: str) -> str:
+    """The one ``available`` value, or ``name`` checked against them."""
+    if name is None:
+        if len(available) == 1:
+            return available[0]
+        raise EvalmixError(
+            f"the logs have {len(available)} {what}s ({', '.join(repr(a) for a in available)}); "
+            f"choose one with {option}=..."
+        )
+    if name not in available:
+        raise EvalmixError(
+            f"{option}={name!r} is not in the logs; their {what}s are: "
+            f"{', '.join(repr(a) for a in available)}"
+        )
+    return name

@@ -1,0 +1,144 @@
+"""Pairwise battle logs: Chatbot Arena / MT-Bench human judgments, FastChat judge files.
+
+Two upstream shapes (JSON array or JSON Lines), told apart by their fields:
+
+**Battles** (Chatbot Arena ``clean_battle`` exports, ``lmsys/mt_bench_human_judgments``,
+``lmsys/chatbot_arena_conversations``): one record per judgment with ``model_a``,
+``model_b``, ``winner`` (``"model_a"``, ``"model_b"``, ``"tie"``, ``"tie (bothbad)"``),
+``judge``, and where present ``question_id`` and ``turn``. The records do not say which
+answer was shown first. In Chatbot Arena model_a is the answer shown on the left
+(position A) and models are assigned to the sides at random: ``model_a_first=True``
+records that, and the table is then a single-randomised-order design whose position
+(left-side) effect is estimated as a covariate.
+
+**FastChat MT-Bench pairwise judgments** (``data/mt_bench/model_judgment/*_pair.jsonl``
+written by ``gen_judgment.py --mode pairwise-*``): one record per comparison judged in
+both orders, ``question_id``, ``model_1``, ``model_2``, ``g1_winner`` (model_1 shown
+first) and ``g2_winner`` (model_2 shown first), each ``"model_1"``, ``"model_2"``,
+``"tie"`` or ``"error"`` (an unparsed judgment: NA), ``judge`` = ``[judge model,
+prompt name]``, ``turn``. Each record becomes an AB and a BA row (matched pairs).
+
+Clusters: ``item`` = question (question x turn when there are several turns, with
+``question`` above it), ``judge`` when there are several judges.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from evalmix.data.readers._common import (
+    Source,
+    as_paths,
+    finish,
+    flatten,
+    label,
+    load_records,
+)
+from evalmix.data.table import EvalTable
+from evalmix.errors import EvalmixError
+
+__all__ = ["read_battles"]
+
+_WINNER = {"model_a": "a", "model_b": "b", "tie": "tie", "tie (bothbad)": "tie",
+           "bothbad": "tie"}
+_G_WINNER = {"model_1": "a", "model_2": "b", "tie": "tie", "error": None}
+
+
+def _fastchat_pairs(records: list[dict[str, Any]]) -> pd.DataFrame:
+    rows = []
+    for r in records:
+        judge = r.get("judge")
+        judge_model, prompt = (judge[0], judge[1]) if isinstance(judge, list | tuple) and \
+            len(judge) == 2 else (judge, None)
+        base = {"question_id": r.get("question_id", r.get("id")), "model_a": r["model_1"],
+                "model_b": r["model_2"], "judge": judge_model, "judge_prompt": prompt,
+                "turn": r.get("turn", 1)}
+        for first, key in (("a", "g1_winner"), ("b", "g2_winner")):
+            raw = r.get(key)
+            if raw not in _G_WINNER:
+                raise EvalmixError(
+                    f"{key} is {raw!r} in the record of question {base['question_id']!r}; "
+                    "FastChat writes model_1, model_2, tie or error"
+                )
+            rows.append({**base, "first_shown": first, "winner": raw,
+                         "outcome": _G_WINNER[raw]})
+    return pd.DataFrame(rows)
+
+
+def _battles(records: list[dict[str, Any]]) -> pd.DataFrame:
+    frame = flatten(records, drop=("conversation_a", "conversation_b"))
+    raw = frame["winner"].astype("string").str.strip().str.lower()
+    unknown = raw.notna() & ~raw.isin(list(_WINNER))
+    if unknown.any():
+        raise EvalmixError(
+            f"winner has {int(unknown.sum())} values that are not model_a, model_b, tie or "
+            f"'tie (bothbad)' (e.g. {frame['winner'][unknown].iloc[0]!r})"
+        )
+    frame["outcome"] = raw.map(_WINNER)
+    return frame
+
+
+def read_battles(source: Source, *, model_a_first: bool = False, **read_kwargs: Any
+                 ) -> EvalTable:
+    """Read pairwise battle or judgment logs (see the module docstring for the shapes).
+
+    Parameters
+    ----------
+    source : path, folder or list of them
+        ``.json``/``.jsonl`` files (a folder is searched for both).
+    model_a_first : bool
+        Battles shape only: model_a's answer was shown first (Chatbot Arena's left
+        side). Makes a single-randomised-order table with ``first_shown``.
+    **read_kwargs
+        Passed to :func:`evalmix.read` (``clusters=`` are added to the reader's).
+
+    Returns
+    -------
+    EvalTable
+        A pairwise table (ties as ``tie``; ``tie (bothbad)`` is kept in the ``winner``
+        column of the source frame).
+    """
+    paths = as_paths(source, ("*.jsonl", "*.json"), "battle logs")
+    records = [r for p in paths for r in load_records(p)]
+    if not records:
+        raise EvalmixError(f"the battle logs {label(paths)} hold no records")
+    first = records[0]
+    if {"g1_winner", "g2_winner", "model_1", "model_2"} <= set(first):
+        if model_a_first:
+            raise EvalmixError(
+                "model_a_first applies to battle records (model_a/model_b/winner); FastChat "
+                "pairwise judgments already say which answer was shown first (g1/g2)"
+            )
+        frame = _fastchat_pairs(records)
+        roles: dict[str, Any] = {"outcome": "outcome", "model_a": "model_a",
+                                 "model_b": "model_b", "first_shown": "first_shown",
+                                 "order_design": "matched"}
+    elif {"model_a", "model_b", "winner"} <= set(first):
+        frame = _battles(records)
+        roles = {"outcome": "outcome", "model_a": "model_a", "model_b": "model_b"}
+        if model_a_first:
+            frame["first_shown"] = "a"
+            roles.update(first_shown="first_shown", order_design="single")
+    else:
+        raise EvalmixError(
+            f"{str(paths[0])!r}: records with fields {sorted(first)[:12]} are neither battles "
+            "(model_a, model_b, winner) nor FastChat pairwise judgments (model_1, model_2, "
+            "g1_winner, g2_winner)"
+        )
+    clusters: dict[str, str] = {}
+    if "question_id" in frame.columns and frame["question_id"].notna().all():
+        frame["question_id"] = frame["question_id"].astype(str)
+        if "turn" in frame.columns and frame["turn"].nunique() > 1:
+            frame["question_turn"] = frame["question_id"] + "/" + frame["turn"].astype(str)
+            clusters.update(item="question_turn", question="question_id")
+        else:
+            clusters["item"] = "question_id"
+    if "judge" in frame.columns and frame["judge"].nunique() > 1:
+        frame["judge"] = frame["judge"].astype(str)
+        clusters["judge"] = "judge"
+    roles["clusters"] = clusters
+    frame["model_a"] = frame["model_a"].astype(str)
+    frame["model_b"] = frame["model_b"].astype(str)
+    return finish(frame, label(paths), roles, read_kwargs)

@@ -1,0 +1,175 @@
+"""Inspect AI evaluation logs (``.eval`` and ``.json``) as a score table.
+
+Read through ``inspect_ai``'s own log reader (an optional dependency:
+``pip install 'evalmix[inspect]'``), so every log format version Inspect can read is
+read the same way.
+
+Layout of the table: one row per sample x epoch x log. The **model** is the condition,
+the **sample** the item (``item`` cluster; with several tasks the item is
+``task/sample id`` and the **task** is a cluster factor above it), and the **epoch** is
+a replicate within the item (never a cluster level). The chosen scorer's value is the
+outcome:
+
+================  ==========================================================
+value             outcome
+================  ==========================================================
+``"C"``           1 (correct)
+``"I"``           0 (incorrect)
+``"P"``           0.5 (partial credit)
+``"N"``           0 (no answer)
+``True/False``    1 / 0
+number            the number (so the outcome is binary, a proportion or numeric)
+numeric string    its number; ``"yes"``/``"no"``, ``"true"``/``"false"`` as 1/0
+dict              ``scorer="name.key"`` takes one key of it
+================  ==========================================================
+
+This is the mapping of Inspect's ``value_to_float()``, which its ``accuracy()`` and
+``mean()`` metrics use, so a model's mean outcome equals the accuracy Inspect reports.
+Samples without a score (errors, cancelled runs) are NA outcomes, dropped and counted.
+Sample metadata are columns ``metadata.<key>`` (usable as clusters, e.g.
+``clusters={"subject": "metadata.subject"}``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from evalmix.data.readers._common import Source, as_paths, choose, finish, label
+from evalmix.data.table import EvalTable
+from evalmix.errors import EvalmixError
+
+__all__ = ["read_inspect", "VALUE_MAP"]
+
+#: Inspect's value constants (CORRECT, INCORRECT, PARTIAL, NOANSWER) as outcomes.
+VALUE_MAP: dict[str, float] = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
+_WORDS = {"yes": 1.0, "true": 1.0, "no": 0.0, "false": 0.0}
+#: bulky sample fields not needed for scores (skipped when reading .eval logs)
+_UNUSED = {"messages", "events", "store", "attachments"}
+
+
+def _inspect_log():
+    try:
+        from inspect_ai import log
+    except ImportError as exc:
+        raise EvalmixError(
+            "reading Inspect AI logs needs the inspect_ai package, which evalmix does not "
+            "install by default: pip install 'evalmix[inspect]'"
+        ) from exc
+    return log
+
+
+def _value(v: Any, scorer: str) -> float:
+    if v is None:
+        return np.nan
+    if isinstance(v, bool):
+        return float(v)
+    if isinstance(v, int | float):
+        return float(v)
+    if isinstance(v, str):
+        if v in VALUE_MAP:
+            return VALUE_MAP[v]
+        low = v.strip().lower()
+        if low in _WORDS:
+            return _WORDS[low]
+        try:
+            return float(low)
+        except ValueError:
+            raise EvalmixError(
+                f"scorer {scorer!r} gives the value {v!r}, which is not C/I/P/N, a number or "
+                "yes/no; choose another scorer (scorer=...) or recode the log"
+            ) from None
+    kind = "dict" if isinstance(v, dict) else type(v).__name__
+    keys = f" (keys {', '.join(map(repr, v))}: pass scorer='{scorer}.KEY')" \
+        if isinstance(v, dict) else ""
+    raise EvalmixError(f"scorer {scorer!r} gives {kind} values{keys}; evalmix needs one "
+                       "number per sample")
+
+
+def _logs(source: Source) -> tuple[list[Any], list[Path]]:
+    log = _inspect_log()
+    items = [source] if isinstance(source, str | Path) else list(source)
+    files: list[Path] = []
+    for item in items:
+        path = Path(item)
+        if path.is_dir():
+            found = [Path(i.name.removeprefix("file://")) for i in
+                     log.list_eval_logs(str(path), formats=["eval", "json"], recursive=True)]
+            if not found:
+                raise EvalmixError(f"folder {str(path)!r} holds no Inspect logs (.eval, .json)")
+            files += sorted(found)
+        else:
+            files += as_paths(path, ("*.eval", "*.json"), "Inspect logs")
+    out = []
+    for f in dict.fromkeys(files):
+        try:
+            out.append(log.read_eval_log(str(f), exclude_fields=_UNUSED))
+        except Exception as exc:  # inspect raises many types for a file it cannot read
+            raise EvalmixError(
+                f"inspect_ai could not read {str(f)!r} as an eval log "
+                f"({type(exc).__name__}: {exc}); pass Inspect .eval/.json logs"
+            ) from exc
+    return out, list(dict.fromkeys(files))
+
+
+def read_inspect(source: Source, *, scorer: str | None = None, **read_kwargs: Any
+                 ) -> EvalTable:
+    """Read Inspect AI logs: a ``.eval``/``.json`` file, a log folder, or a list.
+
+    Parameters
+    ----------
+    source : path, folder or list of them
+        Logs of one or several models and tasks (``inspect log dump`` output too).
+    scorer : str, optional
+        The scorer whose value is the outcome; required when the logs have several
+        (the error lists them). ``"name.key"`` takes one key of dict-valued scores.
+    **read_kwargs
+        Passed to :func:`evalmix.read` (``clusters=`` are added to the reader's).
+
+    Returns
+    -------
+    EvalTable
+        A score table: outcome ``score`` (see the module docstring for the mapping),
+        condition ``model``, cluster ``item`` (and ``task`` with several tasks),
+        replicate ``epoch`` when a sample was run more than once.
+
+    Examples
+    --------
+    >>> from evalmix.data.readers import read_inspect
+    >>> table = read_inspect("logs/", scorer="match")  # doctest: +SKIP
+    """
+    logs, files = _logs(source)
+    base, _, key = (scorer or "").partition(".")
+    names = sorted({n for lg in logs for s in (lg.samples or []) for n in (s.scores or {})})
+    if not names:
+        raise EvalmixError(f"the Inspect logs {label(files)} hold no scored samples")
+    name = choose(base or None, names, "scorer", "scorer")
+    shown = f"{name}.{key}" if key else name
+    rows = []
+    for lg, f in zip(logs, files, strict=True):
+        for s in lg.samples or []:
+            score = (s.scores or {}).get(name)
+            value = None if score is None else score.value
+            if key:
+                if value is not None and not (isinstance(value, dict) and key in value):
+                    raise EvalmixError(f"scorer {name!r} has no key {key!r} in sample {s.id!r}")
+                value = None if value is None else value[key]
+            row = {"model": lg.eval.model, "task": lg.eval.task, "sample_id": str(s.id),
+                   "epoch": int(s.epoch), "score": _value(value, shown), "log": f.name}
+            for k, v in (s.metadata or {}).items():
+                if isinstance(v, str | int | float | bool) or v is None:
+                    row[f"metadata.{k}"] = v
+            rows.append(row)
+    frame = pd.DataFrame(rows)
+    several_tasks = frame["task"].nunique() > 1
+    roles: dict[str, Any] = {"outcome": "score", "condition": "model",
+                             "clusters": {"item": "sample_id"}}
+    if several_tasks:
+        frame["sample_id"] = frame["task"] + "/" + frame["sample_id"]
+        roles["clusters"] = {"item": "sample_id", "task": "task"}
+    if frame["epoch"].nunique() > 1:
+        roles["replicate"] = "epoch"
+    return finish(frame, label(files), roles, read_kwargs)
