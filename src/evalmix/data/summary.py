@@ -75,6 +75,7 @@ class DesignSummary:
     pairs: Mapping[str, Any] = field(default_factory=dict)
     roles: Mapping[str, Any] = field(default_factory=dict)
     source: str = ""
+    n_duplicates: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
@@ -91,6 +92,7 @@ class DesignSummary:
             "dropped": dict(self.dropped),
             "dropped_total": int(sum(self.dropped.values())),
             "ties_count": self.n_ties,
+            "duplicate_rows": self.n_duplicates,
             "outcome_mean": self.outcome_mean,
             "roles": dict(self.roles),
             "factors": records(self.factors),
@@ -113,6 +115,9 @@ class DesignSummary:
             lines.append(f"- Dropped: {sum(self.dropped.values()):,} ({parts})")
         else:
             lines.append("- Dropped: none")
+        if self.n_duplicates:
+            lines.append(f"- Rows that exactly repeat another row (kept): "
+                         f"{self.n_duplicates:,}")
         if self.kind == "pairwise":
             lines.append(f"- Ties among rows read: {self.n_ties:,}")
         lines.append(f"- Mean outcome: {self.outcome_mean:.4f}")
@@ -232,4 +237,5 @@ def summarize(table: EvalTable) -> DesignSummary:
         pairs=pairs,
         roles=table.roles.to_dict(),
         source=table.source,
+        n_duplicates=table.n_duplicates,
     )
