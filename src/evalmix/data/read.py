@@ -151,12 +151,12 @@ def _read_delimited(path: Path, sep: str, text_columns: tuple[str, ...],
     for other, label in _SEPARATORS.items():
         if other != sep and len(names) == 1 and other in names[0]:
             expect = _SEPARATORS[sep]
+            fix = {"\t": "rename it to .tsv", ",": "rename it to .csv"}.get(
+                other, f"load it with pandas.read_csv(path, sep={other!r}) and pass the "
+                "DataFrame to evalmix.read")
             raise EvalmixError(
                 f"{str(path)!r} looks {label}-separated, not {expect}-separated: its header "
-                f"line reads {sep.join(names)[:80]!r}. Fix: save it with {expect}s (or "
-                + ("name it .tsv" if other == "\t" else "name it .csv" if other == ","
-                   else f"load it with pandas.read_csv(path, sep={other!r})")
-                + " and pass the DataFrame to evalmix.read)")
+                f"line reads {names[0][:80]!r}. Fix: {fix}, or save it {expect}-separated")
     seen: set[str] = set()
     dups = sorted({n for n in names if n in seen or seen.add(n)})  # type: ignore[func-returns-value]
     if dups:
