@@ -165,7 +165,7 @@ def _read_delimited(path: Path, sep: str, text_columns: tuple[str, ...],
             f"{str(path)!r}; rename the copies so each column has a unique name"
             for d in dups])
     columns = pd.read_csv(path, sep=sep, nrows=0, encoding=encoding).columns
-    text = set(text_columns)
+    text = {resolve_column(c, columns) for c in text_columns}
     return pd.read_csv(
         path, sep=sep, encoding=encoding, dtype={c: str for c in columns if c in text},
         keep_default_na=False,
@@ -696,8 +696,32 @@ def read(
                                 role_map.first_shown, *role_map.clusters.values())
                     if c is not None]
     frame, source_name = load_frame(source, text_columns=text_columns, encoding=encoding)
+    role_map = _resolve_roles(role_map, frame.columns)
     return _validate(frame, role_map, ties_policy, outcome_type, unmatched, source_name,
                      on_unparsed=on_unparsed, outcome_kind=kind_of_outcome)
+
+
+def resolve_column(name: str, columns: Iterable[Any]) -> str:
+    """``name`` if it is a column; else the one column equal to it up to surrounding
+    spaces (``" judge "`` finds ``judge``, and ``" item id "`` itself when it exists)."""
+    names = [str(c) for c in columns]
+    if name in names:
+        return name
+    near = [c for c in names if c.strip() == name.strip()]
+    return near[0] if len(near) == 1 else name
+
+
+def _resolve_roles(roles: Roles, columns: Iterable[Any]) -> Roles:
+    cols = list(columns)
+
+    def res(name: str | None) -> str | None:
+        return None if name is None else resolve_column(name, cols)
+
+    return Roles(
+        outcome=resolve_column(roles.outcome, cols), condition=res(roles.condition),
+        model_a=res(roles.model_a), model_b=res(roles.model_b),
+        first_shown=res(roles.first_shown), position=res(roles.position),
+        clusters={k: resolve_column(v, cols) for k, v in roles.clusters.items()})
 
 
 def _name(value: object) -> str | None:

@@ -62,10 +62,18 @@ def check_report_dir(out: str | Path) -> Path:
     return d
 
 
+#: the names :meth:`Report.write` puts in a report folder
+REPORT_FILES = frozenset({
+    "intervals.csv", "variance.csv", "judges.csv", "design.json", "design.md",
+    "report.html", "report.md", "summary.json", "prior_sensitivity.csv", "plots",
+    REPORT_MARKER})
+
+
 def _is_report_dir(d: Path) -> bool:
+    """Empty, marked as a report, or holding only names a report has (one written
+    before the marker existed)."""
     names = {p.name for p in d.iterdir()}
-    # a report written before the marker existed has these two
-    return not names or REPORT_MARKER in names or {"summary.json", "report.html"} <= names
+    return REPORT_MARKER in names or names <= REPORT_FILES
 
 
 def _swap_into_place(tmp: Path, out: Path) -> None:
