@@ -11,9 +11,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import math
+import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -125,18 +127,39 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 class _Interrupt:
-    """SIGINT handler: remembers the interrupt, then raises KeyboardInterrupt.
+    """SIGINT handler: remembers the interrupt and raises KeyboardInterrupt, again every
+    half second until the command has stopped.
 
-    Some samplers catch KeyboardInterrupt and return the draws so far; the flag lets a
-    subcommand refuse to write a report built on such a cut-short fit
-    (:func:`stop_if_interrupted`).
+    Samplers (nutpie, PyMC) catch KeyboardInterrupt and return the draws so far; the
+    repeat stops the analysis that would go on with them, and the flag lets a subcommand
+    refuse to write such a result (:func:`stop_if_interrupted`).
     """
 
     seen = False
+    done = False
+    lock = threading.Lock()
 
     def __call__(self, signum: int, frame: object) -> None:
-        _Interrupt.seen = True
+        if _Interrupt.done:
+            return
+        if not _Interrupt.seen:
+            _Interrupt.seen = True
+            threading.Thread(target=_Interrupt.repeat, daemon=True).start()
         raise KeyboardInterrupt
+
+    @staticmethod
+    def repeat() -> None:
+        while True:
+            time.sleep(0.5)
+            with _Interrupt.lock:
+                if _Interrupt.done:
+                    return
+                os.kill(os.getpid(), signal.SIGINT)
+
+    @staticmethod
+    def finish() -> None:
+        with _Interrupt.lock:
+            _Interrupt.done = True
 
 
 def stop_if_interrupted() -> None:
@@ -159,13 +182,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    _Interrupt.seen = False
+    _Interrupt.seen = _Interrupt.done = False
     previous = None
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGINT, _Interrupt())
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt as exc:
+        _Interrupt.finish()
         print(f"evalmix: interrupted; {str(exc) or 'nothing written'}", file=sys.stderr)
         return 130
     except EvalmixError as exc:
@@ -176,9 +200,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"evalmix: error: {_os_error(exc)}", file=sys.stderr)
         return 2
     finally:
+        _Interrupt.finish()
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    # run the imported module's main, so that subcommands (which import evalmix.cli)
+    # and the SIGINT handler share one module state, not a __main__ copy
+    from evalmix.cli import main as _main
+
+    sys.exit(_main())

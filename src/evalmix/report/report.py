@@ -224,6 +224,9 @@ class Report:
         d = check_report_dir(out)
         tmp = Path(tempfile.mkdtemp(dir=d.parent, prefix=f".{d.name}.tmp-"))
         try:
+            umask = os.umask(0)
+            os.umask(umask)
+            tmp.chmod(0o777 & ~umask)  # mkdtemp makes it private; a report folder is not
             self._write_files(tmp)
             (tmp / REPORT_MARKER).write_text(
                 json.dumps({"evalmix_report": True, "files": sorted(
