@@ -78,6 +78,22 @@ def test_os_errors_are_one_line(tmp_path, capsys, monkeypatch):
     assert code == 2 and "Permission denied" in line and "x.csv" in line
 
 
+def test_a_bug_is_one_line_unless_the_traceback_is_asked_for(tmp_path, capsys, monkeypatch):
+    import evalmix.report.cli as report_cli
+
+    def bug(args):
+        raise ZeroDivisionError("float division by zero")
+
+    monkeypatch.setattr(report_cli, "run_report", bug)
+    argv = ["report", "x.csv", "--outcome", "y", "--out", str(tmp_path / "r")]
+    code, _, err = run(argv, capsys)
+    line = one_line(err)
+    assert code == 1 and line.startswith("evalmix: internal error: ZeroDivisionError")
+    monkeypatch.setenv("EVALMIX_TRACEBACK", "1")
+    with pytest.raises(ZeroDivisionError):
+        main(argv)
+
+
 # ------------------------------------------------------------------ options
 @pytest.mark.parametrize("argv, needle", [
     (["report", "d.csv", "--draws", "0"], "--draws: expected a positive integer"),

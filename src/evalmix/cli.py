@@ -199,6 +199,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         print(f"evalmix: error: {_os_error(exc)}", file=sys.stderr)
         return 2
+    except Exception as exc:  # a bug: one line too, the traceback on request
+        if os.environ.get("EVALMIX_TRACEBACK"):
+            raise
+        print(f"evalmix: internal error: {type(exc).__name__}: {' '.join(str(exc).split())}"
+              "; this is a bug in evalmix, please report it with the command line "
+              "(EVALMIX_TRACEBACK=1 shows the traceback)", file=sys.stderr)
+        return 1
     finally:
         _Interrupt.finish()
         if previous is not None:
