@@ -269,3 +269,15 @@ def test_role_columns_match_up_to_surrounding_spaces_but_exact_first():
     t = evalmix.read(df, outcome="score", clusters={"item": " item id ", "judge": " judge "})
     assert t.roles.clusters == {"item": " item id ", "judge": "judge"}
     assert t.levels("item").tolist() == ["a", "b"]
+
+
+@pytest.mark.parametrize("name, text", [
+    ("t.csv", 'item,score\nq1,1\nq2,0\n'),
+    ("t.jsonl", '{"item": "q1", "score": 1}\n{"item": "q2", "score": 0}\n'),
+    ("t.json", '[{"item": "q1", "score": 1}, {"item": "q2", "score": 0}]'),
+])
+def test_files_with_a_byte_order_mark(tmp_path: Path, name: str, text: str):
+    path = tmp_path / name
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    t = evalmix.read(path, outcome="score", clusters={"item": "item"})
+    assert t.y.tolist() == [1.0, 0.0] and t.levels("item").tolist() == ["q1", "q2"]

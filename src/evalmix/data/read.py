@@ -193,9 +193,10 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def _open_text(path: Path, encoding: str | None):
     import gzip
 
+    # utf-8-sig: UTF-8 that skips a byte-order mark (as pandas does for CSV)
     if path.name.lower().endswith(".gz"):
-        return gzip.open(path, "rt", encoding=encoding or "utf-8")
-    return path.open(encoding=encoding or "utf-8")
+        return gzip.open(path, "rt", encoding=encoding or "utf-8-sig")
+    return path.open(encoding=encoding or "utf-8-sig")
 
 
 def _read_json_lines(path: Path, encoding: str | None) -> pd.DataFrame:
