@@ -102,3 +102,18 @@ def test_coverage_plot_survives_failed_and_single_cells(tmp_path):
                         "zero_k": base.assign(n_clusters=0)}.items():
         path = plot_coverage(table, tmp_path / f"{name}.png")
         assert path.stat().st_size > 1000
+
+
+@pytest.mark.parametrize("cell, needle", [
+    ({"size_cv": -1.0}, "size_cv >= 0"),
+    ({"size_cv": float("nan")}, "size_cv >= 0"),
+    ({"icc": float("nan")}, "icc in [0, 1)"),
+    ({"n_clusters": float("nan")}, "n_clusters >= 2"),
+])
+def test_coverage_grid_refuses_negative_and_nan_cells(cell, needle):
+    from evalmix.sim import coverage
+
+    with pytest.raises(EvalmixError, match=needle.replace("[", r"\[").replace("(", r"\(")
+                       .replace(")", r"\)")):
+        coverage(["naive"], [{"n_clusters": 5, "cluster_size": 2, **cell}], reps=10,
+                 progress=False)
