@@ -1009,8 +1009,8 @@ def _validate(
     if dropped:
         parts = ", ".join(
             f"{v} {k.replace('_', ' ')}"
-            + (f" (e.g. {_examples(raw_outcome[unparsed])})" if k == "unparsed_outcome"
-               else "")
+            + (f" (e.g. {_examples(raw_outcome[unparsed])})"
+               if k == "unparsed_outcome" and raw_outcome is not None else "")
             for k, v in dropped.items())
         warnings.warn(
             f"dropped {sum(dropped.values())} of {n} rows ({parts}); they are counted in "
