@@ -19,7 +19,11 @@ def test_usage_errors_are_one_line(argv, capsys):
 
 
 def test_parse_cluster():
+    # the role is stripped; the column is kept as typed (read() matches it exactly first,
+    # then up to surrounding spaces), so a real column " item id " can be named
     assert parse_cluster(["item=item_id", " judge = judge "]) == {"item": "item_id",
-                                                                  "judge": "judge"}
+                                                                  "judge": " judge "}
+    with pytest.raises(EvalmixError, match="gives the role 'item' twice"):
+        parse_cluster(["item=a", "item=b"])
     with pytest.raises(EvalmixError, match="ROLE=COLUMN"):
         parse_cluster(["item"])

@@ -17,7 +17,7 @@ import pytest
 
 import evalmix
 from evalmix.data.summary import factor_relation
-from evalmix.errors import DroppedRowsWarning, EvalmixError, EvalmixWarning
+from evalmix.errors import DroppedRowsWarning, EvalmixError, EvalmixWarning, InvalidTableError
 
 PAIR_KW = dict(outcome="outcome", model_a="model_a", model_b="model_b",
                first_shown="first_shown", clusters={"item": "item", "judge": "judge"})
@@ -140,9 +140,12 @@ def test_tie_policy_separate_keeps_ties_as_a_third_verdict():
 def test_na_and_unparsed_outcomes_dropped_counted_and_warned():
     df = pd.DataFrame({"q": ["q1", "q1", "q2", "q2", "q3", "q3"],
                        "correct": ["1", "0", "NA", "maybe", "", "TRUE"]})
+    # 1 of 4 readable outcomes is more than the 5% that on_unparsed='auto' drops
+    with pytest.raises(InvalidTableError, match=r"1 of 4 non-missing outcomes.*'maybe'"):
+        evalmix.read(df, outcome="correct", clusters={"item": "q"})
     with pytest.warns(DroppedRowsWarning, match=r"dropped 3 of 6 rows \(2 na outcome, 1 "
-                                                r"unparsed outcome\)"):
-        t = evalmix.read(df, outcome="correct", clusters={"item": "q"})
+                                                r"unparsed outcome \(e.g. 'maybe'\)\)"):
+        t = evalmix.read(df, outcome="correct", clusters={"item": "q"}, on_unparsed="drop")
     assert dict(t.dropped) == {"na_outcome": 2, "unparsed_outcome": 1}
     assert list(t.data["row"]) == [0, 1, 5] and list(t.y) == [1.0, 0.0, 1.0]
     s = t.describe().to_dict()
@@ -152,8 +155,10 @@ def test_na_and_unparsed_outcomes_dropped_counted_and_warned():
 def test_pairwise_unparsed_outcome_counted():
     df = pair_frame()
     df.loc[2, "outcome"] = "???"
-    with pytest.warns(DroppedRowsWarning, match="1 unparsed outcome"):
-        t = evalmix.read(df, **PAIR_KW)
+    with pytest.raises(InvalidTableError, match=r"1 of 11 non-missing outcomes"):
+        evalmix.read(df, **PAIR_KW)
+    with pytest.warns(DroppedRowsWarning, match=r"1 unparsed outcome \(e.g. '\?\?\?'\)"):
+        t = evalmix.read(df, **PAIR_KW, on_unparsed="drop")
     assert dict(t.dropped) == {"na_outcome": 1, "unparsed_outcome": 1}
 
 
@@ -296,7 +301,10 @@ def test_subset_recomputes_codes_and_keeps_counts():
     t = read_quiet(pair_frame(), **PAIR_KW)
     s = t.subset(t.data["judge"].to_numpy() == "2")
     assert s.n_obs == 6 and s.n_levels("judge") == 1 and s.n_levels("item") == 3
-    assert dict(s.dropped) == dict(t.dropped) and s.n_raw == 12
+    assert dict(s.dropped) == {**t.dropped, "not_selected": 5} and s.n_raw == 12
+    assert s.n_raw == s.n_obs + sum(s.dropped.values())
+    s2 = s.subset(s.data["item"].to_numpy() != s.data["item"].iloc[0])
+    assert s2.n_raw == s2.n_obs + sum(s2.dropped.values()) == 12
     assert s.codes("item").tolist() == sorted(s.codes("item").tolist())
     with pytest.raises(EvalmixError, match="selected no rows"):
         t.subset(np.zeros(t.n_obs, dtype=bool))

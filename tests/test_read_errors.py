@@ -97,7 +97,7 @@ def test_nan_cluster_ids():
         evalmix.read(df, outcome="correct", clusters={"item": "item"})
     msg = str(ei.value)
     assert "cluster factor 'item' (column 'item') has 1 missing or empty ids (rows 2)" in msg
-    assert "fillna" in msg
+    assert "keep_default_na=False" in msg and "fillna" not in msg
 
 
 def test_empty_string_cluster_ids():
@@ -134,13 +134,25 @@ def test_unmatched_ab_ba_records():
     assert "'first_shown'" in msg and "unmatched='drop'" in msg
 
 
-def test_duplicated_rows():
-    df = pd.concat([scores_frame(), scores_frame().iloc[[0]]], ignore_index=True)
+def test_duplicated_pairwise_records_are_an_error():
+    # two records claiming the same comparison (same models, order, clusters, verdict)
+    df = pd.concat([pair_frame(), pair_frame().iloc[[0]]], ignore_index=True)
     with pytest.raises(InvalidTableError) as ei:
-        evalmix.read(df, outcome="correct", clusters={"item": "item"})
+        evalmix.read(df, **PAIR_KW)
     msg = str(ei.value)
-    assert "2 rows are exact duplicates of another row (rows 0, 6)" in msg
+    assert "2 rows are exact duplicates of another row (rows 0, 8)" in msg
     assert "drop_duplicates" in msg and "epoch" in msg
+
+
+def test_duplicated_score_rows_are_kept_and_counted():
+    # repeated 0/1 scores within a cluster without an item id are ordinary data
+    df = pd.DataFrame({"judge": ["j1"] * 4 + ["j2"] * 4, "correct": [1, 1, 0, 1, 0, 0, 0, 1]})
+    t = evalmix.read(df, outcome="correct", clusters={"judge": "judge"})
+    assert t.n_obs == 8 and t.n_duplicates == 6  # (j1, 1) x3, (j2, 0) x3
+    assert list(t.y) == [1, 1, 0, 1, 0, 0, 0, 1]
+    summary = t.describe()
+    assert summary.to_dict()["duplicate_rows"] == 6
+    assert "exactly repeat another row (kept): 6" in summary.to_markdown()
 
 
 def test_mixed_types_in_id_column():
@@ -360,16 +372,16 @@ def test_clusters_must_be_a_mapping():
 
 # ---------------------------------------------------------------- all problems at once
 def test_all_problems_reported_together():
-    df = scores_frame().assign(judge="gpt-4")
+    df = scores_frame().assign(judge="gpt-4", correct=[1, 0, 2, 1, 0, 1])
     df.loc[1, "item"] = None
-    df = pd.concat([df, df.iloc[[0]]], ignore_index=True)
     with pytest.raises(InvalidTableError) as ei:
-        evalmix.read(df, outcome="correct", clusters={"item": "item", "judge": "judge"})
+        evalmix.read(df, outcome="correct", clusters={"item": "item", "judge": "judge"},
+                     outcome_type="binary")
     problems = problems_of(ei)
     assert len(problems) == 3, problems
     text = str(ei.value)
     assert text.startswith("the eval table has 3 problems:")
-    assert "missing or empty ids" in text and "single level" in text and "duplicates" in text
+    assert "missing or empty ids" in text and "single level" in text and "must be binary" in text
 
 
 def test_missing_column_does_not_hide_other_problems():

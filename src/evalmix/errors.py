@@ -7,7 +7,10 @@ expected, and what to do next.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 
 __all__ = [
     "EvalmixError",
@@ -21,6 +24,8 @@ __all__ = [
     "SingularFitWarning",
     "NotEstimableWarning",
     "check_option",
+    "check_seed",
+    "check_out_dir",
 ]
 
 
@@ -83,3 +88,51 @@ def check_option(name: str, value: object, allowed: Sequence[object]) -> None:
     if value not in allowed:
         choices = ", ".join(repr(a) for a in allowed)
         raise InvalidOptionError(f"{name}={value!r} is not allowed; choose one of {choices}")
+
+
+def check_seed(seed: object) -> None:
+    """Raise :class:`InvalidOptionError` unless ``seed`` is None, a non-negative int or a
+    ``numpy.random.Generator`` (numpy seeds are non-negative integers).
+
+    Examples
+    --------
+    >>> check_seed(2026)
+    """
+    import numpy as np
+
+    if seed is None or isinstance(seed, np.random.Generator):
+        return
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
+        raise InvalidOptionError(
+            f"seed must be a non-negative int or a numpy.random.Generator, got {seed!r}")
+    if seed < 0:
+        raise InvalidOptionError(
+            f"seed={int(seed)} is negative; numpy seeds are non-negative integers "
+            "(e.g. seed=1)")
+
+
+def check_out_dir(path: str | os.PathLike[str], *, what: str = "--out") -> Path:
+    """Check, before any work starts, that folder ``path`` can be created or written.
+
+    Raises :class:`EvalmixError` naming the problem (a file in the way, a parent that is
+    a file, a folder without write permission or on a read-only file system). Creates
+    nothing: it probes with a temporary folder that it removes at once.
+    """
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise EvalmixError(f"{what} {str(p)!r} is a file, not a folder; remove it or choose "
+                           "another output folder")
+    ancestor = p.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise EvalmixError(f"{what} {str(p)!r} cannot be created: {str(ancestor)!r} is a "
+                           "file, not a folder; choose another output folder")
+    for where in ([p] if p.exists() else []) + [ancestor]:
+        try:
+            os.rmdir(tempfile.mkdtemp(dir=where, prefix=".evalmix-probe-"))
+        except OSError as exc:
+            raise EvalmixError(
+                f"{what} {str(p)!r}: cannot write in {str(where)!r} ({exc.strerror or exc}); "
+                "choose a folder you can write to") from None
+    return p

@@ -247,6 +247,10 @@ def _fit_with_timeout(fit: Any, table: EvalTable, timeout: float | None,
 
 
 def _call_fit(fit: Any, table: Any, kwargs: dict[str, Any]) -> Any:
+    import signal
+
+    # Ctrl-C is the parent's: it stops this child (no second traceback from here)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     f = fit(table, **kwargs)
     # InferenceData and statsmodels results may not pickle cheaply; the report needs
     # only the tidy tables

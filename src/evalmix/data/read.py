@@ -8,6 +8,8 @@ caller's DataFrame is never modified.
 
 from __future__ import annotations
 
+import codecs
+import json
 import os
 import tomllib
 import warnings
@@ -17,6 +19,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+from pandas._libs.parsers import STR_NA_VALUES
 
 from evalmix.data.table import (
     INTERACTION_SEP,
@@ -45,21 +48,33 @@ _B = {"b", "model_b", "0", "0.0"}
 _TIE = {"tie", "draw", "equal", "0.5", "=", "tie (equal)"}
 #: outcome text read as missing (compared lower-cased and stripped)
 _NA_TEXT = {"", "na", "n/a", "nan", "none", "null"}
+#: above this share of unreadable outcomes ``on_unparsed="auto"`` refuses the table
+UNPARSED_SHARE = 0.05
+#: larger outcomes are refused: their squares (sums of squares) overflow float64
+MAX_ABS_OUTCOME = 1e100
 _ROLE_KEYS = ("outcome", "condition", "model_a", "model_b", "first_shown", "position",
-              "clusters", "ties", "replicate", "sampled")
+              "clusters", "ties", "replicate", "sampled", "outcome_kind")
 ORDER_DESIGNS: tuple[str, ...] = ("auto", "matched", "single")
+OUTCOME_KINDS: tuple[str, ...] = ("auto", "verdict", "winner")
+UNPARSED_POLICIES: tuple[str, ...] = ("auto", "error", "drop")
 
 
 def load_frame(
     source: str | os.PathLike[str] | pd.DataFrame,
     *,
     text_columns: Iterable[str] = (),
+    encoding: str | None = None,
 ) -> tuple[pd.DataFrame, str]:
     """Load ``source`` (CSV/TSV, Parquet, JSONL or a DataFrame) without modifying it.
 
-    ``text_columns`` (id columns) are read from CSV files as text, so ids such as
-    ``"007"`` and ``"7"`` stay distinct; JSON values keep their JSON types (no
-    coercion of numeric-looking strings or dates). A DataFrame is returned as is.
+    ``text_columns`` (id columns) are read from CSV files as text, with no NA markers,
+    so ids such as ``"007"`` and ``"7"`` stay distinct and ``"NA"``, ``"nan"`` or
+    ``"null"`` (a language code, a model name) stay ids, as they do in JSONL and Parquet
+    files; other CSV columns keep pandas' NA markers. JSON values keep their JSON types
+    (no coercion of numeric-looking strings or dates). A column name that occurs twice
+    in a CSV header or a JSON record, a malformed JSON line (named by its line number),
+    a CSV whose header shows another separator and text that is not in ``encoding``
+    (default UTF-8) are errors. A DataFrame is returned as is.
     """
     if isinstance(source, pd.DataFrame):
         return source, "DataFrame"
@@ -73,27 +88,33 @@ def load_frame(
         raise EvalmixError(f"no such file: {str(path)!r}; check the path")
     if path.is_dir():
         raise EvalmixError(f"{str(path)!r} is a folder; pass the path of one table file")
+    if encoding is not None:
+        try:
+            codecs.lookup(encoding)
+        except LookupError as exc:
+            raise InvalidOptionError(
+                f"encoding={encoding!r} is not a known text encoding; use e.g. 'utf-8', "
+                "'latin-1' or 'cp1252'") from exc
     name = path.name.lower()
     if name.endswith(".gz"):
         name = name[:-3]
-    text = {c: str for c in text_columns}
     try:
         if name.endswith((".csv", ".txt")):
-            frame = pd.read_csv(path, dtype=text or None)
+            frame = _read_delimited(path, ",", tuple(text_columns), encoding)
         elif name.endswith(".tsv"):
-            frame = pd.read_csv(path, sep="\t", dtype=text or None)
+            frame = _read_delimited(path, "\t", tuple(text_columns), encoding)
         elif name.endswith((".parquet", ".pq")):
             frame = pd.read_parquet(path)
         elif name.endswith((".jsonl", ".ndjson")):
-            frame = pd.read_json(path, lines=True, dtype=False)
+            frame = _read_json_lines(path, encoding)
         elif name.endswith(".json"):
-            if _first_char(path) == "[":  # a JSON array of records
-                frame = pd.read_json(path, dtype=False)
+            if _first_char(path, encoding) == "[":  # a JSON array of records
+                frame = _read_json_array(path, encoding)
             else:
                 try:
-                    frame = pd.read_json(path, lines=True, dtype=False)
-                except ValueError:
-                    frame = pd.read_json(path, dtype=False)
+                    frame = _read_json_lines(path, encoding)
+                except _BadJsonLine:
+                    frame = pd.read_json(path, dtype=False, encoding=encoding)
         else:
             raise EvalmixError(
                 f"cannot read {str(path)!r}: unknown file type {path.suffix!r}; use .csv, "
@@ -105,6 +126,14 @@ def load_frame(
         raise InvalidTableError([
             f"the file {str(path)!r} is empty (no header, 0 rows); check the file"
         ]) from exc
+    except UnicodeDecodeError as exc:
+        bad = exc.object[exc.start:exc.start + 1].hex()
+        raise EvalmixError(
+            f"could not read {str(path)!r} as {encoding or 'utf-8'}: byte 0x{bad} at "
+            f"position {exc.start} is not valid there. The file is probably latin-1 or "
+            "cp1252 (common for spreadsheet exports): pass encoding='latin-1' "
+            "(CLI: --encoding latin-1), or save the file as UTF-8"
+        ) from exc
     except (ValueError, OSError, pd.errors.ParserError, ImportError) as exc:
         raise EvalmixError(
             f"could not read {str(path)!r} ({type(exc).__name__}: {exc}); check that the "
@@ -113,12 +142,113 @@ def load_frame(
     return frame, str(path)
 
 
-def _first_char(path: Path) -> str:
-    """First non-blank character of a (possibly gzipped) text file."""
+#: separators a delimited file may really use, by name (for the error message)
+_SEPARATORS = {",": "comma", ";": "semicolon", "\t": "tab", "|": "pipe"}
+
+
+def _read_delimited(path: Path, sep: str, text_columns: tuple[str, ...],
+                    encoding: str | None) -> pd.DataFrame:
+    """CSV/TSV with id columns as NA-free text and duplicated header names refused."""
+    header = pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str,
+                         keep_default_na=False, encoding=encoding)
+    names = [str(v) for v in header.iloc[0]] if len(header) else []
+    for other, label in _SEPARATORS.items():
+        if other != sep and len(names) == 1 and other in names[0]:
+            expect = _SEPARATORS[sep]
+            fix = {"\t": "rename it to .tsv", ",": "rename it to .csv"}.get(
+                other, f"load it with pandas.read_csv(path, sep={other!r}) and pass the "
+                "DataFrame to evalmix.read")
+            raise EvalmixError(
+                f"{str(path)!r} looks {label}-separated, not {expect}-separated: its header "
+                f"line reads {names[0][:80]!r}. Fix: {fix}, or save it {expect}-separated")
+    seen: set[str] = set()
+    dups = sorted({n for n in names if n in seen or seen.add(n)})  # type: ignore[func-returns-value]
+    if dups:
+        raise InvalidTableError([
+            f"column name {d!r} occurs {names.count(d)} times in the header of "
+            f"{str(path)!r}; rename the copies so each column has a unique name"
+            for d in dups])
+    columns = pd.read_csv(path, sep=sep, nrows=0, encoding=encoding).columns
+    text = {resolve_column(c, columns) for c in text_columns}
+    return pd.read_csv(
+        path, sep=sep, encoding=encoding, dtype={c: str for c in columns if c in text},
+        keep_default_na=False,
+        na_values={c: sorted(STR_NA_VALUES) for c in columns if c not in text})
+
+
+class _BadJsonLine(EvalmixError):
+    """A line of a JSON Lines file that is not one JSON object."""
+
+
+class _RepeatedKey(Exception):
+    def __init__(self, key: str):
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _RepeatedKey(key)
+        out[key] = value
+    return out
+
+
+def _open_text(path: Path, encoding: str | None):
     import gzip
 
-    opener = gzip.open if path.name.lower().endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8", errors="replace") as fh:
+    # utf-8-sig: UTF-8 that skips a byte-order mark (as pandas does for CSV)
+    if path.name.lower().endswith(".gz"):
+        return gzip.open(path, "rt", encoding=encoding or "utf-8-sig")
+    return path.open(encoding=encoding or "utf-8-sig")
+
+
+def _read_json_lines(path: Path, encoding: str | None) -> pd.DataFrame:
+    records: list[dict[str, Any]] = []
+    with _open_text(path, encoding) as fh:
+        for lineno, line in enumerate(fh, start=1):
+            text = line.strip()
+            if not text:
+                continue
+            try:
+                rec = json.loads(text, object_pairs_hook=_unique_keys)
+            except json.JSONDecodeError as exc:
+                raise _BadJsonLine(
+                    f"line {lineno} of {str(path)!r} is not valid JSON ({exc.msg} at "
+                    f"character {exc.colno}): {text[:60]!r}; fix or remove that line"
+                ) from exc
+            except _RepeatedKey as exc:
+                raise InvalidTableError([
+                    f"line {lineno} of {str(path)!r} gives the key {exc.key!r} twice; "
+                    "rename the copies so each column has a unique name"]) from None
+            if not isinstance(rec, dict):
+                raise _BadJsonLine(
+                    f"line {lineno} of {str(path)!r} is a JSON {type(rec).__name__}, not an "
+                    "object; each line must be one record like {\"item\": \"q1\", ...}")
+            records.append(rec)
+    return pd.DataFrame.from_records(records) if records else pd.DataFrame()
+
+
+def _read_json_array(path: Path, encoding: str | None) -> pd.DataFrame:
+    with _open_text(path, encoding) as fh:
+        try:
+            data = json.load(fh, object_pairs_hook=_unique_keys)
+        except json.JSONDecodeError as exc:
+            raise EvalmixError(
+                f"{str(path)!r} is not valid JSON ({exc.msg} at line {exc.lineno}, "
+                f"character {exc.colno}); fix the file") from exc
+        except _RepeatedKey as exc:
+            raise InvalidTableError([
+                f"a record of {str(path)!r} gives the key {exc.key!r} twice; rename the "
+                "copies so each column has a unique name"]) from None
+    if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
+        raise EvalmixError(f"{str(path)!r} must be a JSON array of records (objects)")
+    return pd.DataFrame.from_records(data) if data else pd.DataFrame()
+
+
+def _first_char(path: Path, encoding: str | None = None) -> str:
+    """First non-blank character of a (possibly gzipped) text file."""
+    with _open_text(path, encoding) as fh:
         for line in fh:
             if line.strip():
                 return line.strip()[0]
@@ -126,7 +256,7 @@ def _first_char(path: Path) -> str:
 
 
 _ROLE_STR_KEYS = ("outcome", "condition", "model_a", "model_b", "first_shown", "position",
-                  "ties", "replicate")
+                  "ties", "replicate", "outcome_kind")
 
 
 def _load_roles(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -134,8 +264,8 @@ def _load_roles(path: str | os.PathLike[str]) -> dict[str, Any]:
     if not p.is_file():
         raise EvalmixError(f"roles file {str(p)!r} does not exist; check the path")
     try:
-        with p.open("rb") as fh:
-            spec = tomllib.load(fh)
+        # utf-8-sig: a byte-order mark (Windows editors write one) is not TOML syntax
+        spec = tomllib.loads(p.read_bytes().decode("utf-8-sig"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise EvalmixError(
             f"roles file {str(p)!r} is not valid TOML: {exc}; see docs/examples/roles.toml"
@@ -199,7 +329,7 @@ def _rows(mask: np.ndarray, n: int = 5) -> str:
 
 
 def _parse_scores(
-    raw: pd.Series, column: str, outcome_type: str, problems: list[str]
+    raw: pd.Series, column: str, outcome_type: str, on_unparsed: str, problems: list[str]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
     """Return (y, na_mask, unparsed_mask, outcome_type)."""
     na = raw.isna().to_numpy()
@@ -223,11 +353,21 @@ def _parse_scores(
                 "score column, or for pairwise judgments also pass model_a=, model_b="
             )
             return y, na, np.zeros(len(raw), dtype=bool), "numeric"
+        _unparsed_problem(raw, unparsed, na, column, on_unparsed,
+                          "numbers, 0/1 or true/false", problems)
     infinite = ~na & ~unparsed & np.isinf(y)
     if infinite.any():
         problems.append(
             f"outcome column {column!r} has {int(infinite.sum())} infinite values (rows "
             f"{_rows(infinite)}); fix: replace them with NaN to drop them, or correct them"
+        )
+    huge = ~na & ~unparsed & np.isfinite(y) & (np.abs(y) > MAX_ABS_OUTCOME)
+    if huge.any():
+        problems.append(
+            f"outcome column {column!r} has {int(huge.sum())} values larger than "
+            f"{MAX_ABS_OUTCOME:.0e} in absolute value (e.g. {_examples(raw[huge])}, rows "
+            f"{_rows(huge)}): their squares overflow, so no variance or interval can be "
+            "computed. Fix: rescale the column (e.g. to log units) or correct the values"
         )
     ok = ~na & ~unparsed & np.isfinite(y)
     vals = y[ok]
@@ -257,51 +397,125 @@ def _parse_scores(
     return y, na, unparsed, outcome_type
 
 
+def _fold(values: pd.Series | np.ndarray) -> np.ndarray:
+    """Labels as matching keys: NFC, stripped, case-folded; numbers in one spelling
+    (``"1"``, ``"1.0"`` and ``1`` give one key). Missing values give None."""
+    text = pd.Series(values, dtype=object).astype("string").str.normalize("NFC")
+    text = text.str.strip().str.casefold()
+    number = pd.to_numeric(text, errors="coerce")
+    keys = text.to_numpy(dtype=object, na_value=None)
+    is_num = number.notna().to_numpy(dtype=bool)
+    keys[is_num] = [repr(float(v)) for v in number[is_num]]
+    return keys
+
+
+def _isin(keys: np.ndarray, words: Iterable[str]) -> np.ndarray:
+    return pd.Series(keys, dtype=object).isin(set(words)).to_numpy(dtype=bool)
+
+
+def _unparsed_problem(raw: pd.Series, unparsed: np.ndarray, na: np.ndarray, column: str,
+                      on_unparsed: str, expected: str, problems: list[str]) -> None:
+    """Refuse unreadable outcomes unless they are a small share (or ``on_unparsed``
+    says otherwise)."""
+    k, m = int(unparsed.sum()), int((~na).sum())
+    if k == 0 or on_unparsed == "drop":
+        return
+    if on_unparsed == "auto" and k <= UNPARSED_SHARE * m:
+        return
+    limit = ("any" if on_unparsed == "error"
+             else f"more than {UNPARSED_SHARE:.0%} of the outcomes")
+    problems.append(
+        f"{k} of {m} non-missing outcomes in column {column!r} cannot be read (e.g. "
+        f"{_examples(raw[unparsed])}); expected {expected}. With on_unparsed="
+        f"{on_unparsed!r}, {limit} unreadable is an error, since it usually means a coding "
+        "problem rather than stray values. Fix: recode them, or pass on_unparsed='drop' "
+        "(CLI: --on-unparsed drop) to drop them (counted in table.dropped)"
+    )
+
+
 def _parse_pairwise(
-    raw: pd.Series, a_names: np.ndarray, b_names: np.ndarray, column: str, problems: list[str]
+    raw: pd.Series, a_names: np.ndarray, b_names: np.ndarray, column: str,
+    outcome_kind: str, on_unparsed: str, problems: list[str],
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Return (verdict codes: 1 a, 0 b, 0.5 tie, NaN; na_mask; unparsed_mask)."""
+    """Return (verdict codes: 1 a, 0 b, 0.5 tie, NaN; na_mask; unparsed_mask).
+
+    A value is read as a verdict (``a``/``b``/``tie``, 1/0/0.5) or as the winning
+    model's name (compared case-folded, stripped, NFC). ``outcome_kind="auto"`` takes
+    the verdict reading and falls back on the name; where a model is called like a
+    verdict word and the two readings disagree it is an error.
+    """
     n = len(raw)
     na = raw.isna().to_numpy()
-    if pd.api.types.is_numeric_dtype(raw.dtype) and not pd.api.types.is_bool_dtype(raw.dtype):
+    numeric = (pd.api.types.is_numeric_dtype(raw.dtype)
+               and not pd.api.types.is_bool_dtype(raw.dtype))
+    key = _fold(raw)
+    na = na | _isin(key, _NA_TEXT)
+    # reading 1: a verdict
+    verdict = np.full(n, np.nan)
+    if numeric:
         v = raw.to_numpy(dtype=float, na_value=np.nan)
-        bad = ~na & ~np.isin(v, (0.0, 0.5, 1.0))
-        if bad.any():
+        ok = np.isin(v, (0.0, 0.5, 1.0))
+        verdict[ok] = v[ok]
+    else:
+        verdict[_isin(key, _A)] = 1.0
+        verdict[_isin(key, _B)] = 0.0
+        verdict[_isin(key, _TIE)] = 0.5
+    # reading 2: the winner's name (or a tie word that is no model's name)
+    a_key, b_key = _fold(a_names), _fold(b_names)
+    is_a = (key == a_key) & ~na
+    is_b = (key == b_key) & ~na
+    both = is_a & is_b  # model names that differ only in case: the exact spelling decides
+    if both.any():
+        exact = raw.astype("string").str.normalize("NFC").str.strip().to_numpy(
+            dtype=object, na_value=None)
+        is_a[both] = exact[both] == a_names[both]
+        is_b[both] = exact[both] == b_names[both]
+    winner = np.where(is_a, 1.0, np.where(is_b, 0.0, np.nan))
+    tie_word = _isin(key, _TIE) & ~is_a & ~is_b
+    winner[tie_word] = 0.5
+    if outcome_kind == "verdict":
+        v = verdict
+    elif outcome_kind == "winner":
+        v = winner
+    else:
+        v = np.where(np.isnan(verdict), winner, verdict)
+        clash = ~np.isnan(verdict) & (is_a | is_b) & (verdict != winner)
+        if clash.any():
+            names = sorted({str(x) for x in np.concatenate([a_names[clash], b_names[clash]])
+                            if _fold([x])[0] in set(key[clash])})
             problems.append(
-                f"pairwise outcome column {column!r} must be 'a'/'b'/'tie' or 1/0/0.5 but "
-                f"has {int(bad.sum())} other values (e.g. {_examples(raw[bad])}); fix: "
-                "recode it (1 = model_a wins, 0 = model_b wins, 0.5 = tie)"
+                f"pairwise outcome column {column!r} is ambiguous: models named "
+                f"{', '.join(repr(x) for x in names)} are also verdict words, so "
+                f"{_examples(raw[clash])} in {int(clash.sum())} rows (rows {_rows(clash)}) "
+                "could mean model_a/model_b/tie or the model of that name. Fix: pass "
+                "outcome_kind='winner' if the column holds the winning model's name, or "
+                "outcome_kind='verdict' if it holds a/b/tie (or 1/0/0.5)"
             )
-        return np.where(bad, np.nan, v), na, np.zeros(n, dtype=bool)
-    text = raw.astype("string").str.strip()
-    low = text.str.lower()
-    v = np.full(n, np.nan)
-    v[low.isin(_A).fillna(False).to_numpy(dtype=bool)] = 1.0
-    v[low.isin(_B).fillna(False).to_numpy(dtype=bool)] = 0.0
-    v[low.isin(_TIE).fillna(False).to_numpy(dtype=bool)] = 0.5
-    t = text.to_numpy(dtype=object, na_value=None)
-    v[(t == a_names) & np.isnan(v)] = 1.0
-    v[(t == b_names) & np.isnan(v)] = 0.0
-    na = na | low.isin(_NA_TEXT).fillna(False).to_numpy(dtype=bool)
     unparsed = ~na & np.isnan(v)
     bad_number = np.zeros(n, dtype=bool)
-    if unparsed.any():
-        numeric = pd.to_numeric(low[unparsed], errors="coerce")
-        bad_number[np.flatnonzero(unparsed)] = numeric.notna().to_numpy(dtype=bool)
+    if numeric:
+        bad_number = unparsed.copy()
+    elif unparsed.any():
+        as_number = pd.to_numeric(pd.Series(key[unparsed], dtype=object), errors="coerce")
+        bad_number[np.flatnonzero(unparsed)] = as_number.notna().to_numpy(dtype=bool)
     if bad_number.any():  # e.g. "2" in a 1/2 coding: an error, not a row to drop
         problems.append(
             f"pairwise outcome column {column!r} must be 'a'/'b'/'tie' or 1/0/0.5 but "
-            f"has {int(bad_number.sum())} other numbers (e.g. {_examples(raw[bad_number])}); "
+            f"has {int(bad_number.sum())} other "
+            f"{'values' if numeric else 'numbers'} (e.g. {_examples(raw[bad_number])}); "
             "fix: recode it (1 = model_a wins, 0 = model_b wins, 0.5 = tie)"
         )
         unparsed = unparsed & ~bad_number
+    expected = ("'a', 'b', 'tie' (or 1/0/0.5, or the winning model's name, case and "
+                "surrounding spaces ignored)")
     if unparsed.any() and unparsed.sum() == (~na & ~bad_number).sum():
         problems.append(
             f"pairwise outcome column {column!r} has no value evalmix can read (e.g. "
-            f"{_examples(raw[unparsed])}); expected 'a', 'b', 'tie' (or 1/0/0.5, or the "
-            "winning model's name)"
+            f"{_examples(raw[unparsed])}); expected {expected}"
         )
         unparsed = np.zeros(n, dtype=bool)
+    _unparsed_problem(raw, unparsed, na | bad_number, column, on_unparsed, expected,
+                      problems)
     return v, na, unparsed
 
 
@@ -436,6 +650,9 @@ def read(
     replicate: str | None = None,
     order_design: Literal["auto", "matched", "single"] = "auto",
     sampled: Sequence[str] | None = None,
+    on_unparsed: Literal["auto", "error", "drop"] = "auto",
+    outcome_kind: Literal["auto", "verdict", "winner"] | None = None,
+    encoding: str | None = None,
 ) -> EvalTable:
     """Read and validate a long-format eval table.
 
@@ -498,6 +715,19 @@ def read(
         as a covariate. ``"auto"`` (default): single when no comparison has both
         orders, matched otherwise. A single-order table must show each model pair in
         both orders somewhere, or position could not be told from the models.
+    on_unparsed : {"auto", "error", "drop"}
+        Outcomes that cannot be read (neither NA nor a score or verdict): ``"auto"``
+        drops them (counted) when they are at most 5% of the non-missing outcomes and
+        refuses the table otherwise (a share that large is a coding problem, e.g.
+        ``"100%"`` strings or misspelt model names); ``"error"`` refuses any;
+        ``"drop"`` drops all.
+    outcome_kind : {"auto", "verdict", "winner"}, default "auto"
+        Pairwise: what the outcome holds. ``"verdict"``: ``a``/``b``/``tie`` or
+        1/0/0.5; ``"winner"``: the winning model's name (or a tie word); ``"auto"``:
+        either, which is an error where a model is named like a verdict word (``a``,
+        ``b``, ``0``, ``1``, ``tie``) and the two readings disagree.
+    encoding : str, optional
+        Text encoding of a CSV/TSV/JSON file (default UTF-8), e.g. ``"latin-1"``.
 
     Notes
     -----
@@ -539,11 +769,16 @@ def read(
                 f"{{'item': 'item_id'}}; got {type(clusters).__name__}"
             )
         spec["clusters"] = {**spec.get("clusters", {}), **dict(clusters)}
+    if outcome_kind is not None:
+        spec["outcome_kind"] = outcome_kind
     ties_policy = spec.get("ties", "half")
+    kind_of_outcome = spec.get("outcome_kind", "auto")
     check_option("ties", ties_policy, TIE_POLICIES)
     check_option("outcome_type", outcome_type, OUTCOME_TYPES)
     check_option("unmatched", unmatched, ("error", "drop"))
     check_option("order_design", order_design, ORDER_DESIGNS)
+    check_option("on_unparsed", on_unparsed, UNPARSED_POLICIES)
+    check_option("outcome_kind", kind_of_outcome, OUTCOME_KINDS)
     if spec.get("outcome") is None:
         raise InvalidOptionError(
             "outcome= is required: name the column that holds the score or verdict, "
@@ -567,9 +802,10 @@ def read(
                                 role_map.first_shown, role_map.replicate,
                                 *role_map.clusters.values())
                     if c is not None]
-    frame, source_name = load_frame(source, text_columns=text_columns)
+    frame, source_name = load_frame(source, text_columns=text_columns, encoding=encoding)
+    role_map = _resolve_roles(role_map, frame.columns)
     table = _validate(frame, role_map, ties_policy, outcome_type, unmatched, source_name,
-                      order_design)
+                      order_design, on_unparsed=on_unparsed, outcome_kind=kind_of_outcome)
     if interactions:
         table = add_interactions(table, interactions)
     return table.with_sampled(spec.get("sampled"))
@@ -595,6 +831,30 @@ def _interaction_roles(clusters: Mapping[str, str]) -> dict[str, tuple[str, ...]
                 "'scenario_id', 'cell': 'persona:scenario'}"
             )
     return out
+
+
+def resolve_column(name: str, columns: Iterable[Any]) -> str:
+    """``name`` if it is a column; else the one column equal to it up to surrounding
+    spaces (``" judge "`` finds ``judge``, and ``" item id "`` itself when it exists)."""
+    names = [str(c) for c in columns]
+    if name in names:
+        return name
+    near = [c for c in names if c.strip() == name.strip()]
+    return near[0] if len(near) == 1 else name
+
+
+def _resolve_roles(roles: Roles, columns: Iterable[Any]) -> Roles:
+    cols = list(columns)
+
+    def res(name: str | None) -> str | None:
+        return None if name is None else resolve_column(name, cols)
+
+    return Roles(
+        outcome=resolve_column(roles.outcome, cols), condition=res(roles.condition),
+        model_a=res(roles.model_a), model_b=res(roles.model_b),
+        first_shown=res(roles.first_shown), position=res(roles.position),
+        clusters={k: resolve_column(v, cols) for k, v in roles.clusters.items()},
+        replicate=res(roles.replicate), sampled=roles.sampled)
 
 
 def _name(value: object) -> str | None:
@@ -656,6 +916,9 @@ def _validate(
     unmatched: str,
     source: str,
     order_design: str = "auto",
+    *,
+    on_unparsed: str = "auto",
+    outcome_kind: str = "auto",
 ) -> EvalTable:
     pairwise = roles.model_a is not None or roles.model_b is not None
     problems = _role_problems(roles, pairwise)
@@ -711,8 +974,10 @@ def _validate(
         if miss.any():
             problems.append(
                 f"{what} (column {c!r}) has {int(miss.sum())} missing or empty ids (rows "
-                f"{_rows(miss)}); fix: fill them (e.g. df[{c!r}].fillna('unknown')) or drop "
-                "those rows"
+                f"{_rows(miss)}); fix: give those rows their ids, or drop them. If the ids "
+                "are real text that pandas read as NA ('NA', 'nan', 'null', e.g. a "
+                "language code), pass the file path to evalmix.read (it reads CSV ids as "
+                "text) or read it with pandas.read_csv(..., keep_default_na=False)"
             )
         mixed = _mixed_types(values)
         if mixed:
@@ -720,7 +985,9 @@ def _validate(
                 f"{what} (column {c!r}) mixes value types ({', '.join(mixed)}), so equal-"
                 f"looking ids may differ; fix: df[{c!r}] = df[{c!r}].astype(str)"
             )
-        labels[key] = values.astype("string").str.strip().to_numpy(dtype=object, na_value=None)
+        # NFC: a label typed on one system and copied from another is one label
+        labels[key] = values.astype("string").str.normalize("NFC").str.strip().to_numpy(
+            dtype=object, na_value=None)
     for role, c in roles.clusters.items():
         if role not in labels:
             continue
@@ -731,7 +998,8 @@ def _validate(
                 "one cluster carries no clustering information. Fix: drop it from clusters="
             )
 
-    # ---- duplicated rows (a bare outcome column has nothing to tell rows apart by)
+    # ---- duplicated rows: in a scores table repeated scores within a cluster are
+    # ordinary data (kept, counted); two pairwise records cannot claim one comparison
     if frame.shape[1] < 2:
         dup = np.zeros(n, dtype=bool)
     else:
@@ -739,7 +1007,8 @@ def _validate(
             dup = frame.duplicated(keep=False).to_numpy()
         except TypeError:  # unhashable cells: compare their text
             dup = frame.astype(str).duplicated(keep=False).to_numpy()
-    if dup.any():
+    n_duplicates = int(dup.sum())
+    if dup.any() and pairwise:
         problems.append(
             f"{int(dup.sum())} rows are exact duplicates of another row (rows {_rows(dup)}); "
             "if they are repeated runs, add a column numbering them and pass it as "
@@ -771,7 +1040,8 @@ def _validate(
                 )
         if a_names is not None and b_names is not None and raw_outcome is not None:
             verdict, na, unparsed = _parse_pairwise(
-                raw_outcome, a_names, b_names, roles.outcome, problems)
+                raw_outcome, a_names, b_names, roles.outcome, outcome_kind, on_unparsed,
+                problems)
             if roles.first_shown is not None and col(roles.first_shown) is not None:
                 a_first = _parse_first_shown(
                     col(roles.first_shown), a_names, b_names, roles.first_shown, problems)
@@ -816,7 +1086,7 @@ def _validate(
         kind = "scores"
         if raw_outcome is not None:
             y, na, unparsed, kind_type = _parse_scores(
-                raw_outcome, roles.outcome, outcome_type, problems)
+                raw_outcome, roles.outcome, outcome_type, on_unparsed, problems)
             out["y"] = y
             keep = ~na & ~unparsed
             n_na, n_unparsed = int(na.sum()), int(unparsed.sum())
@@ -865,7 +1135,11 @@ def _validate(
         "na_outcome": n_na, "unparsed_outcome": n_unparsed,
         "tie_excluded": n_tie_excluded, "unmatched_pair": n_unmatched}.items() if v}
     if dropped:
-        parts = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in dropped.items())
+        parts = ", ".join(
+            f"{v} {k.replace('_', ' ')}"
+            + (f" (e.g. {_examples(raw_outcome[unparsed])})"
+               if k == "unparsed_outcome" and raw_outcome is not None else "")
+            for k, v in dropped.items())
         warnings.warn(
             f"dropped {sum(dropped.values())} of {n} rows ({parts}); they are counted in "
             "table.dropped and in the design summary",
@@ -883,4 +1157,5 @@ def _validate(
         n_ties=n_ties,
         source=source,
         pairs_read=pairs_read,
+        n_duplicates=0 if pairwise else n_duplicates,
     )

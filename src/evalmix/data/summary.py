@@ -76,6 +76,7 @@ class DesignSummary:
     roles: Mapping[str, Any] = field(default_factory=dict)
     source: str = ""
     replicates: Mapping[str, Any] = field(default_factory=dict)
+    n_duplicates: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
@@ -92,6 +93,7 @@ class DesignSummary:
             "dropped": dict(self.dropped),
             "dropped_total": int(sum(self.dropped.values())),
             "ties_count": self.n_ties,
+            "duplicate_rows": self.n_duplicates,
             "outcome_mean": self.outcome_mean,
             "roles": dict(self.roles),
             "factors": records(self.factors),
@@ -115,6 +117,9 @@ class DesignSummary:
             lines.append(f"- Dropped: {sum(self.dropped.values()):,} ({parts})")
         else:
             lines.append("- Dropped: none")
+        if self.n_duplicates:
+            lines.append(f"- Rows that exactly repeat another row (kept): "
+                         f"{self.n_duplicates:,}")
         if self.kind == "pairwise":
             lines.append(f"- Ties among rows read: {self.n_ties:,}")
         lines.append(f"- Mean outcome: {self.outcome_mean:.4f}")
@@ -283,4 +288,5 @@ def summarize(table: EvalTable) -> DesignSummary:
         roles=table.roles.to_dict(),
         source=table.source,
         replicates=replicate_agreement(table),
+        n_duplicates=table.n_duplicates,
     )

@@ -180,7 +180,7 @@ class EvalTable:
         Rows in the source before any were dropped.
     dropped : Mapping[str, int]
         Rows dropped, by reason (``na_outcome``, ``unparsed_outcome``, ``tie_excluded``,
-        ``unmatched_pair``).
+        ``unmatched_pair``; ``not_selected`` for rows a :meth:`subset` left out).
     n_ties : int
         Tie verdicts among the rows read (before the tie policy; pairwise tables).
     source : str
@@ -190,6 +190,10 @@ class EvalTable:
         dropped (``comparisons``, ``both_orders``, ``one_order_only``; ``single_order``
         is 1 in a single-order design, ``multi_record_comparisons`` counts comparisons
         with several records per order).
+    n_duplicates : int
+        Scores tables: rows read that exactly repeat another row over all columns (kept:
+        repeated 0/1 scores within a cluster are ordinary data). Pairwise tables refuse
+        such rows, so it is 0 there.
     """
 
     data: pd.DataFrame
@@ -202,6 +206,7 @@ class EvalTable:
     n_ties: int = 0
     source: str = "DataFrame"
     pairs_read: Mapping[str, int] = field(default_factory=dict)
+    n_duplicates: int = 0
     _codes: Mapping[str, np.ndarray] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -235,7 +240,7 @@ class EvalTable:
             "data": self._frame, "kind": self.kind, "outcome_type": self.outcome_type,
             "roles": self.roles, "ties": self.ties, "n_raw": self.n_raw,
             "dropped": dict(self.dropped), "n_ties": self.n_ties, "source": self.source,
-            "pairs_read": dict(self.pairs_read)},))
+            "pairs_read": dict(self.pairs_read), "n_duplicates": self.n_duplicates},))
 
     # ------------------------------------------------------------------ basics
     @property
@@ -412,7 +417,9 @@ class EvalTable:
     def subset(self, mask: np.ndarray | pd.Series | Iterable[bool]) -> EvalTable:
         """A new table with the rows where ``mask`` is true (for stratified analyses).
 
-        Cluster codes are recomputed; ``dropped`` and ``n_raw`` are carried over.
+        Cluster codes are recomputed; ``n_raw`` is carried over and the rows left out
+        are counted in ``dropped["not_selected"]``, so ``n_raw == n_obs +
+        sum(dropped.values())`` still holds.
         """
         m = np.asarray(mask, dtype=bool)
         if m.shape != (self.n_obs,):
@@ -420,7 +427,11 @@ class EvalTable:
         if not m.any():
             raise EvalmixError("subset() selected no rows")
         data = self._frame.loc[m].reset_index(drop=True)
-        return replace(self, data=data, _codes={})
+        dropped = dict(self.dropped)
+        n_out = int((~m).sum())
+        if n_out:
+            dropped["not_selected"] = dropped.get("not_selected", 0) + n_out
+        return replace(self, data=data, dropped=dropped, _codes={})
 
     def describe(self) -> DesignSummary:
         """The design summary: rows, levels per factor, cluster sizes, crossing, AB/BA."""

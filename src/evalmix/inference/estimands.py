@@ -180,7 +180,16 @@ def fit_logit(X: np.ndarray, y: np.ndarray) -> Fit:
         eta = X @ beta
         mu = 1 / (1 + np.exp(-eta))
         w = mu * (1 - mu)
-        step = np.linalg.solve((X * w[:, None]).T @ X, X.T @ (y - mu))
+        try:
+            step = np.linalg.solve((X * w[:, None]).T @ X, X.T @ (y - mu))
+        except np.linalg.LinAlgError:
+            raise EvalmixError(
+                "the logistic fit broke down (singular information matrix after "
+                f"{it} Newton steps, largest |coef| {np.max(np.abs(beta)):.3g}): the outcome "
+                "is perfectly separated by a condition or covariate (e.g. one condition "
+                "scores all 1s or all 0s), so its log-odds coefficient is infinite. Use "
+                "family='linear' (difference in proportions) instead"
+            ) from None
         beta = beta + step
         if np.max(np.abs(step)) < LOGIT_TOL * (1 + np.max(np.abs(beta))):
             converged = True

@@ -27,6 +27,9 @@ from evalmix.inference.sandwich import vcov_cluster
 
 __all__ = ["naive_se", "normal_interval", "wilson_interval"]
 
+#: proportions this far outside [0, 1] are floating-point round-off, clipped in Wilson
+PROPORTION_ROUNDOFF = 1e-9
+
 
 def naive_se(X: np.ndarray, resid: np.ndarray, *, target: int = 0,
              working_weights: np.ndarray | None = None) -> float:
@@ -60,8 +63,9 @@ def wilson_interval(p: float, n: float, level: float = 0.95) -> tuple[float, flo
     >>> round(lo, 4), round(hi, 4)
     (0.4038, 0.5962)
     """
-    if not 0 <= p <= 1:
+    if not -PROPORTION_ROUNDOFF <= p <= 1 + PROPORTION_ROUNDOFF:
         raise EvalmixError(f"Wilson interval needs a proportion in [0, 1]; got {p}")
+    p = min(max(float(p), 0.0), 1.0)  # a mean of 1s can come out as 1 + 2e-16
     if n <= 0:
         raise EvalmixError("Wilson interval needs at least one row")
     z = stats.norm.ppf(0.5 + level / 2)

@@ -284,6 +284,18 @@ def _cr1_factor(G: int, n: int, k: int) -> float:
     return G / (G - 1) * (n - 1) / (n - k)
 
 
+def _check_residual_df(n: int, k: int) -> None:
+    """A regression with as many coefficients as rows fits every row exactly: its
+    residuals are all zero and no variance can be estimated from them."""
+    if n <= k:
+        raise EvalmixError(
+            f"{n} row{'s' if n != 1 else ''} for {k} coefficient{'s' if k != 1 else ''}: "
+            "the fit is exact (all residuals are 0), so "
+            "no standard error can be estimated; more rows are needed (e.g. a difference "
+            "needs more than one item per condition)"
+        )
+
+
 # --------------------------------------------------------------------------- public
 def vcov_cluster(
     X: np.ndarray,
@@ -325,6 +337,7 @@ def vcov_cluster(
     Cameron & Miller (2015), doi:10.3368/jhr.50.2.317; Pustejovsky & Tipton (2018),
     doi:10.1080/07350015.2016.1247004.
     """
+    _check_residual_df(*np.shape(X))
     pieces, wh = _pieces(X, resid, clusters, type, working_weights, want_df=False)
     meat = pieces.t.T @ pieces.t
     V = pieces.L @ meat @ pieces.L.T
@@ -450,6 +463,7 @@ def vcov_multiway(
         raise EvalmixError("vcov_multiway needs at least one cluster factor")
     wh = _whiten(X, resid, working_weights)
     n, k = wh.Z.shape
+    _check_residual_df(n, k)
     codes = [cluster_codes(c)[0] for c in clusters]
     if type == "CR2":
         return _multiway_cr2(X, resid, codes, working_weights)

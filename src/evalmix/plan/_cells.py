@@ -94,10 +94,14 @@ def check_cell(cell: Mapping[str, Any]) -> dict[str, Any]:
     full = {**CELL_DEFAULTS, **cell}
     if full["estimand"] not in ESTIMANDS:
         raise EvalmixError(f"grid estimand={full['estimand']!r}; allowed: {ESTIMANDS}")
-    if int(full["n_clusters"]) < 2 or float(full["cluster_size"]) < 1:
+    if not (float(full["n_clusters"]) >= 2 and float(full["cluster_size"]) >= 1):
         raise EvalmixError(f"a cell needs n_clusters >= 2 and cluster_size >= 1, got {cell}")
     if not 0 <= float(full["icc"]) < 1 or not 0 < float(full["p"]) < 1:
         raise EvalmixError(f"a cell needs icc in [0, 1) and p in (0, 1), got {cell}")
+    # "not (inside)" so that NaN, which fails every comparison, is refused too
+    if not (0 <= float(full["size_cv"]) < np.inf and float(full["sd"]) > 0
+            and np.isfinite([float(full["effect"]), float(full["sd"])]).all()):
+        raise EvalmixError(f"a cell needs size_cv >= 0, sd > 0 and a finite effect, got {cell}")
     full["n_clusters"] = int(full["n_clusters"])
     for key in ("cluster_size", "icc", "size_cv", "p", "effect", "sd"):
         full[key] = float(full[key])

@@ -32,13 +32,16 @@ def parse_numbers(text: str, *, integer: bool = False) -> list[Any]:
         try:
             if ":" in part:
                 bits = [float(b) for b in part.split(":")]
-                if len(bits) != 3 or bits[2] <= 0:
+                if len(bits) != 3 or not np.all(np.isfinite(bits)) or bits[2] <= 0:
                     raise ValueError
                 out += list(np.arange(bits[0], bits[1] + bits[2] / 2, bits[2]))
             else:
-                out.append(float(part))
+                value = float(part)
+                if not np.isfinite(value):
+                    raise ValueError
+                out.append(value)
         except ValueError as exc:
-            raise EvalmixError(f"cannot read {text!r} as numbers; use 10,20,40 or "
+            raise EvalmixError(f"cannot read {text!r} as finite numbers; use 10,20,40 or "
                                "start:stop:step") from exc
     if not out:
         raise EvalmixError(f"no numbers in {text!r}")
@@ -57,6 +60,14 @@ def _pairs(items: list[str] | None, what: str) -> dict[str, str]:
 
 def add_parser(subparsers: Any) -> list[str]:
     """Register ``power`` and ``coverage`` on the top-level CLI."""
+    from evalmix.cli import (
+        finite_float,
+        jobs_count,
+        nonnegative_float,
+        nonnegative_int,
+        positive_int,
+    )
+
     pw = subparsers.add_parser(
         "power", help="power, MDE and clusters needed for a clustered eval",
         description="Analytic power of the cluster-robust t test (t(K-1), noncentral t) "
@@ -65,30 +76,32 @@ def add_parser(subparsers: Any) -> list[str]:
     pw.add_argument("--estimand", choices=("mean", "win_rate", "difference"), default="mean")
     pw.add_argument("--effect", default="0.05",
                     help="effect(s): mean minus null, win rate minus 0.5, or the difference")
-    pw.add_argument("--sd", type=float, default=None,
+    pw.add_argument("--sd", type=nonnegative_float, default=None,
                     help="SD of one score / one per-item difference (win rates: sqrt(p(1-p)))")
     pw.add_argument("--icc", default="0.1", help="ICC(s) (difference ICC for differences)")
     pw.add_argument("--cluster-size", dest="cluster_size", default="10",
                     help="items per cluster, e.g. 10 or 5,10,20")
-    pw.add_argument("--size-cv", dest="size_cv", type=float, default=0.0,
+    pw.add_argument("--size-cv", dest="size_cv", type=nonnegative_float, default=0.0,
                     help="coefficient of variation of cluster sizes")
     pw.add_argument("--clusters", default="5:100:5",
                     help="numbers of clusters K: 10,20,40 or start:stop:step")
     pw.add_argument("--crossed", action="append", default=[], metavar="NAME=ICC:LEVELS",
                     help="crossed factor with few levels, repeatable, added one line at a "
                          "time (e.g. --crossed judge=0.03:3)")
-    pw.add_argument("--level", type=float, default=0.95)
-    pw.add_argument("--power", dest="target", type=float, default=0.8, help="target power")
+    pw.add_argument("--level", type=finite_float, default=0.95)
+    pw.add_argument("--power", dest="target", type=finite_float, default=0.8,
+                    help="target power")
     pw.add_argument("--components", action="append", default=[], metavar="FACTOR=SD",
                     help="simulate from latent SDs instead (repeatable), e.g. scenario=0.8")
     pw.add_argument("--levels", action="append", default=[], metavar="FACTOR=N",
                     help="pilot levels per factor (with --components)")
     pw.add_argument("--vary", action="append", default=[], metavar="FACTOR=N1,N2",
                     help="levels to try per factor (with --components)")
-    pw.add_argument("--intercept", type=float, default=0.0,
+    pw.add_argument("--intercept", type=finite_float, default=0.0,
                     help="latent intercept (with --components)")
-    pw.add_argument("--reps", type=int, default=500, help="replications (with --components)")
-    pw.add_argument("--seed", type=int, default=0)
+    pw.add_argument("--reps", type=positive_int, default=500,
+                    help="replications (with --components)")
+    pw.add_argument("--seed", type=nonnegative_int, default=0)
     pw.add_argument("--out", default="power", help="output folder")
     pw.set_defaults(func=run_power)
 
@@ -105,11 +118,11 @@ def add_parser(subparsers: Any) -> list[str]:
     cv.add_argument("--icc", default="0.1,0.2")
     cv.add_argument("--size-cv", dest="size_cv", default="0")
     cv.add_argument("--p", default="0.7", help="true accuracy (mean)")
-    cv.add_argument("--reps", type=int, default=2000)
-    cv.add_argument("--boot-reps", dest="boot_reps", type=int, default=999)
-    cv.add_argument("--level", type=float, default=0.95)
-    cv.add_argument("--seed", type=int, default=0)
-    cv.add_argument("--jobs", type=int, default=1, help="joblib workers (-1: all cores)")
+    cv.add_argument("--reps", type=positive_int, default=2000)
+    cv.add_argument("--boot-reps", dest="boot_reps", type=positive_int, default=999)
+    cv.add_argument("--level", type=finite_float, default=0.95)
+    cv.add_argument("--seed", type=nonnegative_int, default=0)
+    cv.add_argument("--jobs", type=jobs_count, default=1, help="joblib workers (-1: all cores)")
     cv.add_argument("--scheduler", default=None, metavar="ADDRESS",
                     help="Dask scheduler address, e.g. tcp://10.0.0.5:8786")
     cv.add_argument("--resume", action="store_true", help="continue a run in --out")
@@ -161,8 +174,9 @@ def _analytic_lines(args) -> tuple[pd.DataFrame, pd.DataFrame]:
 def _parametric_lines(args) -> tuple[pd.DataFrame, pd.DataFrame]:
     from evalmix.plan.pilot import parametric_power
 
-    comps = {k: float(v) for k, v in _pairs(args.components, "--components").items()}
-    levels = {k: int(v) for k, v in _pairs(args.levels, "--levels").items()}
+    comps = {k: parse_numbers(v)[0] for k, v in _pairs(args.components, "--components").items()}
+    levels = {k: parse_numbers(v, integer=True)[0]
+              for k, v in _pairs(args.levels, "--levels").items()}
     vary = {k: parse_numbers(v, integer=True) for k, v in _pairs(args.vary, "--vary").items()}
     if not levels:
         raise EvalmixError("--components needs --levels FACTOR=N for every factor")
@@ -185,12 +199,13 @@ def _parametric_lines(args) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def run_power(args: argparse.Namespace) -> int:
+    from evalmix.errors import check_out_dir
     from evalmix.plan.plots import plot_power_curves
 
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = check_out_dir(args.out)
     if args.components:
         curves, table = _parametric_lines(args)
+        out.mkdir(parents=True, exist_ok=True)
         curves.to_csv(out / "power.csv", index=False)
         table.to_csv(out / "plans.csv", index=False)
         plot_power_curves(curves, out / "power.png", x="n_levels", target=args.target,
@@ -199,6 +214,7 @@ def run_power(args: argparse.Namespace) -> int:
         print(table[["plan", "power", "power_mcse", "mde", "mde_mcse"]].to_string(index=False))
     else:
         curves, sizes = _analytic_lines(args)
+        out.mkdir(parents=True, exist_ok=True)
         curves.to_csv(out / "power.csv", index=False)
         sizes.to_csv(out / "sample_size.csv", index=False)
         plot_power_curves(curves, out / "power.png", target=args.target,
@@ -210,8 +226,11 @@ def run_power(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------- coverage
 def run_coverage(args: argparse.Namespace) -> int:
+    from evalmix.errors import check_out_dir
     from evalmix.plan.plots import plot_coverage
     from evalmix.sim.study import coverage
+
+    check_out_dir(args.out)
 
     grid: dict[str, list[Any]] = {
         "estimand": [e.strip() for e in args.estimand.split(",") if e.strip()],

@@ -456,6 +456,10 @@ def parametric_power(
     """
     check_option("estimand", estimand, ("mean", "difference"))
     intercepts, slopes, fam, resid_sd = components_from_fit(components)
+    bad = {k: v for k, v in {**intercepts, **slopes}.items() if not 0 <= v < np.inf}
+    if bad:
+        raise EvalmixError(f"variance components are standard deviations, finite and >= 0; "
+                           f"got {bad}")
     model_family: str = family or fam
     check_option("family", model_family, ("binomial", "gaussian"))
     if residual_sd is not None:

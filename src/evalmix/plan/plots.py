@@ -52,34 +52,45 @@ def plot_power_curves(frame: pd.DataFrame, path: str | Path, *, x: str = "n_clus
 
 
 def plot_coverage(table: pd.DataFrame, path: str | Path) -> Path:
-    """Coverage against clusters, one panel per ICC, one line per method, 95% band."""
+    """Coverage against clusters, one panel per ICC, one line per method, 95% band.
+
+    Cells without a finite coverage (every replication failed) are left out; the x axis
+    is logarithmic when a panel spans more than one positive number of clusters.
+    """
     plt = _plt()
     from matplotlib.ticker import NullFormatter, ScalarFormatter
 
+    finite = np.isfinite(table["coverage"].to_numpy(dtype=float))
     iccs = sorted(table["icc"].unique())
-    fig, axes = plt.subplots(1, len(iccs), figsize=(4.2 * len(iccs) + 1, 4.2), dpi=120,
-                             sharey=True, squeeze=False)
-    level = float(table["level"].iloc[0])
+    fig, axes = plt.subplots(1, max(len(iccs), 1), figsize=(4.2 * max(len(iccs), 1) + 1, 4.2),
+                             dpi=120, sharey=True, squeeze=False)
+    level = float(table["level"].iloc[0]) if len(table) else 0.95
     for ax, icc in zip(axes[0], iccs, strict=True):
-        part = table[table["icc"] == icc]
+        part = table[(table["icc"] == icc) & finite]
         for method, rows in part.groupby("method", sort=False):
             rows = rows.groupby("n_clusters", as_index=False)[["coverage", "mcse"]].mean()
-            ax.errorbar(rows["n_clusters"], rows["coverage"], yerr=2 * rows["mcse"],
+            ax.errorbar(rows["n_clusters"], rows["coverage"], yerr=2 * rows["mcse"].fillna(0),
                         marker="o", ms=3, capsize=2, lw=1.5, label=method)
         ax.axhline(level, color="black", lw=1)
         ax.axhspan(level - 0.01, level + 0.01, color="grey", alpha=0.15)
-        ax.set_xscale("log")
-        ks = sorted(part["n_clusters"].unique())
-        ax.set_xticks(ks)
-        ax.xaxis.set_major_formatter(ScalarFormatter())
-        ax.xaxis.set_minor_formatter(NullFormatter())
+        ks = sorted(k for k in part["n_clusters"].unique() if k > 0)
+        if len(ks) > 1:
+            ax.set_xscale("log")
+            ax.xaxis.set_major_formatter(ScalarFormatter())
+            ax.xaxis.set_minor_formatter(NullFormatter())
+        if ks:
+            ax.set_xticks(ks)
+        if part.empty:
+            ax.text(0.5, 0.5, "no finite coverage\n(every replication failed)",
+                    transform=ax.transAxes, ha="center", va="center", color="grey")
         ax.set_xlabel("number of clusters (K)")
         ax.set_title(f"ICC = {icc:g}")
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel(f"coverage of nominal {level:.0%} intervals")
-    low = float(np.nanmin(table["coverage"]))
+    low = float(table["coverage"][finite].min()) if finite.any() else level
     axes[0][0].set_ylim(max(0.0, min(low - 0.02, level - 0.05)), 1.0)
-    axes[0][-1].legend(frameon=False, fontsize=9, loc="lower right")
+    if finite.any():
+        axes[0][-1].legend(frameon=False, fontsize=9, loc="lower right")
     fig.tight_layout()
     path = Path(path)
     fig.savefig(path)

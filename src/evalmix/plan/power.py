@@ -217,26 +217,31 @@ def _sizes_summary(cluster_sizes: Sequence[int] | np.ndarray) -> tuple[int, floa
 
 
 def _check_design(n_clusters, cluster_size, icc, sd, level, size_cv, crossed,
-                  min_clusters: float = 2) -> None:
-    if np.any(np.asarray(n_clusters, dtype=float) < min_clusters):
+                  min_clusters: float = 2, effect: Any = None) -> None:
+    # written as "not (inside)" so that NaN, which fails every comparison, is refused
+    if not np.all(np.asarray(n_clusters, dtype=float) >= min_clusters):
         raise EvalmixError(f"n_clusters must be at least {min_clusters} (the t test has K - 1 "
                            f"degrees of freedom), got {n_clusters!r}")
-    if np.any(np.asarray(cluster_size, dtype=float) < 1):
+    if not np.all(np.asarray(cluster_size, dtype=float) >= 1):
         raise EvalmixError(f"cluster_size must be at least 1, got {cluster_size!r}")
     rho = np.asarray(icc, dtype=float)
     share = sum(float(v[0]) for v in (crossed or {}).values())
-    if np.any(rho < 0) or np.any(rho + share >= 1):
+    if not (np.all(rho >= 0) and np.all(rho + share < 1)):
         raise EvalmixError(f"icc must be in [0, 1) and icc + crossed ICCs below 1, got icc={icc!r}"
                            f" and crossed ICCs summing to {share}")
-    if sd is not None and np.any(np.asarray(sd, dtype=float) <= 0):
+    if sd is not None and not np.all(np.asarray(sd, dtype=float) > 0):
         raise EvalmixError(f"sd must be positive, got {sd!r}")
+    if sd is not None and not np.all(np.isfinite(np.asarray(sd, dtype=float))):
+        raise EvalmixError(f"sd must be finite, got {sd!r}")
     lv = np.asarray(level, dtype=float)
-    if np.any((lv <= 0) | (lv >= 1)):
+    if not np.all((lv > 0) & (lv < 1)):
         raise EvalmixError(f"level must be in (0, 1), got {level!r}")
-    if np.any(np.asarray(size_cv, dtype=float) < 0):
+    if not np.all(np.asarray(size_cv, dtype=float) >= 0):
         raise EvalmixError(f"size_cv must be >= 0, got {size_cv!r}")
+    if effect is not None and not np.all(np.isfinite(np.asarray(effect, dtype=float))):
+        raise EvalmixError(f"effect must be a finite number, got {effect!r}")
     for name, value in (crossed or {}).items():
-        if len(value) != 2 or value[1] < 1 or not 0 <= value[0] < 1:
+        if len(value) != 2 or not value[1] >= 1 or not 0 <= value[0] < 1:
             raise EvalmixError(f"crossed[{name!r}] must be (icc in [0, 1), n_levels >= 1), "
                                f"got {value!r}")
 
@@ -380,7 +385,8 @@ def power(
                                                  size_cv)
     if effect is None or n_clusters is None:
         raise EvalmixError("power needs effect= and n_clusters= (or cluster_sizes=)")
-    _check_design(n_clusters, cluster_size, icc, sd, level, size_cv, crossed)
+    _check_design(n_clusters, cluster_size, icc, sd, level, size_cv, crossed,
+                  effect=effect)
     null_value = _null(estimand, null)
     sd_ = _sd(estimand, sd, effect, null_value)
     return _result(estimand=estimand, alternative=alternative, distribution=distribution,
@@ -536,7 +542,7 @@ def n_clusters_for_power(
     check_option("distribution", distribution, DISTRIBUTIONS)
     if effect is None:
         raise EvalmixError("n_clusters_for_power needs effect=")
-    _check_design(2, cluster_size, icc, sd, level, size_cv, crossed)
+    _check_design(2, cluster_size, icc, sd, level, size_cv, crossed, effect=effect)
     null_value = _null(estimand, null)
     sd_ = _sd(estimand, sd, effect, null_value)
     target = np.asarray(power, dtype=float)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from evalmix.data.readers import FORMATS
-from evalmix.errors import EvalmixError
+from evalmix.errors import DroppedRowsWarning, EvalmixError
 
 __all__ = ["add_parser", "run_report", "run_demo"]
 
@@ -24,15 +24,18 @@ def _command_line() -> str:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
+    from evalmix.cli import nonnegative_float, nonnegative_int, positive_int
+
     p.add_argument("--fast", action="store_true",
                    help="skip MCMC (design-based methods and statsmodels only)")
-    p.add_argument("--reps", type=int, default=2000, metavar="B",
+    p.add_argument("--reps", type=positive_int, default=2000, metavar="B",
                    help="bootstrap replicates (default 2000)")
-    p.add_argument("--seed", type=int, default=None, metavar="S", help="master seed")
-    p.add_argument("--draws", type=int, default=None,
+    p.add_argument("--seed", type=nonnegative_int, default=None, metavar="S",
+                   help="master seed")
+    p.add_argument("--draws", type=positive_int, default=None,
                    help="posterior draws per chain for the Bayesian model (default: the "
                         "back end's, about 1,000 bulk ESS)")
-    p.add_argument("--mcmc-timeout", dest="mcmc_timeout", type=float, default=600,
+    p.add_argument("--mcmc-timeout", dest="mcmc_timeout", type=nonnegative_float, default=600,
                    metavar="SECONDS",
                    help="stop the Bayesian fit after this long and report without it "
                         "(default 600; 0 = no limit)")
@@ -41,6 +44,8 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def add_parser(subparsers: Any) -> list[str]:
     """Register ``report`` and ``demo`` on the top-level CLI."""
+    from evalmix.cli import jobs_count
+
     rp = subparsers.add_parser(
         "report", help="every interval of every method and cluster level, with plots",
         description="Read a long-format eval table and write a sensitivity report: "
@@ -81,7 +86,17 @@ def add_parser(subparsers: Any) -> list[str]:
                     help="model back end (default: statsmodels, plus bayes unless --fast)")
     rp.add_argument("--levels", nargs="*", default=None,
                     help="cluster levels to run (roles, a+b for multiway, none)")
-    rp.add_argument("--jobs", type=int, default=1, metavar="J",
+    rp.add_argument("--encoding", default=None,
+                    help="text encoding of a CSV/TSV/JSON file (default utf-8), e.g. latin-1")
+    rp.add_argument("--on-unparsed", dest="on_unparsed", choices=("auto", "error", "drop"),
+                    default="auto",
+                    help="outcomes that cannot be read: drop up to 5%% and refuse more "
+                         "(auto), refuse any (error), or drop all (drop)")
+    rp.add_argument("--outcome-kind", dest="outcome_kind",
+                    choices=("auto", "verdict", "winner"), default=None,
+                    help="pairwise: the outcome holds a verdict (a/b/tie) or the winner's "
+                         "name (needed when a model is called a, b, 0, 1 or tie)")
+    rp.add_argument("--jobs", type=jobs_count, default=1, metavar="J",
                     help="parallel jobs (reserved; the maths is vectorised)")
     rp.add_argument("--no-sensitivity", dest="sensitivity", action="store_false",
                     help="do not refit the Bayesian model with 2.5x wider SD priors "
@@ -132,23 +147,36 @@ def _read(args: argparse.Namespace) -> Any:
         return _read_log(args, fmt)
     if not args.outcome and not args.roles:
         raise EvalmixError("--outcome is required (or give it in --roles roles.toml)")
-    if args.reps < 1:
-        raise EvalmixError(f"--reps must be a positive integer, got {args.reps}")
     clusters = parse_cluster(args.cluster) or None
     kwargs: dict[str, Any] = {
         "outcome": args.outcome, "condition": args.condition, "model_a": args.model_a,
         "model_b": args.model_b, "first_shown": args.first_shown, "clusters": clusters,
-        "roles": args.roles, "replicate": args.replicate,
+        "roles": args.roles, "replicate": args.replicate, "encoding": args.encoding,
+        "outcome_kind": args.outcome_kind,
     }
     if args.ties is not None:
         kwargs["ties"] = args.ties
     if args.sampled is not None:
         kwargs["sampled"] = [r.strip() for r in args.sampled.split(",") if r.strip()]
     kwargs = {k: v for k, v in kwargs.items() if v is not None}
-    return evalmix.read(args.data, **kwargs)
+    # the dropped-rows count (and examples) always reaches the terminal
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DroppedRowsWarning)
+        table = evalmix.read(args.data, on_unparsed=args.on_unparsed, **kwargs)
+    for w in caught:
+        if issubclass(w.category, DroppedRowsWarning):
+            print(f"evalmix: warning: {' '.join(str(w.message).split())}", file=sys.stderr)
+    if args.ties is not None and table.kind != "pairwise":
+        raise EvalmixError(
+            f"--ties {args.ties} applies to pairwise tables (with --model-a and --model-b); "
+            f"{args.data!r} was read as a scores table, which has no ties. Drop --ties")
+    return table
 
 
 def _finish(report: Any, out: Path, t0: float) -> None:
+    from evalmix.cli import stop_if_interrupted
+
+    stop_if_interrupted()  # a sampler may have returned cut-short draws on Ctrl-C
     paths = report.write(out)
     head = report.headline
     print(f"evalmix: wrote {len(paths)} files to {out}/ in {time.perf_counter() - t0:.0f} s "
@@ -169,11 +197,11 @@ def _finish(report: Any, out: Path, t0: float) -> None:
 
 def run_report(args: argparse.Namespace) -> int:
     import evalmix
+    from evalmix.report.report import check_report_dir
 
     t0 = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        table = _read(args)
+    check_report_dir(args.out)  # before the work: an unwritable --out fails at once
+    table = _read(args)
     report = evalmix.analyze(
         table, levels=args.levels, backend=args.backend, fast=args.fast, reps=args.reps,
         seed=args.seed, progress=not args.quiet, draws=args.draws,
@@ -185,8 +213,10 @@ def run_report(args: argparse.Namespace) -> int:
 
 def run_demo(args: argparse.Namespace) -> int:
     from evalmix.report.demo import demo_report
+    from evalmix.report.report import check_report_dir
 
     t0 = time.perf_counter()
+    check_report_dir(args.out)
     report = demo_report(seed=args.seed, fast=args.fast, reps=args.reps, draws=args.draws,
                          progress=not args.quiet, mcmc_timeout=args.mcmc_timeout,
                          command=_command_line())

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import shutil
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +19,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["Report"]
+from evalmix.errors import EvalmixError, check_out_dir
+
+__all__ = ["Report", "check_report_dir", "REPORT_MARKER"]
 
 
 def _jsonable(obj: Any) -> Any:
@@ -36,6 +41,61 @@ def _jsonable(obj: Any) -> Any:
     if isinstance(obj, np.ndarray):
         return _jsonable(obj.tolist())
     return obj
+
+
+#: written last into a report folder; marks it as a complete evalmix report
+REPORT_MARKER = ".evalmix-report"
+
+
+def check_report_dir(out: str | Path) -> Path:
+    """Check that ``out`` can take a report, before the analysis starts.
+
+    ``out`` may not exist yet, be an empty folder, or hold an earlier evalmix report
+    (which :meth:`Report.write` replaces whole); anything else (a file, a folder of other
+    files, a place that cannot be written) raises :class:`~evalmix.errors.EvalmixError`.
+    """
+    d = check_out_dir(out)
+    if d.is_dir() and not _is_report_dir(d):
+        raise EvalmixError(
+            f"--out {str(d)!r} already holds files that are not an evalmix report; writing "
+            "the report there would replace them. Choose a new or empty folder")
+    return d
+
+
+#: the names :meth:`Report.write` puts in a report folder
+REPORT_FILES = frozenset({
+    "intervals.csv", "variance.csv", "judges.csv", "design.json", "design.md",
+    "report.html", "report.md", "summary.json", "prior_sensitivity.csv", "plots",
+    REPORT_MARKER})
+
+
+def _is_report_dir(d: Path) -> bool:
+    """Empty, marked as a report, or holding only names a report has (one written
+    before the marker existed)."""
+    names = {p.name for p in d.iterdir()}
+    return REPORT_MARKER in names or names <= REPORT_FILES
+
+
+def _swap_into_place(tmp: Path, out: Path) -> None:
+    """Rename the finished folder ``tmp`` to ``out``; an earlier report at ``out`` is
+    moved aside first and deleted after. Retries when another writer renames in between,
+    so ``out`` is always one writer's complete report (or briefly absent)."""
+    for _ in range(100):
+        try:
+            os.rename(tmp, out)
+            return
+        except OSError:
+            if not out.is_dir():
+                raise
+        graveyard = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.old-"))
+        try:
+            os.rename(out, graveyard / "report")
+        except FileNotFoundError:  # another writer moved it first
+            pass
+        finally:
+            shutil.rmtree(graveyard, ignore_errors=True)
+    raise EvalmixError(f"could not rename the report into {str(out)!r}: other writers kept "
+                       "replacing it")
 
 
 @dataclass(frozen=True, eq=False)
@@ -150,34 +210,49 @@ class Report:
         return text
 
     def write(self, out: str | Path) -> dict[str, Path]:
-        """Write every file of the report into folder ``out``.
+        """Write every file of the report into folder ``out``, atomically.
 
         Files: ``intervals.csv``, ``variance.csv``, ``judges.csv``, ``design.json``,
         ``design.md``, ``report.html``, ``report.md`` (with ``plots/*.png``),
         ``summary.json``, and ``prior_sensitivity.csv`` when the Bayesian model was
-        refitted with wider SD priors.
+        refitted with wider SD priors. The folder is built as a hidden sibling of ``out``
+        and renamed into place, replacing an earlier report there as a whole: an
+        interrupted write leaves the old report (or nothing), stale files of the old
+        report do not survive, and two writers never mix their files. An existing
+        ``out`` must be empty or an evalmix report (see :func:`check_report_dir`).
         """
+        d = check_report_dir(out)
+        tmp = Path(tempfile.mkdtemp(dir=d.parent, prefix=f".{d.name}.tmp-"))
+        try:
+            umask = os.umask(0)
+            os.umask(umask)
+            tmp.chmod(0o777 & ~umask)  # mkdtemp makes it private; a report folder is not
+            self._write_files(tmp)
+            (tmp / REPORT_MARKER).write_text(
+                json.dumps({"evalmix_report": True, "files": sorted(
+                    str(f.relative_to(tmp)) for f in tmp.rglob("*") if f.is_file())}))
+            _swap_into_place(tmp, d)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        names = ["intervals.csv", "variance.csv", "judges.csv", "design.json", "design.md",
+                 "report.html", "report.md", "summary.json"]
+        if self.prior_sensitivity is not None:
+            names.append("prior_sensitivity.csv")
+        return {name: d / name for name in names}
+
+    def _write_files(self, d: Path) -> None:
         from evalmix.report.plots import all_figures, save_png
         from evalmix.report.render import design_markdown
 
-        d = Path(out)
-        d.mkdir(parents=True, exist_ok=True)
-        paths = {name: d / name for name in (
-            "intervals.csv", "variance.csv", "judges.csv", "design.json", "design.md",
-            "report.html", "report.md", "summary.json")}
-        self.intervals.to_csv(paths["intervals.csv"], index=False)
-        self.variance.to_csv(paths["variance.csv"], index=False)
-        self.judges.to_csv(paths["judges.csv"], index=False)
-        paths["design.json"].write_text(json.dumps(_jsonable(self.design), indent=2,
-                                                   default=str))
-        paths["design.md"].write_text(design_markdown(self))
-        sensitivity_csv = d / "prior_sensitivity.csv"
+        self.intervals.to_csv(d / "intervals.csv", index=False)
+        self.variance.to_csv(d / "variance.csv", index=False)
+        self.judges.to_csv(d / "judges.csv", index=False)
+        (d / "design.json").write_text(json.dumps(_jsonable(self.design), indent=2,
+                                                  default=str))
+        (d / "design.md").write_text(design_markdown(self))
         if self.prior_sensitivity is not None:
-            paths["prior_sensitivity.csv"] = sensitivity_csv
-            self.prior_sensitivity.to_csv(sensitivity_csv, index=False)
-        else:
-            # an earlier report in this folder must not leave a table this one lacks
-            sensitivity_csv.unlink(missing_ok=True)
+            self.prior_sensitivity.to_csv(d / "prior_sensitivity.csv", index=False)
         summary = dict(self.summary)
         summary["headline"] = self.headline
         summary["warnings"] = list(self.warnings)
@@ -185,15 +260,14 @@ class Report:
             summary["truth"] = self.truth
         if self.prior_sensitivity is not None:
             summary["prior_sensitivity"] = self.prior_sensitivity
-        paths["summary.json"].write_text(json.dumps(_jsonable(summary), indent=2,
-                                                    default=str))
+        (d / "summary.json").write_text(json.dumps(_jsonable(summary), indent=2,
+                                                   default=str))
         plots = d / "plots"
-        plots.mkdir(exist_ok=True)
+        plots.mkdir()
         for name, fig in all_figures(self):
             save_png(fig, plots / f"{name}.png")
-        self.to_markdown(paths["report.md"], plots_dir="plots")
-        self.to_html(paths["report.html"])
-        return paths
+        self.to_markdown(d / "report.md", plots_dir="plots")
+        self.to_html(d / "report.html")
 
     def __str__(self) -> str:
         lines = ["evalmix report"]

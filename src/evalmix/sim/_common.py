@@ -9,17 +9,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalmix.errors import EvalmixError
+from evalmix.errors import check_seed
 
 SeedLike = int | np.random.Generator | None
 
 
 def as_generator(seed: SeedLike) -> np.random.Generator:
     """A ``numpy.random.Generator`` from an int seed, a Generator, or None."""
+    check_seed(seed)
     if isinstance(seed, np.random.Generator):
         return seed
-    if seed is not None and not isinstance(seed, int | np.integer):
-        raise EvalmixError(f"seed must be an int or numpy.random.Generator, got {seed!r}")
     return np.random.default_rng(seed)
 
 

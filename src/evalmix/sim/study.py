@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalmix.errors import EvalmixError
+from evalmix.errors import EvalmixError, InvalidOptionError, check_seed
 from evalmix.plan._cells import CELL_DEFAULTS, FAST_METHODS, check_cell, run_cell
 
 __all__ = ["coverage", "CoverageResult", "DEFAULT_GRID", "COVERAGE_COLUMNS", "expand_grid"]
@@ -314,6 +314,10 @@ def coverage(
     if not isinstance(seed, int | np.integer):
         raise EvalmixError(f"coverage needs an int seed or a numpy Generator (per-cell seeds "
                            f"derive from it), got {seed!r}")
+    check_seed(seed)
+    if isinstance(jobs, bool) or not isinstance(jobs, int | np.integer) or jobs == 0:
+        raise InvalidOptionError(f"jobs={jobs!r}: give the number of worker processes (1 = "
+                                 "in this process, -1 = all cores)")
     if not 0 < level < 1:
         raise EvalmixError(f"level must be in (0, 1), got {level}")
     seed, reps, boot_reps = int(seed), int(reps), int(boot_reps)
@@ -355,14 +359,15 @@ def coverage(
             _run_dask(client, todo, cells, args, collect)
         elif jobs != 1 and len(todo) > 1:
             backend = "joblib"
-            from joblib import Parallel, delayed
-
-            par = Parallel(n_jobs=jobs, return_as="generator_unordered")
-            for index, rows in par(delayed(_task)(i, cells[i], *args) for i in todo):
-                collect(index, rows)
+            _run_joblib(int(jobs), todo, cells, args, collect)
         else:
             for i in todo:
                 collect(*_task(i, cells[i], *args))
+    except KeyboardInterrupt:
+        kept = (f"kept {len(results)} of {len(cells)} cells in {sink.path}; rerun with "
+                "resume=True (CLI: --resume) to continue" if sink.path is not None
+                else f"{len(results)} of {len(cells)} cells had finished; nothing written")
+        raise KeyboardInterrupt(kept) from None
     finally:
         bar.close()
     rows = [r for i in sorted(results) for r in results[i]]
@@ -376,11 +381,39 @@ def coverage(
                           backend=backend)
 
 
+def _run_joblib(jobs: int, todo: list[int], cells, args, collect) -> None:
+    """Cells on loky worker processes, shut down when the grid is done (or fails):
+    loky keeps idle workers alive for minutes otherwise."""
+    from joblib import Parallel, delayed
+    from joblib.externals.loky import get_reusable_executor
+
+    try:
+        par = Parallel(n_jobs=jobs, return_as="generator_unordered")
+        for index, rows in par(delayed(_task)(i, cells[i], *args) for i in todo):
+            collect(index, rows)
+    finally:
+        get_reusable_executor().shutdown(wait=True, kill_workers=True)
+
+
+#: seconds to wait for a Dask scheduler given by address
+DASK_CONNECT_TIMEOUT = 10
+
+
 def _run_dask(client: Any, todo: list[int], cells, args, collect) -> None:
     from distributed import Client, as_completed
 
     own = isinstance(client, str)
-    dask_client = Client(client) if own else client
+    if own:
+        try:
+            dask_client = Client(client, timeout=DASK_CONNECT_TIMEOUT)
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise EvalmixError(
+                f"could not connect to the Dask scheduler at {client!r} within "
+                f"{DASK_CONNECT_TIMEOUT} s ({type(exc).__name__}: {' '.join(str(exc).split())[:160]}); "
+                "check the address (tcp://host:8786) and that the scheduler is running, or "
+                "drop --scheduler to run locally") from None
+    else:
+        dask_client = client
     try:
         futures = [dask_client.submit(_task, i, cells[i], *args, pure=False) for i in todo]
         for fut in as_completed(futures):
