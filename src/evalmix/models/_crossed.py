@@ -48,7 +48,10 @@ class CrossedFit:
     (REML/Laplace; lme4's ``ranef(condVar = TRUE)``), posterior means and SDs (VB), or
     the joint mode and its Laplace SD (MAP). ``fe_re_cov`` is the joint covariance of (fixed effects, random
     effects) given the SDs where the method has one (REML/Laplace: the inverse of the
-    penalised least-squares Hessian; MAP: its Laplace covariance), else None (VB).
+    penalised least-squares Hessian; MAP: its Laplace covariance), else None (VB);
+    ``fe_re_index`` says which positions of the (fixed effects, all random effects)
+    vector its rows and columns are (None: all of them; REML/Laplace keep only the fixed
+    effects and the levels of random slopes, so no q x q matrix is formed).
     """
 
     method: str
@@ -72,6 +75,7 @@ class CrossedFit:
     re_sd: np.ndarray | None = None
     fe_re_cov: np.ndarray | None = None
     fe_cov: np.ndarray | None = None
+    fe_re_index: np.ndarray | None = None
 
 
 # ---------------------------------------------------------------------------- helpers
