@@ -80,8 +80,10 @@ def _check_separation(fe_names: Sequence[str], beta: np.ndarray, se: np.ndarray,
                       eigenvalues: np.ndarray) -> None:
     """Refuse a fit whose fixed effects run off to infinity (complete or quasi-complete
     separation) instead of reporting where the optimiser happened to stop."""
-    bad = [n for n, b, s in zip(fe_names, beta, se, strict=True)
-           if not np.isfinite(s) or abs(b) > _SEPARATION_BETA or s > _SEPARATION_SE]
+    # name the effects that run off first; an SE blown up by them comes second
+    bad = [n for n, b in zip(fe_names, beta, strict=True) if abs(b) > _SEPARATION_BETA] or [
+        n for n, s in zip(fe_names, se, strict=True)
+        if not np.isfinite(s) or s > _SEPARATION_SE]
     if bad or not np.all(eigenvalues > 0):
         which = ", ".join(bad) if bad else "the fixed effects"
         raise EvalmixError(
@@ -152,7 +154,10 @@ class _LaplaceDeviance:
                 R = lam[:, None] * des.zt(w[:, None] * X)
                 Y = F.solve(R)
                 M = X.T @ (w[:, None] * X) - R.T @ Y
-                db = np.linalg.solve(M, X.T @ r - R.T @ du)
+                try:
+                    db = np.linalg.solve(M, X.T @ r - R.T @ du)
+                except np.linalg.LinAlgError:  # weights at 0: separation, checked later
+                    db = np.linalg.lstsq(M, X.T @ r - R.T @ du, rcond=None)[0]
                 du = du - Y @ db
             else:
                 db = np.zeros_like(beta)
