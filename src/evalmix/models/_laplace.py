@@ -30,7 +30,7 @@ from evalmix.models._crossed import (
     _z,
     intercept_term,  # noqa: F401  (used by the docstring examples)
 )
-from evalmix.models._pls import CrossedDesign
+from evalmix.models._pls import CrossedDesign, one_blas_thread
 from evalmix.models._reml import joint_cov, slope_levels
 from evalmix.models.spec import RandomTerm
 
@@ -270,6 +270,15 @@ def fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     Bates, D. et al. (2015). Fitting linear mixed-effects models using lme4. Journal of
     Statistical Software 67(1), section 5 (GLMMs). doi:10.18637/jss.v067.i01
     """
+    with one_blas_thread():
+        return _fit_laplace_arrays(y, X, fe_names, terms, trials=trials, level=level,
+                                   maxiter=maxiter, binomial_constant=binomial_constant)
+
+
+def _fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
+                       terms: Sequence[RandomTerm], *, trials: np.ndarray | None = None,
+                       level: float = 0.95, maxiter: int = 500,
+                       binomial_constant: bool = True) -> CrossedFit:
     y, X = _check_arrays(y, X, fe_names, terms)
     if np.any((y < 0) | (y > 1)):
         raise EvalmixError("method='laplace' fits a logit model and needs a 0/1 (or "

@@ -41,7 +41,7 @@ from evalmix.models._crossed import (
     _z,
     intercept_term,  # noqa: F401  (used by the docstring examples)
 )
-from evalmix.models._pls import BlockFactor, CrossedDesign
+from evalmix.models._pls import BlockFactor, CrossedDesign, one_blas_thread
 from evalmix.models.spec import RandomTerm
 
 __all__ = ["fit_mixedlm_arrays", "reml_deviance"]
@@ -239,6 +239,13 @@ def fit_mixedlm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     Bates, D., Maechler, M., Bolker, B., Walker, S. (2015). Fitting linear mixed-effects
     models using lme4. Journal of Statistical Software 67(1). doi:10.18637/jss.v067.i01
     """
+    with one_blas_thread():
+        return _fit_mixedlm_arrays(y, X, fe_names, terms, level=level, maxiter=maxiter)
+
+
+def _fit_mixedlm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
+                       terms: Sequence[RandomTerm], *, level: float = 0.95,
+                       maxiter: int = 1000) -> CrossedFit:
     from statsmodels.tools.numdiff import approx_hess3
 
     y, X = _check_arrays(y, X, fe_names, terms)
