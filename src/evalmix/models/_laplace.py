@@ -121,7 +121,9 @@ class _LaplaceDeviance:
         self.last: tuple | None = None
 
     def _loglik(self, eta: np.ndarray) -> float:
-        return float(np.sum(self.m * (self.y * eta - np.logaddexp(0.0, eta))))
+        # log(1 + e^eta) = max(eta, 0) + log1p(e^-|eta|), 3x faster than logaddexp
+        softplus = np.maximum(eta, 0.0) + np.log1p(np.exp(-np.abs(eta)))
+        return float(self.m @ (self.y * eta - softplus))
 
     def _weights(self, eta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         from scipy.special import expit
@@ -293,7 +295,8 @@ def _fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     if not binomial_constant:
         dev.const = 0.0
 
-    # stage 1 (lme4's nAGQ = 0): theta alone, beta and u jointly by PIRLS
+    # stage 1 (lme4's nAGQ = 0): theta alone, beta and u jointly by PIRLS; only a start
+    # for stage 2, so a loose tolerance (it was 2/3 of the work at 1e-10)
     beta = np.zeros(p)
     state = {"beta": beta}
 
@@ -304,7 +307,7 @@ def _fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
 
     dev.u = np.zeros(dev.q)
     out0 = optimize.minimize(f0, np.ones(k), method="L-BFGS-B", bounds=[(0.0, None)] * k,
-                             options={"ftol": 1e-10, "maxiter": maxiter})
+                             options={"ftol": 1e-4, "maxiter": maxiter})
     f0(out0.x)
 
     # stage 2 (nAGQ = 1): (theta, beta) jointly with the exact gradient
