@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize
+from scipy import optimize, sparse
 
 from evalmix.errors import EvalmixError
 from evalmix.models._crossed import (
@@ -62,6 +62,11 @@ class LaplaceResults:
 #: exp(15) is an odds ratio of 3 million.
 _SEPARATION_BETA = 15.0
 _SEPARATION_SE = 50.0
+#: X is kept sparse when less than this share of its entries are nonzero.
+_SPARSE_X = 0.25
+#: Up to this many fixed effects the whole Hessian is taken by differences of the exact
+#: gradient (2 (K + p) gradient evaluations); beyond, see the comment in the fit.
+_FULL_HESSIAN_MAX_FIXED = 20
 
 
 def _check_not_degenerate(y: np.ndarray, m: np.ndarray) -> None:
@@ -111,6 +116,9 @@ class _LaplaceDeviance:
         from scipy.special import gammaln
 
         self.y, self.m, self.X = y, trials, X
+        # indicator columns (e.g. 99 model effects) make X mostly zeros: keep it sparse
+        self.Xop = (sparse.csr_array(X) if np.count_nonzero(X) < _SPARSE_X * X.size
+                    else X)
         self.design = CrossedDesign(terms, y.size)
         self.comp = self.design.comp
         self.q = self.design.q
@@ -120,16 +128,23 @@ class _LaplaceDeviance:
                                   - gammaln(trials - k + 1)))
         self.last: tuple | None = None
 
-    def _loglik(self, eta: np.ndarray) -> float:
-        # log(1 + e^eta) = max(eta, 0) + log1p(e^-|eta|), 3x faster than logaddexp
-        softplus = np.maximum(eta, 0.0) + np.log1p(np.exp(-np.abs(eta)))
-        return float(self.m @ (self.y * eta - softplus))
+    def _eval(self, eta: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        """Log-likelihood, ``mu`` and IRLS weights ``m mu (1 - mu)`` from one ``exp``
+        (transcendentals dominate a PIRLS step at 100,000 rows)."""
+        e = np.exp(-np.abs(eta))
+        ll = float(np.sum(self.m * (self.y * eta - np.maximum(eta, 0.0) - np.log1p(e))))
+        inv = 1.0 / (1.0 + e)
+        mu = np.where(eta >= 0, inv, e * inv)
+        return ll, mu, self.m * mu * (1 - mu)
 
-    def _weights(self, eta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        from scipy.special import expit
-
-        mu = expit(eta)
-        return mu, self.m * mu * (1 - mu)
+    def xtwx(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``X'WX`` (p x p) and ``Z'WX`` (q x p, natural order), dense."""
+        if sparse.issparse(self.Xop):
+            WX = sparse.csr_array(sparse.diags_array(w) @ self.Xop)
+            return ((self.Xop.T @ WX).toarray(),
+                    np.asarray((self.design.Zt @ WX).toarray()))
+        WX = w[:, None] * self.X
+        return self.X.T @ WX, self.design.zt(WX)
 
     def pirls(self, theta: np.ndarray, beta: np.ndarray, *, joint: bool = False,
               tol: float = 1e-10) -> tuple[np.ndarray, np.ndarray]:
@@ -139,23 +154,24 @@ class _LaplaceDeviance:
         des = self.design
         lam = theta[self.comp]
         u, beta = self.u.copy(), np.asarray(beta, dtype=float).copy()
-        X = self.X
+        X = self.Xop
 
         def eta_of(u_: np.ndarray, b_: np.ndarray) -> np.ndarray:
             return X @ b_ + des.zu(lam * u_)
 
         eta = eta_of(u, beta)
-        pl = self._loglik(eta) - 0.5 * u @ u
+        ll, mu, w = self._eval(eta)
         for _ in range(200):
-            mu, w = self._weights(eta)
+            pl = ll - 0.5 * u @ u
             F = des.factor(lam, w)
             r = self.m * (self.y - mu)
             g_u = lam * des.zt(r) - u
             du = F.solve(g_u)
             if joint:
-                R = lam[:, None] * des.zt(w[:, None] * X)
+                xwx, ztwx = self.xtwx(w)
+                R = lam[:, None] * ztwx
                 Y = F.solve(R)
-                M = X.T @ (w[:, None] * X) - R.T @ Y
+                M = xwx - R.T @ Y
                 try:
                     db = np.linalg.solve(M, X.T @ r - R.T @ du)
                 except np.linalg.LinAlgError:  # weights at 0: separation, checked later
@@ -169,19 +185,19 @@ class _LaplaceDeviance:
             while True:
                 u_new, b_new = u + t * du, beta + t * db
                 eta_new = eta_of(u_new, b_new)
-                pl_new = self._loglik(eta_new) - 0.5 * u_new @ u_new
-                if pl_new >= pl - 1e-12 * max(1.0, abs(pl)) or t < 1e-8:
+                ll_new, mu_new, w_new = self._eval(eta_new)
+                if ll_new - 0.5 * u_new @ u_new >= pl - 1e-12 * max(1.0, abs(pl)) or t < 1e-8:
                     break
                 t /= 2
-            u, beta, eta, pl = u_new, b_new, eta_new, pl_new
+            u, beta, eta, ll, mu, w = u_new, b_new, eta_new, ll_new, mu_new, w_new
         self.u = u
-        self.last = (theta, lam, u, beta, eta, F)
+        self.last = (theta, lam, u, beta, eta, F, ll, mu, w)
         return u, beta
 
     def _value(self) -> float:
         assert self.last is not None
-        _, _, u, _, eta, F = self.last
-        return float(-2 * (self._loglik(eta) + self.const) + u @ u + F.logdet)
+        _, _, u, _, _, F, ll, _, _ = self.last
+        return float(-2 * (ll + self.const) + u @ u + F.logdet)
 
     def __call__(self, theta: np.ndarray, beta: np.ndarray) -> float:
         self.pirls(np.asarray(theta, dtype=float), beta)
@@ -205,9 +221,8 @@ class _LaplaceDeviance:
         theta = np.asarray(theta, dtype=float)
         f = self(theta, beta)
         assert self.last is not None
-        _, lam, u, _, eta, F = self.last
+        _, lam, u, _, _, F, _, mu, w = self.last
         des = self.design
-        mu, w = self._weights(eta)
         r = self.m * (self.y - mu)
         h, diag = F.leverages(lam)
         g = h * w * (1 - 2 * mu)
@@ -219,7 +234,7 @@ class _LaplaceDeviance:
         with np.errstate(divide="ignore", invalid="ignore"):
             per_col += np.where(th > 0, 2 * (1 - diag) / th, 0.0)
         g_theta = np.bincount(self.comp, weights=per_col, minlength=theta.size)
-        g_beta = self.X.T @ (gs - 2 * r)
+        g_beta = self.Xop.T @ (gs - 2 * r)
         return f, np.concatenate([g_theta, g_beta])
 
 
@@ -318,7 +333,7 @@ def _fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     bounds = [(0.0, None)] * k + [(None, None)] * p
     for _ in range(4):
         out = optimize.minimize(fg, x, jac=True, method="L-BFGS-B", bounds=bounds,
-                                options={"ftol": 1e-15, "gtol": 1e-7, "maxiter": maxiter})
+                                options={"ftol": 1e-12, "gtol": 1e-6, "maxiter": maxiter})
         moved = not np.allclose(out.x, x, rtol=1e-7, atol=1e-9)
         x = out.x
         if not moved:
@@ -332,7 +347,11 @@ def _fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     sd[singular] = 0.0
     keep = np.flatnonzero(~singular)
 
-    # Hessian in (log SD kept, beta) by central differences of the exact gradient
+    # Hessian in (log SD kept, beta) by central differences of the exact gradient; with
+    # many fixed effects the beta-beta block is 2 (X'WX - X'WZL A^-1 LZ'WX), the exact
+    # Hessian of the penalised deviance with u profiled out, which leaves out only the
+    # second derivative of log|A| in beta (lme4's use.hessian = FALSE block; O(1) against
+    # O(rows)), and saves 2p gradient evaluations
     def grad_v(v: np.ndarray) -> np.ndarray:
         th = sd.copy()
         th[keep] = np.exp(v[:keep.size])
@@ -340,9 +359,10 @@ def _fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
         return np.concatenate([gg[keep] * th[keep], gg[k:]])
 
     v0 = np.concatenate([np.log(sd[keep]), x[k:]])
+    full = p <= _FULL_HESSIAN_MAX_FIXED
     u_opt = dev.u.copy()
     hess = np.empty((v0.size, v0.size))
-    for j in range(v0.size):
+    for j in range(v0.size if full else keep.size):
         step = 1e-4 * max(1.0, abs(v0[j]))
         up, dn = v0.copy(), v0.copy()
         up[j] += step
@@ -351,9 +371,16 @@ def _fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
         g_up = grad_v(up)
         dev.u = u_opt.copy()
         hess[:, j] = (g_up - grad_v(dn)) / (2 * step)
-    hess = (hess + hess.T) / 2
     dev.u = u_opt
     fval = dev(sd, x[k:])  # conditional modes and factor at the optimum
+    if not full:
+        assert dev.last is not None
+        _, lam_o, _, _, _, F_o, _, _, w_o = dev.last
+        xwx, ztwx = dev.xtwx(w_o)
+        R = lam_o[:, None] * ztwx
+        hess[keep.size:, keep.size:] = 2 * (xwx - R.T @ F_o.solve(R))
+        hess[:keep.size, keep.size:] = hess[keep.size:, :keep.size].T
+    hess = (hess + hess.T) / 2
     try:
         cov = 2 * np.linalg.inv(hess)
         se = np.sqrt(np.diag(cov))
@@ -366,11 +393,10 @@ def _fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     hi[keep] = sd[keep] * np.exp(z * se[:keep.size])
     fe_cov = cov[keep.size:, keep.size:]
     assert dev.last is not None
-    _, lam, u, _, eta, F = dev.last
-    mu, w = dev._weights(eta)
+    _, lam, u, _, _, F, _, _, w = dev.last
     slopes = slope_levels(terms)
     fe_re_cov, fe_re_index = (
-        joint_cov(F, lam, X.T @ (w[:, None] * X), dev.design.zt(w[:, None] * X), slopes, 1.0)
+        joint_cov(F, lam, *dev.xtwx(w), slopes, 1.0)
         if slopes.size else (None, None))
     # lme4's condVar: conditional SDs given beta and the SDs
     re_sd = lam * np.sqrt(np.clip(F.inverse_pieces()[0], 0.0, None))
