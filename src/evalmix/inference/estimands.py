@@ -415,7 +415,7 @@ def _difference(table: EvalTable, conditions: Sequence[str] | None,
         )
     diffs = units.mean_b[both] - units.mean_a[both]
     first = units.first_row[both]  # a row of each matched unit, in unit order
-    codes = {r: _dense(d[r].to_numpy()[mask][first].astype(str)) for r in table.clusters}
+    codes = {r: _unit_codes(table, d, r, mask, first) for r in table.clusters}
     pair_codes = None
     if "a_first" in keys:
         pair_codes = _dense(_combine(list(codes.values()), sort=False))
@@ -436,6 +436,16 @@ class _Units:
     first_row: np.ndarray
 
 
+def _densify(key: np.ndarray) -> np.ndarray:
+    """Codes 0..K-1 of the distinct values of a nonnegative integer array, in sorted
+    order (a presence table instead of hashing when the range is small)."""
+    top = int(key.max(initial=-1)) + 1
+    if top <= 4 * key.size + 16:
+        present = np.bincount(key, minlength=top) > 0
+        return (np.cumsum(present) - 1)[key].astype(np.int64)
+    return pd.factorize(key, sort=True)[0].astype(np.int64)
+
+
 def _combine(codes: list[np.ndarray], *, sort: bool = True) -> np.ndarray:
     """One integer code per distinct tuple of ``codes`` (lexicographic order when sorted,
     else order of first appearance), without building tuples."""
@@ -443,8 +453,19 @@ def _combine(codes: list[np.ndarray], *, sort: bool = True) -> np.ndarray:
     for c in codes:
         c = np.asarray(c, dtype=np.int64)
         key = key * (int(c.max(initial=0)) + 1) + c
-        key = pd.factorize(key, sort=sort)[0].astype(np.int64)
+        key = _densify(key) if sort else pd.factorize(key, sort=False)[0].astype(np.int64)
     return key
+
+
+def _unit_codes(table: EvalTable, d: pd.DataFrame, role: str, mask: np.ndarray,
+                first: np.ndarray) -> np.ndarray:
+    """Cluster codes of the matched units, numbered in the sorted order of the label
+    text (as ``_dense(labels.astype(str))``). The table's codes are sorted by label, which
+    is the text order when the labels are strings with none missing."""
+    codes = table.codes(role)[mask][first]
+    if pd.api.types.is_string_dtype(d[role].dtype) and codes.min(initial=0) >= 0:
+        return _densify(codes)
+    return _dense(d[role].to_numpy()[mask][first].astype(str))
 
 
 def _paired_units(table: EvalTable, d: pd.DataFrame, mask: np.ndarray, is_b: np.ndarray,

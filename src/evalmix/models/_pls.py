@@ -187,7 +187,10 @@ class BlockFactor:
                 S = U.toarray()
                 S = S + S.T
                 S[np.diag_indices_from(S)] = S.diagonal() / 2 + 1.0
-                S -= self._btdb_dense()
+                if B.nnz < self.q1 * self.q2 / 4:  # few other levels per big level
+                    S -= (B.T @ self.DB).toarray()
+                else:
+                    S -= self._btdb_dense()
                 self._L = cholesky(S, lower=True, overwrite_a=True, check_finite=False)
                 logdet += 2 * float(np.log(np.diag(self._L)).sum())
             else:

@@ -140,7 +140,9 @@ def _deviance_gradient(theta: np.ndarray, cp: _CrossProducts) -> np.ndarray:
 
 def _optimise_theta(cp: _CrossProducts, k: int, maxiter: int) -> optimize.OptimizeResult:
     """Minimise the REML criterion over theta >= 0 (bounded at zero, like lme4), by
-    L-BFGS-B from two starts, each restarted from its end point until it stops moving."""
+    L-BFGS-B from theta = 1 (lme4's start), restarted from its end point until it stops
+    moving; a second start at theta = 0.1 only when the first ends on the zero bound or
+    short of a stationary point (a local optimum there is the known failure)."""
     best = None
     for start in (np.ones(k), np.full(k, 0.1)):
         x = start
@@ -154,6 +156,9 @@ def _optimise_theta(cp: _CrossProducts, k: int, maxiter: int) -> optimize.Optimi
                 break
         if best is None or out.fun < best.fun:
             best = out
+        interior = bool(np.all(best.x > SINGULAR_TOL))
+        if interior and _projected_gradient(best.x, cp) < 1e-6 * max(1.0, abs(best.fun)):
+            break
     assert best is not None
     return best
 
