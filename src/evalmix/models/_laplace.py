@@ -168,7 +168,7 @@ class _LaplaceDeviance:
         eta = eta_of(u, beta)
         ll, mu, w = self._eval(eta)
         for _ in range(200):
-            pl = ll - 0.5 * u @ u
+            pl = float(ll - 0.5 * u @ u)
             F = des.factor(lam, w)
             r = self.m * (self.y - mu)
             g_u = lam * des.zt(r) - u
@@ -192,7 +192,8 @@ class _LaplaceDeviance:
                 u_new, b_new = u + t * du, beta + t * db
                 eta_new = eta_of(u_new, b_new)
                 ll_new, mu_new, w_new = self._eval(eta_new)
-                if ll_new - 0.5 * u_new @ u_new >= pl - 1e-12 * max(1.0, abs(pl)) or t < 1e-8:
+                pl_new = float(ll_new - 0.5 * u_new @ u_new)
+                if pl_new >= pl - 1e-12 * max(1.0, abs(pl)) or t < 1e-8:
                     break
                 t /= 2
             u, beta, eta, ll, mu, w = u_new, b_new, eta_new, ll_new, mu_new, w_new
