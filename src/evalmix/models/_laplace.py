@@ -1,10 +1,14 @@
 """Maximum-likelihood logit GLMM by the Laplace approximation (``"laplace"``).
 
 The random effects are integrated out by the Laplace approximation: ``lme4::glmer``'s
-default (nAGQ = 1), implemented here (statsmodels has no Laplace GLMM) with penalised
-IRLS for the conditional modes and L-BFGS-B over (SDs, fixed effects). Matches
-glmer/glmmTMB on the frozen references. Wald intervals (``t`` with containment df for
-fixed effects; log scale for SDs) from the Hessian of the approximate deviance.
+default (nAGQ = 1), implemented here (statsmodels has no Laplace GLMM) as lme4 does it:
+sparse ``Z``, penalised IRLS for the conditional modes with a sparse factor of
+``Lambda Z'WZ Lambda + I`` (:mod:`evalmix.models._pls`), an nAGQ = 0 start (SDs alone,
+fixed effects inside PIRLS), then L-BFGS-B over (SDs, fixed effects) with the exact
+gradient of the Laplace deviance. Matches glmer/glmmTMB on the frozen references. Wald
+intervals (``t`` with containment df for fixed effects; log scale for SDs) from the
+Hessian of the approximate deviance (differences of the exact gradient). All-0/all-1
+outcomes and separated fixed effects raise :class:`~evalmix.errors.EvalmixError`.
 
 References
 ----------
@@ -27,11 +31,11 @@ from evalmix.models._crossed import (
     SINGULAR_TOL,
     CrossedFit,
     _check_arrays,
-    _term_matrix,
     _z,
     intercept_term,  # noqa: F401  (used by the docstring examples)
 )
-from evalmix.models._reml import _block_solve, _joint_cov, _largest_first
+from evalmix.models._pls import CrossedDesign, one_blas_thread
+from evalmix.models._reml import joint_cov, slope_levels
 from evalmix.models.spec import RandomTerm
 
 __all__ = ["LaplaceResults", "fit_laplace_arrays"]
@@ -57,117 +61,188 @@ class LaplaceResults:
         return self.cov
 
 
+#: A fixed effect beyond this on the log-odds scale (or with an SE beyond
+#: :data:`_SEPARATION_SE`) means the likelihood has no finite maximum (separation):
+#: exp(15) is an odds ratio of 3 million.
+_SEPARATION_BETA = 15.0
+_SEPARATION_SE = 50.0
+#: lme4's ``check.conv.grad`` tolerance on the relative gradient (Newton step).
+_REL_GRAD_TOL = 2e-3
+#: X is kept sparse when less than this share of its entries are nonzero.
+_SPARSE_X = 0.25
+#: Up to this many fixed effects the whole Hessian is taken by differences of the exact
+#: gradient (2 (K + p) gradient evaluations); beyond, see the comment in the fit.
+_FULL_HESSIAN_MAX_FIXED = 20
+
+
+def _check_not_degenerate(y: np.ndarray, m: np.ndarray) -> None:
+    """All-0 or all-1 outcomes: the logit likelihood has no finite maximum."""
+    k = y * m
+    if np.all(k <= 0) or np.all(k >= m):
+        value = "0" if np.all(k <= 0) else "1"
+        raise EvalmixError(
+            f"every outcome is {value} ({y.size} rows): a logit model has no finite "
+            "estimate (its intercept runs to infinity) and no SD can be estimated. Report "
+            "the proportion with a design-based interval instead, e.g. "
+            "evalmix.interval(table, 'mean', method='wilson' or 'CR2')")
+
+
+def _check_separation(fe_names: Sequence[str], beta: np.ndarray, se: np.ndarray,
+                      eigenvalues: np.ndarray) -> None:
+    """Refuse a fit whose fixed effects run off to infinity (complete or quasi-complete
+    separation) instead of reporting where the optimiser happened to stop."""
+    # name the effects that run off first; an SE blown up by them comes second
+    bad = [n for n, b in zip(fe_names, beta, strict=True) if abs(b) > _SEPARATION_BETA] or [
+        n for n, s in zip(fe_names, se, strict=True)
+        if not np.isfinite(s) or s > _SEPARATION_SE]
+    if bad or not np.all(eigenvalues > 0):
+        which = ", ".join(bad) if bad else "the fixed effects"
+        raise EvalmixError(
+            f"the outcome is (quasi-)separated by {which}: the Laplace likelihood has no "
+            "finite maximum there (e.g. one condition wins every comparison), so no "
+            "estimate or standard error can be reported. Drop or merge the level, or use "
+            "the Bayesian back end (its priors keep the estimate finite) or a design-based "
+            "interval (evalmix.interval)")
+
+
 class _LaplaceDeviance:
     """Laplace-approximated deviance of a logit GLMM, lme4's nAGQ = 1 (PIRLS inside).
 
     ``deviance(theta, beta)`` maximises the penalised log-likelihood over the spherical
     random effects ``u`` (``b = Lambda u``) by Newton steps with step halving, then
-    returns ``-2 log p(y | eta_hat) + |u_hat|^2 + log|L|^2``. The last ``u_hat`` warm-
-    starts the next call. The blocks of ``Z'WZ`` are accumulated by ``bincount`` with the
-    largest term's (diagonal) block eliminated (:func:`_block_solve`).
+    returns ``-2 log p(y | eta_hat) + |u_hat|^2 + log|L|^2``; ``gradient`` adds its exact
+    gradient in (theta, beta). The last ``u_hat`` warm-starts the next call. ``Z`` is
+    sparse and ``Lambda Z'WZ Lambda + I`` is factored by :class:`~evalmix.models._pls.
+    CrossedDesign` (largest term's diagonal block eliminated), so no N x N or N x q
+    matrix is formed.
     """
 
     def __init__(self, y: np.ndarray, trials: np.ndarray, X: np.ndarray,
                  terms: Sequence[RandomTerm]):
         from scipy.special import gammaln
 
-        n = y.size
         self.y, self.m, self.X = y, trials, X
-        self.Z = sparse.hstack([_term_matrix(t, n) for t in terms]).tocsr()
-        self.Zt = self.Z.T.tocsr()
-        self.comp = np.concatenate([np.full(t.n_levels, j) for j, t in enumerate(terms)])
-        self.q = self.comp.size
+        # indicator columns (e.g. 99 model effects) make X mostly zeros: keep it sparse
+        self.Xop = (sparse.csr_array(X) if np.count_nonzero(X) < _SPARSE_X * X.size
+                    else X)
+        self.design = CrossedDesign(terms, y.size)
+        self.comp = self.design.comp
+        self.q = self.design.q
         self.u = np.zeros(self.q)
-        self.perm, self.q1 = _largest_first(self.comp)
-        big = int(self.comp[self.perm[0]])
-        tb = terms[big]
-        xb = np.asarray(tb.x, dtype=float)
-        self.big_codes, self.big_x2 = tb.codes, xb**2
-        rest = [t for j, t in enumerate(terms) if j != big]
-        offs = np.cumsum([0] + [t.n_levels for t in rest])
-        self.q2 = q2 = int(offs[-1])
-        fb, xbb, fc, xcc = [], [], [], []
-        for a, ta in enumerate(rest):
-            xa = np.asarray(ta.x, dtype=float)
-            fb.append(tb.codes * q2 + offs[a] + ta.codes)
-            xbb.append(xb * xa)
-            for b in range(a, len(rest)):
-                tc = rest[b]
-                fc.append((offs[a] + ta.codes) * q2 + offs[b] + tc.codes)
-                xcc.append(xa * np.asarray(tc.x, dtype=float))
-        empty_i, empty_f = np.zeros(0, dtype=np.int64), np.zeros(0)
-        self.fb = np.concatenate(fb) if fb else empty_i
-        self.xb = np.concatenate(xbb) if xbb else empty_f
-        self.fc = np.concatenate(fc) if fc else empty_i
-        self.xc = np.concatenate(xcc) if xcc else empty_f
-        self.nb, self.nc = len(fb), len(fc)
         k = trials * y
         self.const = float(np.sum(gammaln(trials + 1) - gammaln(k + 1)
                                   - gammaln(trials - k + 1)))
+        self.last: tuple | None = None
 
-    def _loglik(self, eta: np.ndarray) -> float:
-        return float(np.sum(self.m * (self.y * eta - np.logaddexp(0.0, eta))))
+    def _eval(self, eta: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        """Log-likelihood, ``mu`` and IRLS weights ``m mu (1 - mu)`` from one ``exp``
+        (transcendentals dominate a PIRLS step at 100,000 rows)."""
+        e = np.exp(-np.abs(eta))
+        ll = float(np.sum(self.m * (self.y * eta - np.maximum(eta, 0.0) - np.log1p(e))))
+        inv = 1.0 / (1.0 + e)
+        mu = np.where(eta >= 0, inv, e * inv)
+        return ll, mu, self.m * mu * (1 - mu)
 
-    def _weights(self, eta: np.ndarray) -> np.ndarray:
-        from scipy.special import expit
+    def xtwx(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``X'WX`` (p x p) and ``Z'WX`` (q x p, natural order), dense."""
+        if sparse.issparse(self.Xop):
+            WX = sparse.csr_array(sparse.diags_array(w) @ self.Xop)
+            return ((self.Xop.T @ WX).toarray(),
+                    np.asarray((self.design.Zt @ WX).toarray()))
+        WX = w[:, None] * self.X
+        return self.X.T @ WX, self.design.zt(WX)
 
-        mu = expit(eta)
-        return self.m * mu * (1 - mu)
-
-    def _blocks(self, lam: np.ndarray, w: np.ndarray
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Blocks of H = Lambda Z'WZ Lambda + I (largest term first)."""
-        q1, q2 = self.q1, self.q2
-        lp = lam[self.perm]
-        l1, l2 = lp[:q1], lp[q1:]
-        d = np.bincount(self.big_codes, weights=w * self.big_x2, minlength=q1)
-        B = np.bincount(self.fb, weights=np.tile(w, self.nb) * self.xb,
-                        minlength=q1 * q2).reshape(q1, q2)
-        upper = np.bincount(self.fc, weights=np.tile(w, self.nc) * self.xc,
-                            minlength=q2 * q2).reshape(q2, q2)
-        C = upper + upper.T - np.diag(np.diag(upper))
-        return (l1**2 * d + 1.0, l1[:, None] * B * l2[None, :],
-                l2[:, None] * C * l2[None, :] + np.eye(q2))
-
-    def _solve(self, lam: np.ndarray, eta: np.ndarray, rhs: np.ndarray
-               ) -> tuple[np.ndarray, float]:
-        d, B, C = self._blocks(lam, self._weights(eta))
-        y_p, logdet = _block_solve(d, B, C, rhs[self.perm])
-        out = np.empty_like(y_p)
-        out[self.perm] = y_p
-        return out, logdet
-
-    def hessian(self, lam: np.ndarray, eta: np.ndarray) -> np.ndarray:
-        """The full H = Lambda Z'WZ Lambda + I (natural column order), for covariances."""
-        w = self._weights(eta)
-        ztwz = np.asarray((self.Zt @ self.Z.multiply(w[:, None])).toarray())
-        return lam[:, None] * ztwz * lam[None, :] + np.eye(self.q)
-
-    def __call__(self, theta: np.ndarray, beta: np.ndarray) -> float:
-        from scipy.special import expit
-
+    def pirls(self, theta: np.ndarray, beta: np.ndarray, *, joint: bool = False,
+              tol: float = 1e-10) -> tuple[np.ndarray, np.ndarray]:
+        """Conditional modes ``u`` (and ``beta`` when ``joint``, lme4's nAGQ = 0) by
+        penalised IRLS: Newton steps on ``log p(y | eta) - |u|^2 / 2`` with step halving.
+        Leaves the factor at the optimum in ``self.last``; returns ``(u, beta)``."""
+        des = self.design
         lam = theta[self.comp]
-        off = self.X @ beta
-        u = self.u.copy()
-        eta = off + self.Z @ (lam * u)
-        pl = self._loglik(eta) - 0.5 * u @ u
-        for _ in range(100):
-            g = lam * (self.Zt @ (self.m * (self.y - expit(eta)))) - u
-            step, _ = self._solve(lam, eta, g)
+        u, beta = self.u.copy(), np.asarray(beta, dtype=float).copy()
+        X = self.Xop
+
+        def eta_of(u_: np.ndarray, b_: np.ndarray) -> np.ndarray:
+            return X @ b_ + des.zu(lam * u_)
+
+        eta = eta_of(u, beta)
+        ll, mu, w = self._eval(eta)
+        for _ in range(200):
+            pl = float(ll - 0.5 * u @ u)
+            F = des.factor(lam, w)
+            r = self.m * (self.y - mu)
+            g_u = lam * des.zt(r) - u
+            du = F.solve(g_u)
+            if joint:
+                xwx, ztwx = self.xtwx(w)
+                R = lam[:, None] * ztwx
+                Y = F.solve(R)
+                M = xwx - R.T @ Y
+                try:
+                    db = np.linalg.solve(M, X.T @ r - R.T @ du)
+                except np.linalg.LinAlgError:  # weights at 0: separation, checked later
+                    db = np.linalg.lstsq(M, X.T @ r - R.T @ du, rcond=None)[0]
+                du = du - Y @ db
+            else:
+                db = np.zeros_like(beta)
+            if max(np.max(np.abs(du), initial=0.0), np.max(np.abs(db), initial=0.0)) < tol:
+                break
             t = 1.0
             while True:
-                u_new = u + t * step
-                eta_new = off + self.Z @ (lam * u_new)
-                pl_new = self._loglik(eta_new) - 0.5 * u_new @ u_new
-                if pl_new >= pl - 1e-12 or t < 1e-8:
+                u_new, b_new = u + t * du, beta + t * db
+                eta_new = eta_of(u_new, b_new)
+                ll_new, mu_new, w_new = self._eval(eta_new)
+                pl_new = float(ll_new - 0.5 * u_new @ u_new)
+                if pl_new >= pl - 1e-12 * max(1.0, abs(pl)) or t < 1e-8:
                     break
                 t /= 2
-            u, eta, pl = u_new, eta_new, pl_new
-            if np.max(np.abs(t * step)) < 1e-11:
-                break
+            u, beta, eta, ll, mu, w = u_new, b_new, eta_new, ll_new, mu_new, w_new
         self.u = u
-        _, logdet = self._solve(lam, eta, np.zeros(self.q))
-        return float(-2 * (self._loglik(eta) + self.const) + u @ u + logdet)
+        self.last = (theta, lam, u, beta, eta, F, ll, mu, w)
+        return u, beta
+
+    def _value(self) -> float:
+        assert self.last is not None
+        _, _, u, _, _, F, ll, _, _ = self.last
+        return float(-2 * (ll + self.const) + u @ u + F.logdet)
+
+    def __call__(self, theta: np.ndarray, beta: np.ndarray) -> float:
+        self.pirls(np.asarray(theta, dtype=float), beta)
+        return self._value()
+
+    def profiled(self, theta: np.ndarray, beta: np.ndarray) -> tuple[float, np.ndarray]:
+        """lme4's nAGQ = 0 deviance: ``beta`` and ``u`` jointly by PIRLS at ``theta``."""
+        _, b = self.pirls(np.asarray(theta, dtype=float), beta, joint=True, tol=1e-8)
+        return self._value(), b
+
+    def gradient(self, theta: np.ndarray, beta: np.ndarray) -> tuple[float, np.ndarray]:
+        """Deviance and its exact gradient in (theta, beta).
+
+        With ``r = m (y - mu)``, ``w = m mu (1 - mu)``, ``w' = w (1 - 2 mu)``, leverages
+        ``h_i = z_i' Lambda A^-1 Lambda z_i``, ``g = h w'``, ``v = A^-1 Lambda Z' g`` and
+        ``s = Z Lambda v``: ``d/dbeta = -2 X'r + X'(g - w s)`` and, per column j of term
+        k, ``-2 (Z'r)_j u_j + 2 (1 - (A^-1)_jj) / theta_k + u_j (Z'(g - w s))_j +
+        v_j (Z'r)_j`` summed over the term (envelope theorem at ``u_hat`` plus the
+        derivative of ``log|A|`` through ``Lambda`` and through ``W(eta_hat)``).
+        """
+        theta = np.asarray(theta, dtype=float)
+        f = self(theta, beta)
+        assert self.last is not None
+        _, lam, u, _, _, F, _, mu, w = self.last
+        des = self.design
+        r = self.m * (self.y - mu)
+        h, diag = F.leverages(lam)
+        g = h * w * (1 - 2 * mu)
+        v = F.solve(lam * des.zt(g))
+        gs = g - w * des.zu(lam * v)
+        ztr = des.zt(r)
+        per_col = -2 * ztr * u + u * des.zt(gs) + v * ztr
+        th = theta[self.comp]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            per_col += np.where(th > 0, 2 * (1 - diag) / th, 0.0)
+        g_theta = np.bincount(self.comp, weights=per_col, minlength=theta.size)
+        g_beta = self.Xop.T @ (gs - 2 * r)
+        return f, np.concatenate([g_theta, g_beta])
 
 
 def fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
@@ -219,9 +294,15 @@ def fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     Bates, D. et al. (2015). Fitting linear mixed-effects models using lme4. Journal of
     Statistical Software 67(1), section 5 (GLMMs). doi:10.18637/jss.v067.i01
     """
-    from scipy.special import expit
-    from statsmodels.tools.numdiff import approx_hess3
+    with one_blas_thread():
+        return _fit_laplace_arrays(y, X, fe_names, terms, trials=trials, level=level,
+                                   maxiter=maxiter, binomial_constant=binomial_constant)
 
+
+def _fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
+                       terms: Sequence[RandomTerm], *, trials: np.ndarray | None = None,
+                       level: float = 0.95, maxiter: int = 500,
+                       binomial_constant: bool = True) -> CrossedFit:
     y, X = _check_arrays(y, X, fe_names, terms)
     if np.any((y < 0) | (y > 1)):
         raise EvalmixError("method='laplace' fits a logit model and needs a 0/1 (or "
@@ -229,94 +310,126 @@ def fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     m = np.ones(y.size) if trials is None else np.asarray(trials, dtype=float)
     if m.shape != y.shape or np.any(m <= 0):
         raise EvalmixError("trials must be positive, one per row")
+    _check_not_degenerate(y, m)
     k, p = len(terms), X.shape[1]
     z = _z(level)
     dev = _LaplaceDeviance(y, m, X, terms)
     if not binomial_constant:
         dev.const = 0.0
-    beta = np.zeros(p)  # logistic regression without random effects as the start
-    for _ in range(30):
-        mu = expit(X @ beta)
-        step = np.linalg.solve(X.T @ ((m * mu * (1 - mu))[:, None] * X), X.T @ (m * (y - mu)))
-        beta = beta + step
-        if np.max(np.abs(step)) < 1e-10:
-            break
 
-    def f(x: np.ndarray) -> float:
-        return dev(x[:k], x[k:])
+    # stage 1 (lme4's nAGQ = 0): theta alone, beta and u jointly by PIRLS; only a start
+    # for stage 2, so a loose tolerance (it was 2/3 of the work at 1e-10)
+    beta = np.zeros(p)
+    state = {"beta": beta}
 
-    def jac(x: np.ndarray) -> np.ndarray:
-        g = np.empty_like(x)
-        for j in range(x.size):
-            h = 1e-5 * max(abs(x[j]), 0.1)
-            up, dn = x.copy(), x.copy()
-            up[j] += h
-            if j < k and x[j] <= h:
-                g[j] = (f(up) - f(x)) / h
-            else:
-                dn[j] -= h
-                g[j] = (f(up) - f(dn)) / (2 * h)
-        return g
+    def f0(theta: np.ndarray) -> float:
+        val, b = dev.profiled(theta, state["beta"])
+        state["beta"] = b
+        return val
 
-    x = np.concatenate([np.ones(k), beta])
+    dev.u = np.zeros(dev.q)
+    out0 = optimize.minimize(f0, np.ones(k), method="L-BFGS-B", bounds=[(0.0, None)] * k,
+                             options={"ftol": 1e-4, "maxiter": maxiter})
+    f0(out0.x)
+
+    # stage 2 (nAGQ = 1): (theta, beta) jointly with the exact gradient
+    def fg(x: np.ndarray) -> tuple[float, np.ndarray]:
+        return dev.gradient(x[:k], x[k:])
+
+    x = np.concatenate([np.maximum(out0.x, 1e-3), state["beta"]])
     bounds = [(0.0, None)] * k + [(None, None)] * p
     for _ in range(4):
-        out = optimize.minimize(f, x, jac=jac, method="L-BFGS-B", bounds=bounds,
-                                options={"ftol": 1e-15, "gtol": 1e-7, "maxiter": maxiter})
+        out = optimize.minimize(fg, x, jac=True, method="L-BFGS-B", bounds=bounds,
+                                options={"ftol": 1e-12, "gtol": 1e-6, "maxiter": maxiter})
         moved = not np.allclose(out.x, x, rtol=1e-7, atol=1e-9)
         x = out.x
         if not moved:
             break
-    g = jac(x)
+    _, g = fg(x)
     g[:k] = np.where((x[:k] <= 0) & (g[:k] > 0), 0.0, g[:k])
     grad = float(np.max(np.abs(g)))
-    converged = grad < 1e-3
+    g_at_opt = g.copy()
     sd = x[:k].copy()
     singular = sd < SINGULAR_TOL * np.sqrt(LOGIT_RESIDUAL_VAR)
     sd[singular] = 0.0
     keep = np.flatnonzero(~singular)
 
-    def dev_phi(v: np.ndarray) -> float:
+    # Hessian in (log SD kept, beta) by central differences of the exact gradient; with
+    # many fixed effects the beta-beta block is 2 (X'WX - X'WZL A^-1 LZ'WX), the exact
+    # Hessian of the penalised deviance with u profiled out, which leaves out only the
+    # second derivative of log|A| in beta (lme4's use.hessian = FALSE block; O(1) against
+    # O(rows)), and saves 2p gradient evaluations
+    def grad_v(v: np.ndarray) -> np.ndarray:
         th = sd.copy()
         th[keep] = np.exp(v[:keep.size])
-        return dev(th, v[keep.size:])
+        _, gg = dev.gradient(th, v[keep.size:])
+        return np.concatenate([gg[keep] * th[keep], gg[k:]])
 
     v0 = np.concatenate([np.log(sd[keep]), x[k:]])
-    fval = dev_phi(v0)
-    hess = approx_hess3(v0, dev_phi, epsilon=1e-3)
+    full = p <= _FULL_HESSIAN_MAX_FIXED
+    u_opt = dev.u.copy()
+    hess = np.empty((v0.size, v0.size))
+    for j in range(v0.size if full else keep.size):
+        step = 1e-4 * max(1.0, abs(v0[j]))
+        up, dn = v0.copy(), v0.copy()
+        up[j] += step
+        dn[j] -= step
+        dev.u = u_opt.copy()
+        g_up = grad_v(up)
+        dev.u = u_opt.copy()
+        hess[:, j] = (g_up - grad_v(dn)) / (2 * step)
+    dev.u = u_opt
+    fval = dev(sd, x[k:])  # conditional modes and factor at the optimum
+    if not full:
+        assert dev.last is not None
+        _, lam_o, _, _, _, F_o, _, _, w_o = dev.last
+        xwx, ztwx = dev.xtwx(w_o)
+        R = lam_o[:, None] * ztwx
+        hess[keep.size:, keep.size:] = 2 * (xwx - R.T @ F_o.solve(R))
+        hess[:keep.size, keep.size:] = hess[keep.size:, :keep.size].T
+    hess = (hess + hess.T) / 2
     try:
         cov = 2 * np.linalg.inv(hess)
         se = np.sqrt(np.diag(cov))
     except np.linalg.LinAlgError:
         cov = np.full(hess.shape, np.nan)
         se = np.full(v0.size, np.nan)
+    _check_separation(fe_names, x[k:], se[keep.size:], np.linalg.eigvalsh(hess))
+    # lme4's relative-gradient check: the Newton step H^-1 g (in log SD, beta) is small;
+    # an absolute gradient bound alone fails at 1M rows, where the deviance is ~1e6
+    g_v = np.concatenate([g_at_opt[keep] * sd[keep], g_at_opt[k:]])
+    with np.errstate(invalid="ignore"):
+        rel = float(np.max(np.abs(np.linalg.solve(hess, g_v)), initial=0.0)) \
+            if np.all(np.isfinite(hess)) else np.inf
+    converged = grad < 1e-3 or rel < _REL_GRAD_TOL
     lo, hi = np.zeros(k), np.full(k, np.nan)
     lo[keep] = sd[keep] * np.exp(-z * se[:keep.size])
     hi[keep] = sd[keep] * np.exp(z * se[:keep.size])
     fe_cov = cov[keep.size:, keep.size:]
-    dev(sd, x[k:])  # conditional modes at the optimum
-    lam = sd[dev.comp]
-    eta = X @ x[k:] + dev.Z @ (lam * dev.u)
-    H = dev.hessian(lam, eta)
-    mu = expit(eta)
-    w = m * mu * (1 - mu)
-    fe_re_cov = (_joint_cov(X.T @ (w[:, None] * X),
-                            lam[:, None] * np.asarray(dev.Zt @ (w[:, None] * X)), H, lam, 1.0)
-                 if any(not t.is_intercept for t in terms) else None)
+    assert dev.last is not None
+    _, lam, u, _, _, F, _, _, w = dev.last
+    slopes = slope_levels(terms)
+    fe_re_cov, fe_re_index = (
+        joint_cov(F, lam, *dev.xtwx(w), slopes, 1.0)
+        if slopes.size else (None, None))
     # lme4's condVar: conditional SDs given beta and the SDs
-    re_sd = lam * np.sqrt(np.clip(np.diag(np.linalg.inv(H)), 0.0, None))
+    re_sd = lam * np.sqrt(np.clip(F.inverse_pieces()[0], 0.0, None))
+    modes = u * lam
     results = LaplaceResults(params=np.concatenate([sd, x[k:]]), cov=fe_cov, deviance=fval,
-                             llf=-fval / 2, modes=dev.u * lam, converged=converged)
+                             llf=-fval / 2, modes=modes, converged=converged)
     return CrossedFit(
         method="laplace", fe_names=tuple(fe_names), fe_est=x[k:].copy(),
         fe_se=np.sqrt(np.diag(fe_cov)), vc_names=tuple(t.name for t in terms), vc_sd=sd,
         vc_lo=lo, vc_hi=hi, resid_sd=float(np.sqrt(LOGIT_RESIDUAL_VAR)), resid_lo=np.nan,
         resid_hi=np.nan, level=level, converged=converged, grad_norm=grad, results=results,
         singular=tuple(np.asarray([t.name for t in terms])[singular].tolist()),
-        re_est=dev.u * lam, re_sd=re_sd, fe_re_cov=fe_re_cov,
+        re_est=modes, re_sd=re_sd, fe_re_cov=fe_re_cov, fe_re_index=fe_re_index,
         details={"deviance": fval, "loglik": -fval / 2,
-                 "optimizer": "L-BFGS-B over (SD, beta) on the Laplace deviance (PIRLS inside)",
+                 "optimizer": "nAGQ=0 start (L-BFGS-B over SDs, PIRLS over fixed and random "
+                              "effects), then L-BFGS-B over (SD, beta) with the exact "
+                              "gradient of the Laplace deviance (PIRLS inside)",
                  "optimizer_message": str(out.message),
                  "interval": "Wald z (fixed effects); Wald on log-SD (variance components), "
-                             "from the Hessian of the Laplace deviance"},
+                             "from the Hessian of the Laplace deviance (central differences "
+                             "of its exact gradient)"},
     )

@@ -6,14 +6,16 @@ outcomes; on a 0/1 outcome it is a *linear probability* model (an approximation:
 variances are on the probability scale and shrink towards 0/1 bounds).
 
 The optimum is found on lme4's profiled REML criterion computed from the model's
-cross-products (O(q^3) per evaluation, bounded at SD = 0), then statsmodels is fitted
+cross-products by sparse penalised least squares (cost per evaluation in the levels,
+not the rows; bounded at SD = 0), then statsmodels is fitted
 from it (statsmodels' own L-BFGS from its default start stops far from the optimum on
 crossed designs; see ``shared/PERF_NOTES.md``). Intervals: Wald ``t`` with containment df
 for fixed effects; Wald on log-SD for the variance components (glmmTMB's default), from
 a numerical Hessian of the full REML log-likelihood in (log SD_k, log sigma).
 
-The block solve (:func:`_block_solve`), the largest-term-first ordering and the joint
-covariance of (fixed, random) effects are shared with :mod:`evalmix.models._laplace`.
+The sparse factor of ``Lambda Z'Z Lambda + I`` (:mod:`evalmix.models._pls`) and the
+joint covariance of (fixed, random) effects (:func:`joint_cov`) are shared with
+:mod:`evalmix.models._laplace`.
 
 References
 ----------
@@ -28,7 +30,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, sparse
+from scipy import optimize
+from scipy.linalg import cho_solve, cholesky
 
 from evalmix.models._crossed import (
     SINGULAR_TOL,
@@ -38,6 +41,7 @@ from evalmix.models._crossed import (
     _z,
     intercept_term,  # noqa: F401  (used by the docstring examples)
 )
+from evalmix.models._pls import BlockFactor, CrossedDesign, one_blas_thread
 from evalmix.models.spec import RandomTerm
 
 __all__ = ["fit_mixedlm_arrays", "reml_deviance"]
@@ -46,91 +50,44 @@ __all__ = ["fit_mixedlm_arrays", "reml_deviance"]
 _SM_MAX_LEVELS = 500
 
 
-def _block_solve(d: np.ndarray, B: np.ndarray, C: np.ndarray, R: np.ndarray
-                 ) -> tuple[np.ndarray, float]:
-    """Solve ``A Y = R`` and return ``log|A|`` for ``A = [[diag(d), B], [B', C]]``.
-
-    In a crossed design every row has one level of each term, so a term's own block of
-    ``Z'WZ`` is diagonal; eliminating the largest term's block leaves a Schur complement
-    ``C - B' D^-1 B`` of the size of the *other* terms (e.g. 3 judges + 6 personas
-    instead of 2,000 items), which is what makes lme4's sparse Cholesky fast.
-    """
-    from scipy.linalg import cho_solve, cholesky
-
-    q1 = d.size
-    dinv = (1.0 / d).reshape(-1, *([1] * (R.ndim - 1)))
-    R1, R2 = R[:q1], R[q1:]
-    logdet = float(np.log(d).sum())
-    if B.shape[1] == 0:
-        return dinv * R1, logdet
-    DB = B / d[:, None]
-    Ls = cholesky(C - B.T @ DB, lower=True)
-    Y2 = cho_solve((Ls, True), R2 - DB.T @ R1)
-    Y1 = dinv * R1 - DB @ Y2
-    return np.concatenate([Y1, Y2]), logdet + 2 * float(np.log(np.diag(Ls)).sum())
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class _CrossProducts:
     """Sufficient statistics of a linear mixed model: the REML criterion needs only
-    these cross-products, so one evaluation costs O(q2^3 + q1 q2^2), whatever the number
-    of rows (q1 levels of the largest term, q2 of all others).
+    these cross-products (``Z'Z`` as sparse blocks, ``Z'X``, ``Z'y``, ``X'X``, ...), so one
+    evaluation costs nothing in the rows."""
 
-    ``perm`` orders the columns of Z with the largest term first; ``d0``, ``B0``, ``C0``
-    are the blocks of Z'Z in that order.
-    """
-
-    ZtZ: np.ndarray
+    design: CrossedDesign
+    blocks: tuple
     ZtX: np.ndarray
     Zty: np.ndarray
     XtX: np.ndarray
     Xty: np.ndarray
     yty: float
-    comp: np.ndarray  # variance component of each column of Z
     n: int
     p: int
-    perm: np.ndarray
-    q1: int
-    d0: np.ndarray
-    B0: np.ndarray
-    C0: np.ndarray
+
+    @property
+    def comp(self) -> np.ndarray:
+        return self.design.comp
 
 
-def _largest_first(comp: np.ndarray) -> tuple[np.ndarray, int]:
-    counts = np.bincount(comp)
-    big = int(np.argmax(counts))
-    perm = np.concatenate([np.flatnonzero(comp == big), np.flatnonzero(comp != big)])
-    return perm, int(counts[big])
-
-
-def _cross_products(y: np.ndarray, X: np.ndarray, Z: sparse.csr_array,
-                    comp: np.ndarray) -> _CrossProducts:
-    Zt = Z.T.tocsr()
-    ZtZ = np.asarray((Zt @ Z).toarray())
-    perm, q1 = _largest_first(comp)
-    P = ZtZ[np.ix_(perm, perm)]
-    return _CrossProducts(
-        ZtZ=ZtZ, ZtX=np.asarray(Zt @ X), Zty=np.asarray(Zt @ y),
-        XtX=X.T @ X, Xty=X.T @ y, yty=float(y @ y), comp=comp, n=y.size, p=X.shape[1],
-        perm=perm, q1=q1, d0=np.diag(P)[:q1].copy(), B0=P[:q1, q1:], C0=P[q1:, q1:])
+def _cross_products(y: np.ndarray, X: np.ndarray, design: CrossedDesign) -> _CrossProducts:
+    return _CrossProducts(design=design, blocks=design.blocks(), ZtX=design.zt(X),
+                          Zty=design.zt(y), XtX=X.T @ X, Xty=X.T @ y, yty=float(y @ y),
+                          n=y.size, p=X.shape[1])
 
 
 def _reml_pieces(theta: np.ndarray, cp: _CrossProducts
-                 ) -> tuple[float, float, float, np.ndarray, np.ndarray]:
+                 ) -> tuple[float, float, float, np.ndarray, np.ndarray, BlockFactor]:
     """lme4's penalised least squares at relative SDs ``theta`` (SD_k / sigma).
 
-    Returns log|L|^2, log|R_X|^2, the penalised RSS r^2, beta-hat and R_X' R_X, where
-    L L' = Lambda Z'Z Lambda + I (Bates et al. 2015, section 3).
+    Returns log|L|^2, log|R_X|^2, the penalised RSS r^2, beta-hat, R_X' R_X and the
+    factor of L L' = Lambda Z'Z Lambda + I (Bates et al. 2015, section 3).
     """
-    from scipy.linalg import cho_solve, cholesky
-
-    lam = theta[cp.comp[cp.perm]]
-    l1, l2 = lam[:cp.q1], lam[cp.q1:]
-    d = l1**2 * cp.d0 + 1.0
-    B = l1[:, None] * cp.B0 * l2[None, :]
-    C = l2[:, None] * cp.C0 * l2[None, :] + np.eye(l2.size)
-    R = lam[:, None] * np.column_stack([cp.ZtX[cp.perm], cp.Zty[cp.perm]])
-    Y, ld_l = _block_solve(d, B, C, R)
+    lam = theta[cp.comp]
+    F = cp.design.factor(lam, blocks=cp.blocks)
+    R = lam[:, None] * np.column_stack([cp.ZtX, cp.Zty])
+    Y = F.solve(R)
     Q = R.T @ Y
     p = cp.p
     M = cp.XtX - Q[:p, :p]
@@ -138,7 +95,7 @@ def _reml_pieces(theta: np.ndarray, cp: _CrossProducts
     rhs = cp.Xty - Q[:p, p]
     beta = cho_solve((RX, True), rhs)
     r2 = cp.yty - Q[p, p] - rhs @ beta
-    return (ld_l, 2 * np.log(np.diag(RX)).sum(), float(r2), beta, M)
+    return (F.logdet, 2 * np.log(np.diag(RX)).sum(), float(r2), beta, M, F)
 
 
 def reml_deviance(theta: np.ndarray, cp: _CrossProducts) -> float:
@@ -148,7 +105,7 @@ def reml_deviance(theta: np.ndarray, cp: _CrossProducts) -> float:
     ----------
     Bates, D. et al. (2015), eq. (41)-(42). doi:10.18637/jss.v067.i01
     """
-    ld_l, ld_rx, r2, _, _ = _reml_pieces(np.asarray(theta, dtype=float), cp)
+    ld_l, ld_rx, r2, _, _, _ = _reml_pieces(np.asarray(theta, dtype=float), cp)
     big_n = cp.n - cp.p
     return float(ld_l + ld_rx + big_n * (1 + np.log(2 * np.pi * r2 / big_n)))
 
@@ -156,13 +113,18 @@ def reml_deviance(theta: np.ndarray, cp: _CrossProducts) -> float:
 def _reml_loglik(phi: np.ndarray, cp: _CrossProducts) -> float:
     """Full REML log-likelihood at (log SD_1..K, log sigma); sigma not profiled out."""
     sigma2 = np.exp(2 * phi[-1])
-    ld_l, ld_rx, r2, _, _ = _reml_pieces(np.exp(phi[:-1] - phi[-1]), cp)
+    ld_l, ld_rx, r2, _, _, _ = _reml_pieces(np.exp(phi[:-1] - phi[-1]), cp)
     big_n = cp.n - cp.p
     return float(-0.5 * (ld_l + ld_rx + big_n * np.log(2 * np.pi * sigma2) + r2 / sigma2))
 
 
 def _deviance_gradient(theta: np.ndarray, cp: _CrossProducts) -> np.ndarray:
-    """Central-difference gradient of the REML criterion (forward at the zero bound)."""
+    """Central-difference gradient of the REML criterion (forward at the zero bound).
+
+    The criterion costs O(levels) per evaluation (not O(rows)) and has one parameter per
+    term, so 2K evaluations per gradient are cheap; lme4 itself is derivative-free
+    (BOBYQA) on the same criterion.
+    """
     g = np.empty_like(theta)
     for j in range(theta.size):
         h = 1e-6 * max(theta[j], 1e-2)
@@ -178,7 +140,9 @@ def _deviance_gradient(theta: np.ndarray, cp: _CrossProducts) -> np.ndarray:
 
 def _optimise_theta(cp: _CrossProducts, k: int, maxiter: int) -> optimize.OptimizeResult:
     """Minimise the REML criterion over theta >= 0 (bounded at zero, like lme4), by
-    L-BFGS-B from two starts, each restarted from its end point until it stops moving."""
+    L-BFGS-B from theta = 1 (lme4's start), restarted from its end point until it stops
+    moving; a second start at theta = 0.1 only when the first ends on the zero bound or
+    short of a stationary point (a local optimum there is the known failure)."""
     best = None
     for start in (np.ones(k), np.full(k, 0.1)):
         x = start
@@ -192,6 +156,9 @@ def _optimise_theta(cp: _CrossProducts, k: int, maxiter: int) -> optimize.Optimi
                 break
         if best is None or out.fun < best.fun:
             best = out
+        interior = bool(np.all(best.x > SINGULAR_TOL))
+        if interior and _projected_gradient(best.x, cp) < 1e-6 * max(1.0, abs(best.fun)):
+            break
     assert best is not None
     return best
 
@@ -202,15 +169,34 @@ def _projected_gradient(theta: np.ndarray, cp: _CrossProducts) -> float:
     return float(np.max(np.abs(g))) if g.size else 0.0
 
 
-def _joint_cov(xwx: np.ndarray, lzwx: np.ndarray, A: np.ndarray, lam: np.ndarray,
-               scale: float) -> np.ndarray:
-    """Covariance of (beta, b = Lambda u) given the SDs: ``scale`` times the inverse of the
-    penalised least-squares Hessian [[X'WX, X'WZL], [LZ'WX, LZ'WZL + I]], mapped to b."""
+def slope_levels(terms: Sequence[RandomTerm]) -> np.ndarray:
+    """Natural-order columns of ``Z`` that belong to random slopes (not intercepts)."""
+    out, start = [], 0
+    for t in terms:
+        if not t.is_intercept:
+            out.append(np.arange(start, start + t.n_levels))
+        start += t.n_levels
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+
+
+def joint_cov(F: BlockFactor, lam: np.ndarray, xwx: np.ndarray, ztwx: np.ndarray,
+              idx: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """Covariance of (beta, b[idx]) given the SDs, ``b = Lambda u``: ``scale`` times the
+    inverse of the penalised least-squares Hessian [[X'WX, X'WZL], [LZ'WX, A]] restricted
+    to the fixed effects and the random-effect columns ``idx`` (natural order), by the
+    block inverse (no q x q matrix). Returns the matrix and its index into (beta, b).
+    """
     p = xwx.shape[0]
-    H = np.block([[xwx, lzwx.T], [lzwx, A]])
-    cov = scale * np.linalg.inv(H)
-    d = np.concatenate([np.ones(p), lam])
-    return d[:, None] * cov * d[None, :]
+    R = lam[:, None] * ztwx
+    Y = F.solve(R)
+    Minv = np.linalg.inv(xwx - R.T @ Y)
+    Yi = Y[idx]
+    cov = np.block([[Minv, -Minv @ Yi.T],
+                    [-Yi @ Minv, F.submatrix_inverse(idx) + Yi @ Minv @ Yi.T]])
+    dscale = np.concatenate([np.ones(p), lam[idx]])
+    return scale * dscale[:, None] * cov * dscale[None, :], np.concatenate(
+        [np.arange(p), p + idx])
+
 
 def fit_mixedlm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
                        terms: Sequence[RandomTerm], *, level: float = 0.95,
@@ -258,16 +244,22 @@ def fit_mixedlm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     Bates, D., Maechler, M., Bolker, B., Walker, S. (2015). Fitting linear mixed-effects
     models using lme4. Journal of Statistical Software 67(1). doi:10.18637/jss.v067.i01
     """
-    from statsmodels.regression.mixed_linear_model import MixedLM, VCSpec
+    with one_blas_thread():
+        return _fit_mixedlm_arrays(y, X, fe_names, terms, level=level, maxiter=maxiter)
+
+
+def _fit_mixedlm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
+                       terms: Sequence[RandomTerm], *, level: float = 0.95,
+                       maxiter: int = 1000) -> CrossedFit:
     from statsmodels.tools.numdiff import approx_hess3
 
     y, X = _check_arrays(y, X, fe_names, terms)
     n, k = y.size, len(terms)
     z = _z(level)
     names = tuple(t.name for t in terms)
-    blocks = [_term_matrix(t, n) for t in terms]
-    comp = np.concatenate([np.full(t.n_levels, j) for j, t in enumerate(terms)])
-    cp = _cross_products(y, X, sparse.hstack(blocks).tocsr(), comp)
+    design = CrossedDesign(terms, n)
+    comp = design.comp
+    cp = _cross_products(y, X, design)
     opt = _optimise_theta(cp, k, maxiter)
     theta = np.asarray(opt.x, dtype=float)
     grad = _projected_gradient(theta, cp)
@@ -276,7 +268,7 @@ def fit_mixedlm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
 
     # estimates at the optimum (lme4: sigma^2 = r^2 / (n - p), vcov = sigma^2 M^-1)
     theta_hat = np.where(singular, 0.0, theta)
-    _, _, r2, beta, M = _reml_pieces(theta_hat, cp)
+    _, _, r2, beta, M, F = _reml_pieces(theta_hat, cp)
     sigma = float(np.sqrt(r2 / (n - X.shape[1])))
     sd = theta_hat * sigma
     fe_cov = sigma**2 * np.linalg.inv(M)
@@ -289,6 +281,9 @@ def fit_mixedlm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     results = None
     kept = [int(j) for j in keep]
     if keep.size and comp.size <= _SM_MAX_LEVELS:
+        from statsmodels.regression.mixed_linear_model import MixedLM, VCSpec
+
+        blocks = [_term_matrix(t, n) for t in terms]
         vc = VCSpec([names[j] for j in kept],
                     [[[f"{names[j]}[{i}]" for i in range(terms[j].n_levels)]] for j in kept],
                     [[blocks[j]] for j in kept])
@@ -298,15 +293,14 @@ def fit_mixedlm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
             results = model.fit(reml=True, method="lbfgs", start_params=theta[keep])
 
     # conditional modes b = Lambda u of every level and their conditional SDs
-    lam = theta_hat[cp.comp]
-    A = lam[:, None] * cp.ZtZ * lam[None, :] + np.eye(lam.size)
+    lam = theta_hat[comp]
     resid_z = cp.Zty - cp.ZtX @ beta
-    A_inv = np.linalg.inv(A)
-    re_est = lam * (A_inv @ (lam * resid_z))
-    re_sd = sigma * lam * np.sqrt(np.clip(np.diag(A_inv), 0.0, None))
-    has_slopes = any(not t.is_intercept for t in terms)
-    fe_re_cov = (_joint_cov(cp.XtX, lam[:, None] * cp.ZtX, A, lam, sigma**2)
-                 if has_slopes else None)
+    re_est = lam * F.solve(lam * resid_z)
+    diag_inv = F.inverse_pieces()[0]
+    re_sd = sigma * lam * np.sqrt(np.clip(diag_inv, 0.0, None))
+    slopes = slope_levels(terms)
+    fe_re_cov, fe_re_index = (joint_cov(F, lam, cp.XtX, cp.ZtX, slopes, sigma**2)
+                              if slopes.size else (None, None))
 
     # Wald intervals on log SD from the Hessian of the full REML log-likelihood
     def loglik_kept(sub: np.ndarray) -> float:
@@ -333,7 +327,7 @@ def fit_mixedlm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
         resid_lo=float(sigma * np.exp(-z * se_log[-1])),
         resid_hi=float(sigma * np.exp(z * se_log[-1])), level=level, converged=converged,
         grad_norm=grad, results=results, singular=tuple(np.asarray(names)[singular].tolist()),
-        re_est=re_est, re_sd=re_sd, fe_re_cov=fe_re_cov,
+        re_est=re_est, re_sd=re_sd, fe_re_cov=fe_re_cov, fe_re_index=fe_re_index,
         details={"reml_criterion": float(opt.fun), "theta": theta.tolist(),
                  "optimizer": "L-BFGS-B on lme4's profiled REML criterion, then "
                               "statsmodels MixedLM (lbfgs) from that optimum"

@@ -143,10 +143,12 @@ def _level_rows(fit: CrossedFit, terms: Sequence[RandomTerm], scale: str
                                                  fit.re_sd[start:stop], strict=True)):
                 est = float(base + b)
                 if fit.fe_re_cov is not None:
+                    pos = (np.arange(fit.fe_re_cov.shape[0]) if fit.fe_re_index is None
+                           else np.asarray(fit.fe_re_index))
                     c = np.zeros(fit.fe_re_cov.shape[0])
-                    c[p + start + i] = 1.0
+                    c[np.flatnonzero(pos == p + start + i)] = 1.0
                     if j is not None:
-                        c[j] = 1.0
+                        c[np.flatnonzero(pos == j)] = 1.0
                     se = float(np.sqrt(max(c @ fit.fe_re_cov @ c, 0.0)))
                 else:
                     se = float(np.hypot(base_se, sb))
