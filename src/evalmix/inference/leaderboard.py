@@ -61,7 +61,7 @@ from evalmix.inference.ranking import (
     pairwise_satterthwaite,
     rank_intervals,
 )
-from evalmix.inference.sandwich import intersect_codes, vcov_cluster
+from evalmix.inference.sandwich import _one_blas_thread, intersect_codes, vcov_cluster
 from evalmix.sim._common import SeedLike, as_generator, seed_record
 
 if TYPE_CHECKING:
@@ -480,7 +480,10 @@ def leaderboard(
                                    f"found {n_models} models")
             skipped.append(name)
             continue
-        m, p = _board(sub, codes[mask], name, pairs, opts, rng)
+        # one BLAS thread: threaded gemm on tall (G x K) matrices stalls on a busy
+        # machine (sandwich.py measured 30x; here 6.5 s against 0.01 s at G = 20,000)
+        with _one_blas_thread():
+            m, p = _board(sub, codes[mask], name, pairs, opts, rng)
         boards.append(m)
         pair_frames.append(p)
     return LeaderboardResult(
