@@ -297,3 +297,28 @@ def test_errors_and_warnings(small):
         leaderboard(split, estimand="bradley_terry", cluster="item")
     with pytest.warns(FewClustersWarning, match="only 3 clusters"):
         leaderboard(table, cluster="judge", draws=500, seed=1)
+
+
+def test_report_table_and_plot(small_board):
+    from evalmix.report import leaderboard as rl
+
+    models, pairs = small_board.tidy(), small_board.tidy_pairs()
+    view = rl.leaderboard_frame(models)
+    assert list(view["model"]) == list(models["model"])  # best first
+    assert view["rank range"].iloc[0] == f"{models['rank_lo'].iloc[0]}-{models['rank_hi'].iloc[0]}"
+    md = rl.leaderboard_markdown(models, pairs, max_pairs=5)
+    # two tables, each a header and a separator line plus its rows
+    assert md.count("\n| ") == (2 + len(models)) + (2 + 5)
+    assert "simultaneous (max-t)" in md
+    html = rl.leaderboard_html(models.assign(model=models["model"] + "<x>"), pairs)
+    assert "&lt;x&gt;" in html and "<x>" not in html
+    closest = rl.pairs_frame(pairs, max_rows=3)
+    smallest = pairs["t"].abs().sort_values(kind="stable").index[:3]
+    assert list(closest["contrast"]) == list(pairs.loc[smallest, "contrast"])
+    fig = rl.leaderboard_plot(models)
+    ax = fig.axes[0]
+    labels = [tick.get_text() for tick in ax.get_yticklabels()]
+    top = labels[int(np.argmax(ax.get_yticks()))]
+    assert top == f"1. {models['model'].iloc[0]}" and len(labels) == len(models)
+    with pytest.raises(ValueError, match="no board for stratum"):
+        rl.leaderboard_frame(models, stratum="judge=nobody")
