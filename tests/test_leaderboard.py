@@ -322,3 +322,26 @@ def test_report_table_and_plot(small_board):
     assert top == f"1. {models['model'].iloc[0]}" and len(labels) == len(models)
     with pytest.raises(ValueError, match="no board for stratum"):
         rl.leaderboard_frame(models, stratum="judge=nobody")
+
+
+def test_scores_board_equals_clubsandwich():
+    """Condition means of a scores table: the CR2 SEs and Satterthwaite df of the three
+    differences equal clubSandwich's (frozen by tests/reference/bootstrap/
+    compare_reference.R: vcovCR(type='CR2') + linear_contrast(test='Satterthwaite'))."""
+    import json
+    from pathlib import Path
+
+    ref_dir = Path(__file__).resolve().parent / "reference" / "bootstrap"
+    ref = json.loads((ref_dir / "compare_reference.json").read_text())
+    table = evalmix.read(pd.read_csv(ref_dir / "compare_scores.csv"), outcome="y",
+                         condition="condition", clusters={"item": "item"})
+    want = [("beta", "alpha"), ("gamma", "alpha"), ("gamma", "beta")]
+    with pytest.warns(FewClustersWarning, match="only 18 clusters"):
+        board = leaderboard(table, cluster="item", pairs=want, seed=1, draws=1000)
+    assert board.estimand == "mean"
+    p = board.tidy_pairs()
+    np.testing.assert_allclose(p["estimate"], ref["estimate"], rtol=R_TOL)
+    np.testing.assert_allclose(p["se"], ref["CR2"]["se"], rtol=R_TOL)
+    np.testing.assert_allclose(p["df"], ref["CR2"]["df"], rtol=R_TOL)
+    np.testing.assert_allclose(p["lo"], ref["CR2"]["lo"], rtol=R_TOL)
+    np.testing.assert_allclose(p["p_value"], ref["CR2"]["p"], rtol=R_TOL)
