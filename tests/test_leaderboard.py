@@ -284,6 +284,8 @@ def test_errors_and_warnings(small):
         leaderboard(table, cluster=["item", "judge"])
     with pytest.raises(EvalmixError, match="also the cluster factor"):
         leaderboard(table, cluster="judge", by="judge")
+    with pytest.raises(EvalmixError, match="not on the board"):
+        leaderboard(table, cluster="item", pairs=[("model0", "baseline")])
     with pytest.raises(EvalmixError, match="needs a scores table"):
         leaderboard(table, estimand="mean")
     rr = round_robin(n_models=4, n_items=10, seed=1).table()

@@ -31,6 +31,9 @@ DESIGNS = {
     # all models equal with the sparse judges of issue 14 (one judge per answer, mostly)
     "all equal, sparse judges": dict(n_models=20, n_items=200, n_judges=5,
                                      ability_sd=0.0, sd_judge=0.0),
+    # the same with the 805 items of issue 14
+    "all equal, sparse judges, 805 items": dict(n_models=20, n_items=805, n_judges=5,
+                                                ability_sd=0.0, sd_judge=0.0),
 }
 
 

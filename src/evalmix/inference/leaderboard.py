@@ -446,6 +446,16 @@ def leaderboard(
         raise EvalmixError(f"level must be in (0, 1), got {level}")
     codes, label = _cluster_codes(table, cluster)
     rows = _rows(table, estimand)
+    if pairs is not None:
+        known = set(np.unique(rows.first if rows.second is None
+                              else np.concatenate([rows.first, rows.second])))
+        pairs = [(str(a), str(b)) for a, b in pairs]
+        unknown = sorted({m for pair in pairs for m in pair} - known)
+        if unknown:
+            raise EvalmixError(
+                f"pairs name models that are not on the board: {unknown[:5]}; the models "
+                f"are e.g. {sorted(known)[:5]} (a win-rate board does not rank its "
+                f"baseline {rows.baseline!r})")
     rng = as_generator(seed)
     opts = {"method": method, "cluster": label, "level": level, "adjust": adjust,
             "draws": int(draws), "seed": seed_record(seed)}
