@@ -26,6 +26,8 @@ _LAZY: dict[str, str] = {
     "wilson_interval": "evalmix.inference.naive",
     "cluster_bootstrap": "evalmix.inference.bootstrap",
     "wild_cluster_bootstrap": "evalmix.inference.wild",
+    "leaderboard": "evalmix.inference.leaderboard",
+    "LeaderboardResult": "evalmix.inference.leaderboard",
 }
 
 __all__ = sorted(_LAZY)

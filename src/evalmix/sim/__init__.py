@@ -12,11 +12,12 @@ import importlib
 from typing import Any
 
 from evalmix.sim._common import SimResult
+from evalmix.sim.leaderboard import baseline_leaderboard, round_robin
 from evalmix.sim.pairwise import DEFAULT_SDS, pairwise_judges
 from evalmix.sim.scores import cluster_sizes, clustered_scores
 
 __all__ = ["SimResult", "clustered_scores", "cluster_sizes", "pairwise_judges", "DEFAULT_SDS",
-           "coverage"]
+           "baseline_leaderboard", "round_robin", "coverage"]
 
 _LAZY = {"coverage": "evalmix.sim.study"}
 
