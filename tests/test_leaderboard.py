@@ -83,8 +83,8 @@ def test_paired_difference_equals_interval():
         res = evalmix.interval(table, "difference", conditions=(r["model_a"], r["model_b"]),
                                method="CR0", cluster="item")
         assert res.paired
-        # interval gives B - A on the baseline's score, i.e. win rate A - win rate B
-        assert res.estimate == pytest.approx(r["estimate"], rel=1e-12)
+        # interval's "B - A" is B's win rate minus A's; the pair row is A's minus B's
+        assert res.estimate == pytest.approx(-r["estimate"], rel=1e-12)
         assert res.se == pytest.approx(r["se"], rel=R_TOL)
 
 

@@ -79,7 +79,9 @@ def test_paired_units_equal_groupby_on_ordered_pairwise():
     t = evalmix.sim.pairwise_judges(n_scenarios=12, seed=4).table()
     p = build_problem(t, "difference", conditions=("control", "treatment"), paired=True)
     diffs, codes, pair_codes, n_match, n_units = _groupby_reference(t, "control", "treatment")
-    np.testing.assert_array_equal(p.y, diffs)
+    # the table's y scores model_a; a difference of model_b labels is stated for model_b
+    # (one sign convention: B's win rate minus A's), whose score is 1 - y
+    np.testing.assert_allclose(p.y, -diffs, rtol=0, atol=1e-15)
     for r in t.clusters:
         np.testing.assert_array_equal(p.cluster_codes[r], codes[r])
     np.testing.assert_array_equal(p.pair_codes, pair_codes)
