@@ -1,0 +1,5 @@
+# %% [markdown]
+# # crossed_audit
+
+# %%
+print(1)

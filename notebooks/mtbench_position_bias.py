@@ -1,0 +1,5 @@
+# %% [markdown]
+# # mtbench_position_bias
+
+# %%
+print(1)

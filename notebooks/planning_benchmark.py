@@ -1,0 +1,5 @@
+# %% [markdown]
+# # planning_benchmark
+
+# %%
+print(1)

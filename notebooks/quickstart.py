@@ -1,0 +1,5 @@
+# %% [markdown]
+# # quickstart
+
+# %%
+print(1)
