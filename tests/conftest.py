@@ -1,4 +1,10 @@
-"""Shared fixtures: the public judge data in ../shared/data (skipped when absent)."""
+"""Shared fixtures: the real judge data bundled in :mod:`evalmix.datasets`.
+
+``shared_data`` is a folder laid out like ``../shared/data`` (the CSVs the bundled sets
+were built from, see tests/reference/datasets/build_datasets.py), written from the
+package data, so the real-data tests run on a clone without ``../shared``;
+tests/test_datasets.py checks that the bundled sets equal the shared CSVs.
+"""
 
 from __future__ import annotations
 
@@ -6,18 +12,32 @@ from pathlib import Path
 
 import pytest
 
+import evalmix.datasets
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
 REFERENCE = Path(__file__).resolve().parent / "reference"
+#: bundled data set -> its file under ../shared/data
+SHARED_FILES = {
+    "mtbench_position_bias": "judging_the_judges/jtj_MTBench_position_bias.csv",
+    "mtbench_repetition": "judging_the_judges/jtj_MTBench_repetition.csv",
+    "devbench_repetition": "judging_the_judges/jtj_DevBench_repetition.csv",
+    "pandalm": "pandalm/pandalm_testset_judgments.csv",
+    "wildbench": "wildbench/wildbench_scores.csv",
+}
 
 
 @pytest.fixture(scope="session")
-def shared_data() -> Path:
-    if not SHARED_DATA.exists():
-        pytest.skip(f"shared data not found at {SHARED_DATA} (it sits beside the repository)")
-    return SHARED_DATA
+def shared_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled data sets written as CSV files in the layout of ../shared/data."""
+    root = tmp_path_factory.mktemp("shared_data")
+    for name, rel in SHARED_FILES.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        evalmix.datasets.load(name).to_csv(path, index=False)
+    return root
 
 
 @pytest.fixture(scope="session")
 def mtbench_path(shared_data: Path) -> Path:
-    return shared_data / "judging_the_judges" / "jtj_MTBench_position_bias.csv"
+    return shared_data / SHARED_FILES["mtbench_position_bias"]

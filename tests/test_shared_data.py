@@ -1,4 +1,5 @@
-"""Real judge data from ../shared/data read as eval tables (skipped when absent).
+"""Real judge data read as eval tables (bundled in evalmix.datasets; conftest writes
+them out as the CSVs of ../shared/data).
 
 The expected numbers are the ones ../shared/data/README.md states for each file
 (rows, items, judges, both orders) and the issue's counts for MT-Bench (1,010 ties,
