@@ -46,7 +46,18 @@ sim.data.head()
 
 # %%
 table = sim.table()
-print(table.describe().to_markdown()[:1600])
+summary = table.describe()
+summary.factors
+
+# %% [markdown]
+# Every factor is crossed with every other (each scenario meets each persona, author and
+# judge), and every comparison was shown in both orders:
+
+# %%
+summary.relations
+
+# %%
+summary.pairs
 
 # %% [markdown]
 # ## The truth
