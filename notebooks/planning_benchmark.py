@@ -106,9 +106,9 @@ per_size["judgments"] = per_size["n_clusters"] * per_size["cluster_size"]
 per_size[["cluster_size", "n_clusters", "judgments", "deff"]]
 
 # %% [markdown]
-# Past about `1 / ICC` judgments per question, extra judgments buy almost nothing; the
-# total number of judgments needed keeps growing while the number of questions needed
-# levels off. Write new questions rather than judging the same ones more often.
+# Past about `1 / ICC` judgments per question (here about 8), each doubling of the
+# judgments per question saves only a few questions, while the total number of judgments
+# keeps growing. Write new questions rather than judging the same ones more often.
 #
 # ## Judges: a fixed panel, or a sample of judges?
 #
