@@ -36,7 +36,9 @@ pd.set_option("display.max_columns", 20)
 pd.set_option("display.max_rows", 60)
 pd.set_option("display.precision", 4)
 
-sim = pairwise_judges(n_scenarios=24, n_personas=6, n_authors=3, n_judges=3, seed=7)
+sim = pairwise_judges(
+    n_scenarios=24, n_personas=6, n_authors=3, n_judges=3, seed=7
+)
 sim.data.head()
 
 # %% [markdown]
@@ -73,7 +75,9 @@ summary.pairs
 
 # %%
 truth = {
-    "given_authors_judges": sim.truth["given_authors_judges"]["difference_score"],
+    "given_authors_judges": sim.truth["given_authors_judges"][
+        "difference_score"
+    ],
     "marginal": sim.truth["marginal"]["difference_score"],
 }
 truth
@@ -89,13 +93,28 @@ truth
 
 # %%
 with warnings.catch_warnings():
-    warnings.simplefilter("ignore")  # the warnings are collected in report.warnings
-    report = evalmix.analyze(table, seed=1, draws=300, reps=499, progress=False)
+    # the warnings are collected in report.warnings
+    warnings.simplefilter("ignore")
+    report = evalmix.analyze(
+        table, seed=1, draws=300, reps=499, progress=False
+    )
 
-cols = ["method", "cluster", "estimate", "lo", "hi", "df", "n_clusters", "decision"]
+cols = [
+    "method",
+    "cluster",
+    "estimate",
+    "lo",
+    "hi",
+    "df",
+    "n_clusters",
+    "decision",
+]
 diff = report.intervals.query("estimand == 'difference'")[cols].copy()
-target = np.where(diff["cluster"] == "model", truth["marginal"],
-                  truth["given_authors_judges"])
+target = np.where(
+    diff["cluster"] == "model",
+    truth["marginal"],
+    truth["given_authors_judges"],
+)
 diff["truth"] = target
 diff["contains truth"] = (diff["lo"] <= target) & (target <= diff["hi"])
 diff.reset_index(drop=True)
@@ -122,13 +141,29 @@ diff.reset_index(drop=True)
 # about whether it excludes the null:
 
 # %%
-report.headline[["estimand", "contrast", "estimate", "naive_lo", "naive_hi", "method",
-                 "cluster", "lo", "hi", "width_ratio", "fragile", "message"]]
+report.headline[
+    [
+        "estimand",
+        "contrast",
+        "estimate",
+        "naive_lo",
+        "naive_hi",
+        "method",
+        "cluster",
+        "lo",
+        "hi",
+        "width_ratio",
+        "fragile",
+        "message",
+    ]
+]
 
 # %%
 rec = report.recommendation
-print(f"recommended: {rec['method']} clustered by {rec['cluster']!r} "
-      f"({rec['n_clusters']} clusters)")
+print(
+    f"recommended: {rec['method']} clustered by {rec['cluster']!r} "
+    f"({rec['n_clusters']} clusters)"
+)
 print("why:", rec["reason"])
 
 # %% [markdown]

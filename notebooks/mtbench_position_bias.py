@@ -38,7 +38,11 @@ pd.set_option("display.max_columns", 20)
 pd.set_option("display.precision", 4)
 
 table = evalmix.datasets.load_table("mtbench_position_bias")
-print(table.describe().to_markdown()[:900])
+summary = table.describe()
+summary.factors
+
+# %%
+summary.relations
 
 # %% [markdown]
 # `load_table` reads the data set with its default roles (pairwise verdicts,
@@ -61,16 +65,22 @@ judge_col = table.data["judge"]
 rows = []
 for judge in table.levels("judge"):
     one_judge = table.subset((judge_col == judge).to_numpy())
-    res = evalmix.interval(one_judge, "coef", term="position", method="CR2", cluster="item")
+    res = evalmix.interval(
+        one_judge, "coef", term="position", method="CR2", cluster="item"
+    )
     rows.append(res.tidy().assign(judge=judge))
 position = pd.concat(rows, ignore_index=True)
 position[["judge", "estimate", "lo", "hi", "df", "n_clusters", "n_obs"]]
 
 # %%
 strongest = position.loc[position["estimate"].abs().idxmax()]
-print(f"{strongest.judge}: shown first, an answer's chance of winning changes by "
-      f"{strongest.estimate:+.3f} [{strongest.lo:+.3f}, {strongest.hi:+.3f}]")
-excludes_zero = position[(position["lo"] > 0) | (position["hi"] < 0)]["judge"].tolist()
+print(
+    f"{strongest.judge}: shown first, an answer's chance of winning changes by "
+    f"{strongest.estimate:+.3f} [{strongest.lo:+.3f}, {strongest.hi:+.3f}]"
+)
+excludes_zero = position[(position["lo"] > 0) | (position["hi"] < 0)][
+    "judge"
+].tolist()
 print("intervals that exclude 0 (a position preference):", excludes_zero)
 
 # %% [markdown]
@@ -90,25 +100,28 @@ model_b = table.data["model_b"]
 gpt4 = table.subset((model_b == "gpt-4").to_numpy())
 a_first = gpt4.data["a_first"]
 
-with warnings.catch_warnings():
-    # one order alone has no AB/BA partners: evalmix says so, which is the point here
-    warnings.simplefilter("ignore", evalmix.DroppedRowsWarning)
-    designs = {
-        "both orders (AB/BA)": gpt4,
-        "gpt-4 always shown first": gpt4.subset((a_first == 0).to_numpy()),
-        "gpt-4 always shown second": gpt4.subset((a_first == 1).to_numpy()),
-    }
-    orders = pd.DataFrame([
-        {"design": name,
-         **evalmix.interval(t, "win_rate", model="gpt-4", method="CR2", cluster="item")
-         .tidy()[["estimate", "lo", "hi", "n_obs"]].iloc[0]}
-        for name, t in designs.items()
-    ])
-orders
+
+def gpt4_win_rate(t, method="CR2", cluster="item"):
+    """gpt-4's win rate against vicuna-13b-v1.3 on table ``t``."""
+    return evalmix.interval(
+        t, "win_rate", model="gpt-4", method=method, cluster=cluster
+    )
+
+
+designs = {
+    "both orders (AB/BA)": gpt4,
+    "gpt-4 always shown first": gpt4.subset((a_first == 0).to_numpy()),
+    "gpt-4 always shown second": gpt4.subset((a_first == 1).to_numpy()),
+}
+orders = pd.concat(
+    [gpt4_win_rate(t).tidy() for t in designs.values()], ignore_index=True
+)
+orders.insert(0, "design", list(designs))
+orders[["design", "estimate", "lo", "hi", "n_obs"]]
 
 # %%
 swing = orders["estimate"].max() - orders["estimate"].min()
-print(f"gpt-4's win rate moves by {swing:.3f} between the two single-order designs")
+print(f"the two single-order designs differ by {swing:.3f}")
 
 # %% [markdown]
 # With one order only, the win rate carries the judges' position bias: the two
@@ -124,11 +137,16 @@ print(f"gpt-4's win rate moves by {swing:.3f} between the two single-order desig
 # it still cancels the bias, while the plain win rate does not.
 
 # %%
-plain = evalmix.interval(gpt4, "win_rate", model="gpt-4", method="CR2", cluster="item")
+plain = gpt4_win_rate(gpt4)
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", evalmix.DroppedRowsWarning)
-    controlled = evalmix.interval(gpt4, "controlled_win_rate", model="gpt-4",
-                                  method="CR2", cluster="item")
+    controlled = evalmix.interval(
+        gpt4,
+        "controlled_win_rate",
+        model="gpt-4",
+        method="CR2",
+        cluster="item",
+    )
 print(plain)
 print(controlled)
 
@@ -147,17 +165,30 @@ deff[["cluster", "n_clusters", "mean_size", "icc", "deff", "n_eff"]]
 # and the interval for gpt-4's win rate at each level, next to the naive one:
 
 # %%
-levels = {"naive (rows independent)": ("naive", None), "CR2 by question": ("CR2", "item"),
-          "CR2 by category (8 clusters)": ("CR2", "item_group")}
-by_level = pd.DataFrame([
-    {"interval": name,
-     **evalmix.interval(gpt4, "win_rate", model="gpt-4", method=m, cluster=c)
-     .tidy()[["estimate", "se", "lo", "hi", "df", "n_clusters"]].iloc[0]}
-    for name, (m, c) in levels.items()
-])
-by_level["width / naive"] = (by_level["hi"] - by_level["lo"]) / (
-    by_level["hi"] - by_level["lo"]).iloc[0]
-by_level
+levels = {
+    "naive (rows independent)": ("naive", None),
+    "CR2 by question": ("CR2", "item"),
+    "CR2 by category (8 clusters)": ("CR2", "item_group"),
+}
+by_level = pd.concat(
+    [gpt4_win_rate(gpt4, m, c).tidy() for m, c in levels.values()],
+    ignore_index=True,
+)
+by_level.insert(0, "interval", list(levels))
+width = by_level["hi"] - by_level["lo"]
+by_level["width / naive"] = width / width.iloc[0]
+by_level[
+    [
+        "interval",
+        "estimate",
+        "se",
+        "lo",
+        "hi",
+        "df",
+        "n_clusters",
+        "width / naive",
+    ]
+]
 
 # %% [markdown]
 # Which row to report depends on what the claim generalises over, not on which row looks

@@ -52,15 +52,29 @@ with warnings.catch_warnings():
     table = evalmix.datasets.load_table("mtbench_position_bias")
 pilot = table.subset((table.data["model_b"] == "gpt-4").to_numpy())
 deff = evalmix.design_effect(pilot).tidy()
-deff[["cluster", "n_clusters", "mean_size", "icc", "icc_lo", "icc_hi", "deff", "n_eff"]]
+deff[
+    [
+        "cluster",
+        "n_clusters",
+        "mean_size",
+        "icc",
+        "icc_lo",
+        "icc_hi",
+        "deff",
+        "n_eff",
+    ]
+]
 
 # %%
 by_item = deff.set_index("cluster").loc["item"]
 icc, m = float(by_item["icc"]), int(by_item["mean_size"])
-print(f"question ICC {icc:.3f} (95% CI {by_item['icc_lo']:.3f}-{by_item['icc_hi']:.3f}), "
-      f"{m} judgments per question: DEFF {by_item['deff']:.2f}, so the "
-      f"{int(by_item['n_obs'])} judgments carry the information of about "
-      f"{by_item['n_eff']:.0f} independent ones")
+print(
+    f"question ICC {icc:.3f} "
+    f"(95% CI {by_item['icc_lo']:.3f}-{by_item['icc_hi']:.3f}), "
+    f"{m} judgments per question: DEFF {by_item['deff']:.2f}, so the "
+    f"{int(by_item['n_obs'])} judgments carry the information of about "
+    f"{by_item['n_eff']:.0f} independent ones"
+)
 
 # %% [markdown]
 # The ICC's interval is wide: a pilot of 80 questions pins it down only roughly, so plan
@@ -76,20 +90,33 @@ print(f"question ICC {icc:.3f} (95% CI {by_item['icc_lo']:.3f}-{by_item['icc_hi'
 
 # %%
 n_questions = np.array([40, 80, 160, 320, 640])
-curve = evalmix.power(0.05, n_clusters=n_questions, cluster_size=m, icc=icc,
-                      estimand="win_rate")
+curve = evalmix.power(
+    0.05, n_clusters=n_questions, cluster_size=m, icc=icc, estimand="win_rate"
+)
 curve.tidy()[["n_clusters", "cluster_size", "icc", "deff", "se", "power"]]
 
 # %%
-need = evalmix.n_clusters_for_power(0.8, effect=0.05, cluster_size=m, icc=icc,
-                                    estimand="win_rate")
-need_hi = evalmix.n_clusters_for_power(0.8, effect=0.05, cluster_size=m,
-                                       icc=float(by_item["icc_hi"]), estimand="win_rate")
-mde80 = evalmix.mde(0.8, n_clusters=80, cluster_size=m, icc=icc, estimand="win_rate")
-print(f"questions for 80% power: {float(need.n_clusters):.0f} at the pilot ICC, "
-      f"{float(need_hi.n_clusters):.0f} at its upper 95% limit")
-print(f"with MT-Bench's 80 questions the minimum detectable win rate is "
-      f"{0.5 + float(mde80.mde):.3f}")
+need = evalmix.n_clusters_for_power(
+    0.8, effect=0.05, cluster_size=m, icc=icc, estimand="win_rate"
+)
+need_hi = evalmix.n_clusters_for_power(
+    0.8,
+    effect=0.05,
+    cluster_size=m,
+    icc=float(by_item["icc_hi"]),
+    estimand="win_rate",
+)
+mde80 = evalmix.mde(
+    0.8, n_clusters=80, cluster_size=m, icc=icc, estimand="win_rate"
+)
+print(
+    f"questions for 80% power: {float(need.n_clusters):.0f} at the pilot ICC, "
+    f"{float(need_hi.n_clusters):.0f} at its upper 95% limit"
+)
+print(
+    f"with MT-Bench's 80 questions the minimum detectable win rate is "
+    f"{0.5 + float(mde80.mde):.3f}"
+)
 
 # %% [markdown]
 # ## 3. More questions, or more judgments per question?
@@ -100,8 +127,9 @@ print(f"with MT-Bench's 80 questions the minimum detectable win rate is "
 
 # %%
 sizes = np.array([1, 2, 4, 6, 12, 24])
-per_size = evalmix.n_clusters_for_power(0.8, effect=0.05, cluster_size=sizes, icc=icc,
-                                        estimand="win_rate").tidy()
+per_size = evalmix.n_clusters_for_power(
+    0.8, effect=0.05, cluster_size=sizes, icc=icc, estimand="win_rate"
+).tidy()
 per_size["judgments"] = per_size["n_clusters"] * per_size["cluster_size"]
 per_size[["cluster_size", "n_clusters", "judgments", "deff"]]
 
@@ -119,13 +147,24 @@ per_size[["cluster_size", "n_clusters", "judgments", "deff"]]
 
 # %%
 icc_judge = float(deff.set_index("cluster").loc["judge", "icc"])
-judges = pd.DataFrame([
-    {"judges": k,
-     "questions for 80% power": float(evalmix.n_clusters_for_power(
-         0.8, effect=0.05, cluster_size=m, icc=icc, estimand="win_rate",
-         crossed={"judge": (icc_judge, k)}).n_clusters)}
-    for k in (3, 10, 30, 100, 300)
-])
+judges = pd.DataFrame(
+    [
+        {
+            "judges": k,
+            "questions for 80% power": float(
+                evalmix.n_clusters_for_power(
+                    0.8,
+                    effect=0.05,
+                    cluster_size=m,
+                    icc=icc,
+                    estimand="win_rate",
+                    crossed={"judge": (icc_judge, k)},
+                ).n_clusters
+            ),
+        }
+        for k in (3, 10, 30, 100, 300)
+    ]
+)
 print(f"judge ICC in the pilot: {icc_judge:.3f}")
 judges
 
@@ -150,15 +189,27 @@ rejections = 0
 for r in range(reps):
     sim = clustered_scores(K, m, p=0.55, icc=icc, seed=1000 + r)
     t = evalmix.read(sim.data, outcome="y", clusters={"question": "cluster"})
-    res = evalmix.interval(t, "mean", method="CR1", cluster="question", null=0.5)
+    res = evalmix.interval(
+        t, "mean", method="CR1", cluster="question", null=0.5
+    )
     rejections += (res.lo > 0.5) or (res.hi < 0.5)
 simulated = rejections / reps
-analytic = float(evalmix.power(0.05, n_clusters=K, cluster_size=m, icc=icc,
-                               sd=np.sqrt(0.55 * 0.45), null=0.5).power)
+analytic = float(
+    evalmix.power(
+        0.05,
+        n_clusters=K,
+        cluster_size=m,
+        icc=icc,
+        sd=np.sqrt(0.55 * 0.45),
+        null=0.5,
+    ).power
+)
 mcse = np.sqrt(analytic * (1 - analytic) / reps)
-print(f"K = {K} questions x {m} judgments: analytic power {analytic:.3f}, "
-      f"simulated {simulated:.3f} (Monte Carlo SE {mcse:.3f}, "
-      f"difference {(simulated - analytic) / mcse:+.1f} SE)")
+print(
+    f"K = {K} questions x {m} judgments: analytic power {analytic:.3f}, "
+    f"simulated {simulated:.3f} (Monte Carlo SE {mcse:.3f}, "
+    f"difference {(simulated - analytic) / mcse:+.1f} SE)"
+)
 
 # %% [markdown]
 # ## What to write

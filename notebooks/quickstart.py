@@ -130,7 +130,8 @@ roles_file = Path(tempfile.mkdtemp()) / "roles.toml"
 roles_file.write_text(roles_toml)
 
 with warnings.catch_warnings():
-    warnings.simplefilter("ignore")  # the 32 dropped NA verdicts, already reported above
+    # the 32 dropped NA verdicts, already reported above
+    warnings.simplefilter("ignore")
     excluded = evalmix.read(raw, roles=roles_file, ties="exclude")
 dict(excluded.dropped), excluded.n_obs
 
@@ -143,10 +144,15 @@ dict(excluded.dropped), excluded.n_obs
 # %%
 gpt4 = table.subset((table.data["model_b"] == "gpt-4").to_numpy())
 naive = evalmix.interval(gpt4, "win_rate", model="gpt-4", method="naive")
-cr2 = evalmix.interval(gpt4, "win_rate", model="gpt-4", method="CR2", cluster="item")
+cr2 = evalmix.interval(
+    gpt4, "win_rate", model="gpt-4", method="CR2", cluster="item"
+)
 print(naive)
 print(cr2)
-print(f"clustering by question widens the interval {(cr2.hi - cr2.lo) / (naive.hi - naive.lo):.2f}x")
+print(
+    "clustering by question widens the interval "
+    f"{(cr2.hi - cr2.lo) / (naive.hi - naive.lo):.2f}x"
+)
 
 # %% [markdown]
 # Next: the [MT-Bench case study](mtbench_position_bias.html) (position bias by judge and
