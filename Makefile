@@ -35,7 +35,8 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests
 
 # the documentation site in site/ (strict: a broken link, a missing API reference, a docstring
-# error or a notebook cell that raises fails the build; notebooks/*.py are executed)
+# error or a notebook cell that raises fails the build; notebooks/*.py are executed;
+# EVALMIX_DOCS_CACHE=true reuses notebook outputs whose source is unchanged, for local edits)
 docs: $(VENV)/.installed-docs
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
