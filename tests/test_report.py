@@ -405,3 +405,28 @@ def test_markdown_tables_escape_pipes_in_cells():
     assert len(rows) == 3 and all(r.count("<td>") + r.count("<th>") == 2 for r in rows)
     assert "<th>sd|x</th>" in html and "<td>position|judge</td>" in html
     assert "<td>a\\b</td>" in html
+
+
+def test_many_models_get_a_leaderboard_at_the_recommended_level(tmp_path):
+    from evalmix.inference.leaderboard import leaderboard
+    from evalmix.sim.leaderboard import baseline_leaderboard
+
+    t = baseline_leaderboard(n_models=8, n_items=40, n_judges=2, seed=2).table()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rep = evalmix.analyze(t, fast=True, methods=["naive", "CR2"], progress=False, seed=4)
+        direct = leaderboard(t, cluster="item", method="CR2", seed=4)
+    assert rep.recommendation["cluster"] == "item"
+    pd.testing.assert_frame_equal(rep.leaderboard, direct.tidy())
+    assert len(rep.leaderboard_pairs) == 8 * 7 // 2
+    paths = rep.write(tmp_path / "r")
+    assert paths["leaderboard.csv"].is_file() and paths["leaderboard_pairs.csv"].is_file()
+    assert "every model pair" in paths["report.md"].read_text()
+    # few models: no leaderboard (the contrasts list every difference)
+    from evalmix.sim import pairwise_judges
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        few = evalmix.analyze(pairwise_judges(6, 3, 2, 2, seed=1).table(), fast=True,
+                              methods=["naive", "CR2"], progress=False, seed=1)
+    assert few.leaderboard is None

@@ -28,6 +28,7 @@ from evalmix.compare.decide import (
 from evalmix.compare.models import model_rows
 from evalmix.compare.plan import (
     ALL_METHODS,
+    MAX_DIFFERENCE_LEVELS,
     MIN_CLUSTERS,
     MODEL_METHODS,
     Contrast,
@@ -436,6 +437,11 @@ def analyze(
     head = headline(frame, cluster=rec.label, method=rec.method, primary=primary,
                     few_levels=", ".join(rec.few_levels), n_levels=rec.n_clusters)
 
+    # ---------------------------------------------------------------- many models
+    board, board_pairs, board_note = _leaderboard(table, rec, level=level, seed=seed)
+    if board_note:
+        notes.append(board_note)
+
     # ---------------------------------------------------------------- judges
     one_way = rec.cluster[0] if len(rec.cluster) == 1 else None
     judges = _judges_frame(jrows, table, judge, one_way, level)
@@ -451,7 +457,39 @@ def analyze(
     summary["mcmc_timeout"] = mcmc_timeout
     return Report(intervals=frame, variance=variance, judges=judges, design=design,
                   headline=head, warnings=tuple(dict.fromkeys(warns)), position=position,
-                  summary=summary, prior_sensitivity=prior_sensitivity)
+                  summary=summary, prior_sensitivity=prior_sensitivity,
+                  leaderboard=board, leaderboard_pairs=board_pairs)
+
+
+def _n_models(table: EvalTable) -> int:
+    d = table.data
+    if table.kind == "pairwise":
+        return len(set(d["model_a"].astype(str)) | set(d["model_b"].astype(str)))
+    return int(d["condition"].nunique()) if table.has_condition else 0
+
+
+def _leaderboard(table: EvalTable, rec: Recommendation, *, level: float, seed: int
+                 ) -> tuple[pd.DataFrame | None, pd.DataFrame | None, str]:
+    """Model-vs-model comparisons for tables with more models than the contrasts list.
+
+    Every pair of models, paired on shared items, clustered at the recommended level,
+    with simultaneous (max-t) intervals and rank intervals
+    (:func:`evalmix.inference.leaderboard.leaderboard`). A multiway recommendation has
+    no leaderboard yet (its covariance is one-way): the note says so.
+    """
+    from evalmix.inference.leaderboard import leaderboard
+
+    if _n_models(table) <= MAX_DIFFERENCE_LEVELS + 1:
+        return None, None, ""
+    if len(rec.cluster) > 1:
+        return None, None, (f"the leaderboard (all model pairs, rank intervals) needs one "
+                            f"cluster level; the recommendation is multiway "
+                            f"({rec.label}), so it was not computed")
+    out = guarded(leaderboard, table, cluster=rec.cluster[0] if rec.cluster else None,
+                  method="CR2", level=level, seed=seed)
+    if not out.ok:
+        return None, None, f"the leaderboard could not be computed ({out.error})"
+    return out.value.tidy(), out.value.tidy_pairs(), ""
 
 
 def _judges_frame(jrows: list[dict[str, Any]], table: EvalTable, judge: str | None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html as _html
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -269,8 +270,9 @@ def _common_reference(rep: Report) -> str | None:
         else None
 
 
-def html(rep: Report) -> str:
-    """The report as one self-contained HTML page."""
+def html(rep: Report, sections: Sequence[tuple[str, str]] = ()) -> str:
+    """The report as one self-contained HTML page (``sections``: extra (title, HTML
+    fragment) pairs placed after the headline table)."""
     figs = dict((name, to_base64(fig)) for name, fig in all_figures(rep))
     esc = _html.escape
     parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'>",
@@ -304,6 +306,8 @@ def html(rep: Report) -> str:
         parts.append(f"<p class='muted'>Every contrast is a win rate against "
                      f"{esc(common)}.</p>")
     parts.append(_table_html(_headline_view(rep), highlight="fragile"))
+    for title, body in sections:
+        parts += [f"<h2>{esc(title)}</h2>", body]
     if rep.truth is not None and not rep.truth.empty:
         parts.append("<h2>Truth check (simulated data)</h2>")
         parts.append(_table_html(rep.truth))
@@ -376,8 +380,10 @@ def _design_html(rep: Report) -> str:
     return "\n".join(parts)
 
 
-def markdown(rep: Report, *, plots_dir: str | None = None) -> str:
-    """The report as Markdown (figures linked from ``plots_dir`` when given)."""
+def markdown(rep: Report, *, plots_dir: str | None = None,
+             sections: Sequence[tuple[str, str]] = ()) -> str:
+    """The report as Markdown (figures linked from ``plots_dir`` when given;
+    ``sections``: extra (title, Markdown) pairs placed after the headline)."""
     names = [name for name, fig in _figure_names(rep)] if plots_dir else []
     out = ["# evalmix report: how wide are the error bars really?", ""]
     cmd = rep.summary.get("command")
@@ -389,6 +395,8 @@ def markdown(rep: Report, *, plots_dir: str | None = None) -> str:
             _table_md(_headline_view(rep)), ""]
     if "headline" in names:
         out += [f"![headline]({plots_dir}/headline.png)", ""]
+    for title, body in sections:
+        out += [f"## {title}", "", body, ""]
     if rep.truth is not None and not rep.truth.empty:
         out += ["## Truth check (simulated data)", "", _table_md(rep.truth), ""]
     out += ["## Warnings", ""]

@@ -66,6 +66,7 @@ def check_report_dir(out: str | Path) -> Path:
 REPORT_FILES = frozenset({
     "intervals.csv", "variance.csv", "judges.csv", "design.json", "design.md",
     "report.html", "report.md", "summary.json", "prior_sensitivity.csv", "plots",
+    "leaderboard.csv", "leaderboard_pairs.csv",
     REPORT_MARKER})
 
 
@@ -134,6 +135,11 @@ class Report:
         default fit: ``term, estimate@1, lo@1, hi@1, estimate@2.5, lo@2.5, hi@2.5`` (fixed
         effects on the log-odds or identity scale, then ``sd[<factor>]`` rows). Made when
         a cluster factor has fewer than 5 levels; None otherwise.
+    leaderboard, leaderboard_pairs : pandas.DataFrame or None
+        With more than 5 models: one row per model (estimate, interval, simultaneous
+        rank range, tier letters) and one per model pair (difference, Holm p-value,
+        simultaneous max-t interval), clustered at the recommended level
+        (:func:`evalmix.inference.leaderboard.leaderboard`); None otherwise.
     """
 
     intervals: pd.DataFrame
@@ -146,6 +152,8 @@ class Report:
     position: pd.DataFrame = field(default_factory=pd.DataFrame)
     summary: Mapping[str, Any] = field(default_factory=dict)
     prior_sensitivity: pd.DataFrame | None = None
+    leaderboard: pd.DataFrame | None = None
+    leaderboard_pairs: pd.DataFrame | None = None
 
     # ------------------------------------------------------------------ helpers
     def with_truth(self, truth: pd.DataFrame | None, note: str | None = None) -> Report:
@@ -193,18 +201,26 @@ class Report:
                     ) -> str:
         """The report as Markdown; ``plots_dir`` (relative) links PNGs written by
         :meth:`write`."""
+        from evalmix.report.leaderboard import leaderboard_markdown
         from evalmix.report.render import markdown
 
-        text = markdown(self, plots_dir=plots_dir)
+        sections = [] if self.leaderboard is None else [(
+            "Leaderboard: every model pair, simultaneous intervals, rank ranges",
+            leaderboard_markdown(self.leaderboard, self.leaderboard_pairs))]
+        text = markdown(self, plots_dir=plots_dir, sections=sections)
         if path is not None:
             Path(path).write_text(text)
         return text
 
     def to_html(self, path: str | Path | None = None) -> str:
         """A self-contained HTML page (plots embedded as base64 PNG)."""
+        from evalmix.report.leaderboard import leaderboard_html
         from evalmix.report.render import html
 
-        text = html(self)
+        sections = [] if self.leaderboard is None else [(
+            "Leaderboard: every model pair, simultaneous intervals, rank ranges",
+            leaderboard_html(self.leaderboard, self.leaderboard_pairs))]
+        text = html(self, sections=sections)
         if path is not None:
             Path(path).write_text(text, encoding="utf-8")
         return text
@@ -239,6 +255,8 @@ class Report:
                  "report.html", "report.md", "summary.json"]
         if self.prior_sensitivity is not None:
             names.append("prior_sensitivity.csv")
+        if self.leaderboard is not None:
+            names += ["leaderboard.csv", "leaderboard_pairs.csv"]
         return {name: d / name for name in names}
 
     def _write_files(self, d: Path) -> None:
@@ -253,6 +271,10 @@ class Report:
         (d / "design.md").write_text(design_markdown(self))
         if self.prior_sensitivity is not None:
             self.prior_sensitivity.to_csv(d / "prior_sensitivity.csv", index=False)
+        if self.leaderboard is not None:
+            self.leaderboard.to_csv(d / "leaderboard.csv", index=False)
+            if self.leaderboard_pairs is not None:
+                self.leaderboard_pairs.to_csv(d / "leaderboard_pairs.csv", index=False)
         summary = dict(self.summary)
         summary["headline"] = self.headline
         summary["warnings"] = list(self.warnings)
