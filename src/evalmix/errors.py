@@ -104,7 +104,7 @@ def check_seed(seed: object) -> None:
         return
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
         raise InvalidOptionError(
-            f"seed must be a non-negative int or a numpy.random.Generator, got {seed!r}")
+            f"seed must be an int >= 0 or a numpy.random.Generator, got {seed!r}")
     if seed < 0:
         raise InvalidOptionError(
             f"seed={int(seed)} is negative; numpy seeds are non-negative integers "
