@@ -304,3 +304,12 @@ def test_paired_auto_warns_when_pairing_on_groups():
     with warnings.catch_warnings():
         warnings.simplefilter("error", EvalmixWarning)
         evalmix.interval(t, "difference", method="CR2", cluster="grp", paired=True)
+
+
+def test_analyze_refuses_a_negative_seed_and_records_a_generator_seed(judged):
+    t = judged.table()
+    with pytest.raises(EvalmixError, match="negative"):
+        evalmix.analyze(t, seed=-1, fast=True, methods=["naive"], progress=False)
+    rep = _quiet(evalmix.analyze, t, seed=np.random.default_rng(5), fast=True,
+                 methods=["naive"], progress=False)
+    assert rep.summary["seed"] == int(np.random.default_rng(5).integers(2**31))

@@ -43,7 +43,7 @@ from evalmix.compare.plan import (
 )
 from evalmix.compare.position import position_bias
 from evalmix.design.effect import design_effect
-from evalmix.errors import EvalmixError, check_option
+from evalmix.errors import EvalmixError, check_option, check_seed
 from evalmix.inference.api import interval
 from evalmix.inference.estimands import build_problem
 
@@ -229,7 +229,7 @@ def analyze(
     backend: Backend | None = None,
     fast: bool = False,
     reps: int = 2000,
-    seed: int | None = None,
+    seed: int | np.random.Generator | None = None,
     level: float = 0.95,
     progress: bool = True,
     min_clusters: int = MIN_CLUSTERS,
@@ -263,9 +263,10 @@ def analyze(
         (``backend=`` or model names in ``methods``), and never MCMC.
     reps : int
         Bootstrap replicates (cluster and wild bootstrap).
-    seed : int, optional
-        Master seed; each bootstrap gets its own seed derived from it (recorded per row).
-        ``None`` draws one and records it in ``summary``.
+    seed : int or numpy.random.Generator, optional
+        Master seed (an int >= 0; a Generator contributes one drawn int); each bootstrap
+        gets its own seed derived from it (recorded per row). ``None`` draws one and
+        records it in ``summary``.
     level : float
         Confidence / credible level.
     progress : bool
@@ -315,6 +316,9 @@ def analyze(
         raise EvalmixError(f"level must be between 0 and 1, got {level}")
     if reps < 1:
         raise EvalmixError(f"reps must be a positive integer, got {reps}")
+    check_seed(seed)
+    if isinstance(seed, np.random.Generator):
+        seed = int(seed.integers(2**31))
     if seed is None:
         seed = int(np.random.SeedSequence().generate_state(1)[0] % (2**31))
     seed = int(seed)
