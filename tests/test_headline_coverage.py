@@ -60,6 +60,16 @@ def _markdown(res, mark=MARK) -> str:
              "on the shared 2-core machine. Monte Carlo SE of a 95% coverage: "
              f"{100 * np.sqrt(0.95 * 0.05 / res.reps):.1f} points. Truth: the population "
              "value over new levels of every sampled factor (fixed judges).", ""]
+    head = t[t["interval"] == "headline"]
+    naive = t[t["interval"] == "naive"].set_index(["design", "contrast"])["coverage"]
+    lines += ["| design | contrast | headline | coverage | naive | not estimable |",
+              "|---|---|---|---|---|---|"]
+    for _, r in head.iterrows():
+        nv = naive.get((r["design"], r["contrast"]), np.nan)
+        lines.append(f"| {r['design']} | {r['estimand']} {r['contrast']} | {r['method']} \\| "
+                     f"{r['cluster'] or 'none'} | **{100 * r['coverage']:.1f}%** | "
+                     f"{100 * nv:.1f}% | {100 * r['refused']:.1f}% |")
+    lines += ["", "Every interval of every design:", ""]
     for design, part in t.groupby("design", sort=False):
         lines += [f"### {design}", "", DESIGNS[design].description + ".", "",
                   "| contrast | interval | coverage | mean width | not estimable |",
