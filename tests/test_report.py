@@ -422,6 +422,7 @@ def test_many_models_get_a_leaderboard_at_the_recommended_level(tmp_path):
     paths = rep.write(tmp_path / "r")
     assert paths["leaderboard.csv"].is_file() and paths["leaderboard_pairs.csv"].is_file()
     assert "every model pair" in paths["report.md"].read_text()
+    assert (tmp_path / "r" / "plots" / "leaderboard.png").is_file()
     # few models: no leaderboard (the contrasts list every difference)
     from evalmix.sim import pairwise_judges
 

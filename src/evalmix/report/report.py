@@ -62,6 +62,9 @@ def check_report_dir(out: str | Path) -> Path:
     return d
 
 
+#: Title of the report section for many-model tables.
+LEADERBOARD_TITLE = "Leaderboard: every model pair, simultaneous intervals, rank ranges"
+
 #: the names :meth:`Report.write` puts in a report folder
 REPORT_FILES = frozenset({
     "intervals.csv", "variance.csv", "judges.csv", "design.json", "design.md",
@@ -204,9 +207,12 @@ class Report:
         from evalmix.report.leaderboard import leaderboard_markdown
         from evalmix.report.render import markdown
 
-        sections = [] if self.leaderboard is None else [(
-            "Leaderboard: every model pair, simultaneous intervals, rank ranges",
-            leaderboard_markdown(self.leaderboard, self.leaderboard_pairs))]
+        sections = []
+        if self.leaderboard is not None:
+            body = leaderboard_markdown(self.leaderboard, self.leaderboard_pairs)
+            if plots_dir:
+                body += f"\n\n![leaderboard]({plots_dir}/leaderboard.png)"
+            sections.append((LEADERBOARD_TITLE, body))
         text = markdown(self, plots_dir=plots_dir, sections=sections)
         if path is not None:
             Path(path).write_text(text)
@@ -214,12 +220,16 @@ class Report:
 
     def to_html(self, path: str | Path | None = None) -> str:
         """A self-contained HTML page (plots embedded as base64 PNG)."""
-        from evalmix.report.leaderboard import leaderboard_html
+        from evalmix.report.leaderboard import leaderboard_html, leaderboard_plot
+        from evalmix.report.plots import to_base64
         from evalmix.report.render import html
 
-        sections = [] if self.leaderboard is None else [(
-            "Leaderboard: every model pair, simultaneous intervals, rank ranges",
-            leaderboard_html(self.leaderboard, self.leaderboard_pairs))]
+        sections = []
+        if self.leaderboard is not None:
+            png = to_base64(leaderboard_plot(self.leaderboard))
+            sections.append((LEADERBOARD_TITLE, leaderboard_html(
+                self.leaderboard, self.leaderboard_pairs)
+                + f"<img alt='leaderboard' src='data:image/png;base64,{png}'>"))
         text = html(self, sections=sections)
         if path is not None:
             Path(path).write_text(text, encoding="utf-8")
@@ -288,6 +298,10 @@ class Report:
         plots.mkdir()
         for name, fig in all_figures(self):
             save_png(fig, plots / f"{name}.png")
+        if self.leaderboard is not None:
+            from evalmix.report.leaderboard import leaderboard_plot
+
+            save_png(leaderboard_plot(self.leaderboard), plots / "leaderboard.png")
         self.to_markdown(d / "report.md", plots_dir="plots")
         self.to_html(d / "report.html")
 
