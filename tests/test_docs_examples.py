@@ -45,8 +45,8 @@ SMALLER: list[tuple[str, str, str, str]] = [
     ("README.md", "fit = evalmix.fit(table, seed=1)",
      "fit = evalmix.fit(table, seed=1, draws=200, tune=200, progress=False)",
      "MCMC: 200 draws instead of 2,000 (about 60 s -> 10 s)"),
-    ("README.md", "report = evalmix.analyze(table, fast=True, seed=1)",
-     "report = evalmix.analyze(table, fast=True, seed=1, reps=199, progress=False)",
+    ("README.md", "report = evalmix.analyze(table, fast=True, seed=1,",
+     "report = evalmix.analyze(table, fast=True, seed=1, reps=199, progress=False,",
      "199 bootstrap replicates instead of 2,000"),
     ("docs/models.md", 'fit = evalmix.fit(table, slopes=("judge",), seed=1)',
      'fit = evalmix.fit(table, slopes=("judge",), seed=1, draws=200, tune=200, '
@@ -66,7 +66,7 @@ SMALLER: list[tuple[str, str, str, str]] = [
 BASH: list[tuple[str, str, str]] = [
     ("README.md", "make demo   #",
      "creates a venv; `evalmix demo` is tests/test_cli_demo.py, `make test` is CI itself"),
-    ("README.md", ".venv/bin/evalmix report ../shared/data/",
+    ("README.md", ".venv/bin/python -c \"import evalmix.datasets",
      "MCMC on 14,400 rows (~1.5 min); the report CLI is tests/test_cli_report.py"),
     ("docs/getting-started.md", "make demo   #",
      "as README.md's block (tests/test_cli_demo.py)"),
