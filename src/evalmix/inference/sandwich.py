@@ -54,7 +54,7 @@ inference. Journal of Human Resources 50, 317-372. doi:10.3368/jhr.50.2.317
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from itertools import combinations
@@ -411,27 +411,38 @@ class MultiwayVcov:
     min_eigenvalue: float
 
 
-def _multiway_cr2(X: np.ndarray, resid: np.ndarray, codes: list[np.ndarray],
-                  working_weights: np.ndarray | None) -> MultiwayVcov:
-    k = np.asarray(X).shape[1] if np.ndim(X) == 2 else 1
-    V = np.zeros((k, k))
-    n_levels = []
+def _inclusion_exclusion(codes: Sequence[np.ndarray]
+                         ) -> Iterator[tuple[int, tuple[int, ...], np.ndarray, int]]:
+    """(sign, factor subset, codes of its intersection, G) for every non-empty subset.
+
+    Raises when a single factor has fewer than 2 levels.
+    """
     for r in range(1, len(codes) + 1):
         for combo in combinations(range(len(codes)), r):
             cc = codes[combo[0]] if r == 1 else intersect_codes(*(codes[i] for i in combo))
-            if r == 1:
-                G = int(cc.max()) + 1
-                n_levels.append(G)
-                if G < 2:
-                    raise EvalmixError("each cluster factor needs at least 2 levels")
-            V += (-1) ** (r + 1) * vcov_cluster(X, resid, cc, type="CR2",
-                                                working_weights=working_weights)
+            G = int(cc.max()) + 1
+            if r == 1 and G < 2:
+                raise EvalmixError("each cluster factor needs at least 2 levels")
+            yield (-1) ** (r + 1), combo, cc, G
+
+
+def _psd(V: np.ndarray, n_levels: Sequence[int]) -> MultiwayVcov:
+    """Symmetrise, and set negative eigenvalues to zero (CGM 2011, sec. 2.3)."""
     V = (V + V.T) / 2
     lam, Q = np.linalg.eigh(V)
     fixed = bool(lam.min() < 0)
     if fixed:
         V = (Q * np.maximum(lam, 0.0)) @ Q.T
     return MultiwayVcov(V, tuple(n_levels), fixed, float(lam.min()))
+
+
+def _cr2_terms(X: np.ndarray, resid: np.ndarray, codes: Sequence[np.ndarray],
+               working_weights: np.ndarray | None
+               ) -> list[tuple[int, tuple[int, ...], int, np.ndarray]]:
+    """(sign, subset, G, CR2 covariance) of every inclusion-exclusion term."""
+    return [(sign, combo, G, vcov_cluster(X, resid, cc, type="CR2",
+                                          working_weights=working_weights))
+            for sign, combo, cc, G in _inclusion_exclusion(codes)]
 
 
 def vcov_multiway(
@@ -465,31 +476,20 @@ def vcov_multiway(
     n, k = wh.Z.shape
     _check_residual_df(n, k)
     codes = [cluster_codes(c)[0] for c in clusters]
+    n_levels = [int(c.max()) + 1 for c in codes]
     if type == "CR2":
-        return _multiway_cr2(X, resid, codes, working_weights)
+        terms = _cr2_terms(X, resid, codes, working_weights)
+        return _psd(sum(sign * v for sign, _, _, v in terms), n_levels)
     s = wh.Z * wh.ew[:, None]
     meat = np.zeros((k, k))
-    n_levels = []
-    for r in range(1, len(codes) + 1):
-        for combo in combinations(range(len(codes)), r):
-            cc = codes[combo[0]] if r == 1 else intersect_codes(*(codes[i] for i in combo))
-            G = int(cc.max()) + 1
-            if r == 1:
-                n_levels.append(G)
-                if G < 2:
-                    raise EvalmixError("each cluster factor needs at least 2 levels")
-            sums = cluster_sums(s, cc, G)
-            adj = G / (G - 1) if (type == "CR1" and G > 1) else 1.0
-            meat += (-1) ** (r + 1) * adj * (sums.T @ sums)
+    for sign, _, cc, G in _inclusion_exclusion(codes):
+        sums = cluster_sums(s, cc, G)
+        adj = G / (G - 1) if (type == "CR1" and G > 1) else 1.0
+        meat += sign * adj * (sums.T @ sums)
     V = wh.L @ meat @ wh.L.T
     if type == "CR1":
         V = V * (n - 1) / (n - k)
-    V = (V + V.T) / 2
-    lam, Q = np.linalg.eigh(V)
-    fixed = bool(lam.min() < 0)
-    if fixed:
-        V = (Q * np.maximum(lam, 0.0)) @ Q.T
-    return MultiwayVcov(V, tuple(n_levels), fixed, float(lam.min()))
+    return _psd(V, n_levels)
 
 
 def multiway_df(
@@ -529,13 +529,10 @@ def multiway_df(
     by = tuple(float(satterthwaite_df(X, c, type="CR2", working_weights=working_weights)[target])
                for c in codes)
     total, denom = 0.0, 0.0
-    for r in range(1, len(codes) + 1):
-        for combo in combinations(range(len(codes)), r):
-            cc = codes[combo[0]] if r == 1 else intersect_codes(*(codes[i] for i in combo))
-            v = float(vcov_cluster(X, resid, cc, type="CR2",
-                                   working_weights=working_weights)[target, target])
-            nu = by[combo[0]] if r == 1 else float(cc.max())
-            total += (-1) ** (r + 1) * v
-            denom += v * v / max(nu, 1e-12)
+    for sign, combo, G, V in _cr2_terms(X, resid, codes, working_weights):
+        v = float(V[target, target])
+        nu = by[combo[0]] if len(combo) == 1 else float(G - 1)
+        total += sign * v
+        denom += v * v / max(nu, 1e-12)
     satt = total * total / denom if denom > 0 and total > 0 else 0.0
     return float(min(max(satt, min(by)), max(by))), by
