@@ -19,16 +19,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evalmix.models._density import (
+from evalmix.models._loops import (
     ARRAYS,
+    GRID_MIN_FILL,
     KVE_ADDRESS,
-    expand_core,
+    _make_grid,
     expand_cfunc,
+    expand_core,
     logp_cfunc,
     logp_core,
     pack,
 )
-from evalmix.models._loops import GRID_MIN_FILL, _make_grid
 from evalmix.models.pymc_model import (
     RAYLEIGH_SCALE,
     SD_SCALE,
@@ -174,7 +175,7 @@ class DensityKernel:
         self.header = pack(self._arrays)
 
     def _pack_arrays(self) -> dict[str, np.ndarray]:
-        """The arrays of :data:`~evalmix.models._density.ARRAYS` (kept alive here)."""
+        """The arrays of :data:`~evalmix.models._loops.ARRAYS` (kept alive here)."""
         k, r = self.k, len(self.terms)
         terms = np.zeros((r, 9), dtype=np.int64)
         for i, (t, (i0, i1, i2)) in enumerate(zip(self.terms, self.slices, strict=True)):
@@ -291,7 +292,7 @@ class DensityKernel:
 
     def nutpie_model(self):
         """A nutpie model whose log density and expansion are the C callbacks of
-        :mod:`evalmix.models._density` (no PyTensor, no per-process compile, no GIL)."""
+        :mod:`evalmix.models._loops` (no PyTensor, no per-process compile, no GIL)."""
         from nutpie.compile_pymc import CompiledPyMCModel
 
         names, shapes = self._expanded()
