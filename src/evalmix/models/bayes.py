@@ -47,6 +47,7 @@ from evalmix.models.pymc_model import (
     DEFAULT_PRIORS,
     FEW_LEVELS,
     RAYLEIGH_SCALE,
+    SD_SCALE,
     build_model,
     choose_parameterization,
     draw_marginal_sd,
@@ -60,6 +61,7 @@ __all__ = ["fit_bayes", "ENGINES", "SAMPLERS", "RHAT_MAX", "ESS_MIN", "FEW_LEVEL
 
 ENGINES = ("auto", "kernel", "pymc", "bambi")
 SAMPLERS = ("auto", "nutpie", "pymc")
+SENSITIVITY_METHODS = ("auto", "psis", "refit")
 #: Convergence thresholds (Vehtari et al. 2021, doi:10.1214/20-BA1221).
 RHAT_MAX = 1.01
 ESS_MIN = 400
@@ -267,6 +269,7 @@ def fit_bayes(
     level: float = 0.95,
     target_accept: float | None = None,
     retry_divergent: bool = True,
+    sensitivity_method: Literal["auto", "psis", "refit"] = "auto",
     progress: bool = False,
 ) -> ModelFit:
     """Fit a :class:`ModelSpec` by NUTS; see the module docstring for the engines.
@@ -290,8 +293,13 @@ def fit_bayes(
     prior_scale : float
         Multiplies the SD priors (Rayleigh(0.8) on the logit scale by default).
     sensitivity : float, optional
-        Refit with the SD priors at this scale and put a side-by-side table in
-        ``provenance["prior_sensitivity"]``.
+        The posterior with the SD priors at this scale, side by side with this fit, in
+        ``provenance["prior_sensitivity"]`` (how it was obtained, with the Pareto k, in
+        ``provenance["prior_sensitivity_method"]``).
+    sensitivity_method : {"auto", "psis", "refit"}
+        ``"auto"``: reweight this fit's draws (:func:`psis_sensitivity`) and refit only
+        when the Pareto k says the weights are unreliable; ``"psis"``: never refit (no
+        table then); ``"refit"``: always refit.
     level : float
         Interval level (equal-tailed posterior quantiles).
     target_accept : float, optional
@@ -373,22 +381,31 @@ def fit_bayes(
     if retried:
         prov["retried"] = retried
     if sensitivity is not None:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            try:
-                alt = fit_bayes(spec, engine=engine, sampler=sampler, draws=draws,
-                                tune=tune, chains=chains, seed=seed_i,
-                                prior_scale=sensitivity, level=level,
-                                target_accept=target_accept,
-                                retry_divergent=retry_divergent, progress=progress)
-            except Exception as e:  # noqa: BLE001 - the main fit stands without it
-                alt = None
-                msgs.append((f"the prior-sensitivity refit (prior_scale={sensitivity:g}) "
-                             f"failed ({type(e).__name__}: {e}); no sensitivity table",
-                             ConvergenceWarning))
-        if alt is not None:
-            prov["prior_sensitivity"] = sensitivity_table(fixed, var, alt, prior_scale,
-                                                          sensitivity)
+        check_option("sensitivity_method", sensitivity_method, SENSITIVITY_METHODS)
+        alt_tables, info = (None, {}) if sensitivity_method == "refit" else \
+            psis_sensitivity(spec, terms, post, scale_a=prior_scale, scale_b=sensitivity,
+                             level=level, seed=seed_i)
+        caught: list = []
+        prov["prior_sensitivity_method"] = info
+        if alt_tables is None and sensitivity_method != "psis":
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                try:
+                    alt = fit_bayes(spec, engine=engine, sampler=sampler, draws=draws,
+                                    tune=tune, chains=chains, seed=seed_i,
+                                    prior_scale=sensitivity, level=level,
+                                    target_accept=target_accept,
+                                    retry_divergent=retry_divergent, progress=progress)
+                    alt_tables = (alt.fixed_effects, alt.variance)
+                    prov["prior_sensitivity_method"] = {
+                        "method": "refit", **({"psis": info} if info else {})}
+                except Exception as e:  # noqa: BLE001 - the main fit stands without it
+                    msgs.append((f"the prior-sensitivity refit (prior_scale="
+                                 f"{sensitivity:g}) failed ({type(e).__name__}: {e}); no "
+                                 "sensitivity table", ConvergenceWarning))
+        if alt_tables is not None:
+            prov["prior_sensitivity"] = sensitivity_table(fixed, var, *alt_tables,
+                                                          prior_scale, sensitivity)
             msgs = [(m.replace("Check the prior sensitivity (fit(..., sensitivity=2.5))",
                                "Its prior sensitivity is in fit.prior_sensitivity"), c)
                     for m, c in msgs]
@@ -496,16 +513,66 @@ def _provenance(spec, data, terms, engine, sampler, seed, draws, tune, chains, p
     }
 
 
-def sensitivity_table(fixed: pd.DataFrame, var: pd.DataFrame, alt: ModelFit,
-                      scale_a: float, scale_b: float) -> pd.DataFrame:
+def sensitivity_table(fixed: pd.DataFrame, var: pd.DataFrame, alt_fixed: pd.DataFrame,
+                      alt_var: pd.DataFrame, scale_a: float, scale_b: float
+                      ) -> pd.DataFrame:
     """Side-by-side estimates and intervals at two SD-prior scales."""
     cols = ["estimate", "lo", "hi"]
     fa = fixed[fixed["scale"].isin(["log-odds", "identity"])].set_index("term")[cols]
-    fb = alt.fixed_effects[alt.fixed_effects["scale"].isin(["log-odds", "identity"])
-                           ].set_index("term")[cols]
+    fb = alt_fixed[alt_fixed["scale"].isin(["log-odds", "identity"])].set_index("term")[cols]
     va = var.set_index("factor").rename(columns={"sd": "estimate"})[cols]
-    vb = alt.variance.set_index("factor").rename(columns={"sd": "estimate"})[cols]
+    vb = alt_var.set_index("factor").rename(columns={"sd": "estimate"})[cols]
     a = pd.concat([fa, va.rename(index=lambda s: f"sd[{s}]")])
     b = pd.concat([fb, vb.rename(index=lambda s: f"sd[{s}]")])
     out = a.add_suffix(f"@{scale_a:g}").join(b.add_suffix(f"@{scale_b:g}"), how="outer")
     return out.reset_index().rename(columns={"index": "term"})
+
+
+def psis_sensitivity(spec: ModelSpec, terms, post: dict[str, np.ndarray], *, scale_a: float,
+                     scale_b: float, level: float, seed: int):
+    """The posterior under SD priors ``scale_b / scale_a`` times wider, by Pareto-smoothed
+    importance sampling of the posterior draws; ``(None, info)`` when the weights are
+    unreliable (then refit).
+
+    Only the SD priors change, so the log weight of a draw is the log ratio of the two
+    SD prior densities at its SDs (for SDs integrated out while sampling, their exact
+    ``sd | u`` draws make the draws joint). The weights are Pareto smoothed (PSIS) and
+    trusted when the shape estimate ``k < min(1 - 1 / log10(S), 0.7)`` and their
+    effective sample size is at least ``ESS_MIN``; the tables are then computed from a
+    systematic resample of the draws. This is the importance-sampling step of
+    power-scaling sensitivity analysis (Kallioinen et al. 2023) for a change of the
+    prior's scale instead of its power, with its rule for when a refit is needed.
+
+    References
+    ----------
+    Kallioinen, N., Paananen, T., Buerkner, P.-C. and Vehtari, A. (2023). Detecting and
+    diagnosing prior and likelihood sensitivity with power-scaling. Statistics and
+    Computing 34: 57. doi:10.1007/s11222-023-10366-5
+    Vehtari, A., Simpson, D., Gelman, A., Yao, Y. and Gabry, J. (2024). Pareto smoothed
+    importance sampling. JMLR 25(72): 1-58. arXiv:1507.02646
+    """
+    import arviz as az
+
+    ysd = (float(np.std(spec.y)) or 1.0) if spec.family == "gaussian" else 1.0
+    n_draws = len(next(iter(post.values())))
+    lw = np.zeros(n_draws)
+    for t in terms:
+        sd = np.asarray(post[t.sd_var], dtype=float)
+        base = (RAYLEIGH_SCALE if t.sd_prior == "rayleigh" else SD_SCALE) * ysd
+        sa, sb = base * scale_a, base * scale_b
+        # Rayleigh: log sd - 2 log s - sd^2 / 2 s^2; half-normal: -log s - sd^2 / 2 s^2
+        lw += (-(2.0 if t.sd_prior == "rayleigh" else 1.0) * np.log(sb / sa)
+               - 0.5 * sd * sd * (1.0 / sb ** 2 - 1.0 / sa ** 2))
+    lw_s, k = az.psislw(lw - lw.max())
+    w = np.exp(np.asarray(lw_s) - np.max(lw_s))
+    w /= w.sum()
+    k_max = min(1.0 - 1.0 / np.log10(n_draws), 0.7)
+    info = {"method": "psis", "pareto_k": round(float(k), 3), "k_max": round(k_max, 3),
+            "ess": round(float(1.0 / np.sum(w * w)), 1)}
+    if not (float(k) < k_max and info["ess"] >= ESS_MIN):
+        return None, info
+    # systematic resampling: each draw kept about n_draws * w times
+    u = (np.random.default_rng([seed, 11]).random() + np.arange(n_draws)) / n_draws
+    idx = np.minimum(np.searchsorted(np.cumsum(w), u), n_draws - 1)
+    return summarise(spec, terms, {n: a[idx] for n, a in post.items()}, level=level,
+                     seed=seed), info
