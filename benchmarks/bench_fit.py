@@ -120,7 +120,7 @@ def child(case: str, out: str, draws: int | None, tune: int | None) -> None:
             rc = main([*REPORT_ARGS, "--out", d])
             wall = time.perf_counter() - t0
             summary = json.loads((Path(d) / "summary.json").read_text())
-        fits = summary.get("fits") or summary.get("model_fits") or {}
+        fits = summary.get("models") or {}
         Path(out).write_text(json.dumps({"case": case, "rc": rc, "fit_seconds": round(
             wall, 2), "fits": fits}, default=str))
         return
