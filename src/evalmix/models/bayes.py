@@ -149,36 +149,41 @@ def _sample_to_target(compiled, spec, terms, *, tune: int, chains: int, seed: in
                        return_raw_trace=True, **kw)
     target, poll = DRAWS_FIRST, 0.1
     t_start = time.perf_counter()
-    while True:
-        t_end = time.perf_counter() + poll
-        while not _finished(bg) and time.perf_counter() < t_end:
-            time.sleep(0.02)
-        done = _finished(bg)
+    try:
+        while True:
+            t_end = time.perf_counter() + poll
+            while not _finished(bg) and time.perf_counter() < t_end:
+                time.sleep(0.02)
+            done = _finished(bg)
+            if not done:
+                bg.pause()
+            draw_b, stat_b = bg.inspect().get_arrow_trace()
+            n_tune = [int(np.asarray(s.column("tuning")).sum()) for s in stat_b]
+            n = min([s.num_rows - t for s, t in zip(stat_b, n_tune, strict=True)]
+                    + [0] * (chains - len(stat_b)))
+            post = _arrow_arrays(draw_b, n_tune, n)
+            stats = _arrow_arrays(stat_b, n_tune, n)
+            diverged = bool(stats["diverging"].any()) if n else False
+            if done or diverged or n >= target:
+                if done or diverged:
+                    break
+                post.update(_marginal_sds(spec, terms, post, prior_scale=prior_scale,
+                                          seed=seed))
+                diag = _diagnostics(post, _names(spec, terms, post), compiled.coords,
+                                    compiled.dims)
+                if (diag["ess_bulk"].min() >= ESS_MIN and diag["ess_tail"].min() >= ESS_MIN
+                        and diag["r_hat"].max() <= RHAT_MAX):
+                    break
+                target = int(max(n + 100, DRAWS_GROWTH * n))
+            bg.resume()
+            # wait about as long as the missing draws take at the rate so far
+            rate = n / max(time.perf_counter() - t_start, 1e-3)
+            poll = 0.1 if n == 0 else min(2.0, max(0.05, (target - n) / max(rate, 1.0)))
         if not done:
-            bg.pause()
-        draw_b, stat_b = bg.inspect().get_arrow_trace()
-        n_tune = [int(np.asarray(s.column("tuning")).sum()) for s in stat_b]
-        n = min([s.num_rows - t for s, t in zip(stat_b, n_tune, strict=True)]
-                + [0] * (chains - len(stat_b)))
-        post = _arrow_arrays(draw_b, n_tune, n)
-        stats = _arrow_arrays(stat_b, n_tune, n)
-        diverged = bool(stats["diverging"].any()) if n else False
-        if done or diverged or n >= target:
-            if done or diverged:
-                break
-            post.update(_marginal_sds(spec, terms, post, prior_scale=prior_scale, seed=seed))
-            diag = _diagnostics(post, _names(spec, terms, post), compiled.coords,
-                                compiled.dims)
-            if (diag["ess_bulk"].min() >= ESS_MIN and diag["ess_tail"].min() >= ESS_MIN
-                    and diag["r_hat"].max() <= RHAT_MAX):
-                break
-            target = int(max(n + 100, DRAWS_GROWTH * n))
-        bg.resume()
-        # wait about as long as the missing draws take at the rate so far
-        rate = n / max(time.perf_counter() - t_start, 1e-3)
-        poll = 0.1 if n == 0 else min(2.0, max(0.05, (target - n) / max(rate, 1.0)))
-    if not done:
+            bg.cancel()
+    except BaseException:   # KeyboardInterrupt included: stop the threads
         bg.cancel()
+        raise
     stats = {k: v for k, v in stats.items() if v.ndim == 2}
     return az.from_dict(posterior=post, sample_stats=stats, coords=compiled.coords,
                         dims={k: list(v) for k, v in (compiled.dims or {}).items()})
