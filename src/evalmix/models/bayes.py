@@ -228,17 +228,21 @@ def _diagnostics(post, names: list[str], coords, dims) -> pd.DataFrame:
     """Per sampled parameter (ArviZ's labels, e.g. ``u_judge[j1]``): mean, sd, rank
     R-hat, bulk and tail ESS (:func:`~evalmix.models._mcmc_diagnostics.rhat_ess`).
     ``post`` maps names to arrays (chain, draw, ...); ``coords``/``dims`` label them."""
+    import itertools
+
     labels, rows = [], []
     for name in names:
         a = np.asarray(post[name], dtype=float)
-        a = a.reshape(a.shape[0], a.shape[1], -1)
         d = list(dims.get(name, ()))
-        if a.shape[2] == 1 and not d:
+        levels = [list(coords[x]) if x in coords else list(range(n))
+                  for x, n in zip(d, a.shape[2:], strict=False)]
+        levels += [list(range(n)) for n in a.shape[2 + len(levels):]]
+        if not levels:
             labels.append(name)
         else:
-            lv = list(coords[d[0]]) if d else list(range(a.shape[2]))
-            labels += [f"{name}[{x}]" for x in lv]
-        rows.append(np.moveaxis(a, 2, 0))
+            labels += [f"{name}[{', '.join(str(v) for v in ix)}]"
+                       for ix in itertools.product(*levels)]
+        rows.append(np.moveaxis(a.reshape(a.shape[0], a.shape[1], -1), 2, 0))
     draws = np.concatenate(rows, axis=0) if rows else np.zeros((0, 1, 1))
     r_hat, ess_bulk, ess_tail = rhat_ess(draws)
     flat = draws.reshape(draws.shape[0], -1)
@@ -246,6 +250,14 @@ def _diagnostics(post, names: list[str], coords, dims) -> pd.DataFrame:
                          "sd": flat.std(axis=1, ddof=1), "r_hat": r_hat,
                          "ess_bulk": ess_bulk, "ess_tail": ess_tail},
                         columns=list(DIAGNOSTIC_COLUMNS))
+
+
+def idata_diagnostics(idata, names: list[str]) -> pd.DataFrame:
+    """:func:`_diagnostics` of the named variables of an ArviZ posterior."""
+    p = idata.posterior
+    return _diagnostics({n: p[n].to_numpy() for n in names}, names,
+                        {c: p[c].to_numpy() for c in p.coords},
+                        {n: p[n].dims[2:] for n in names})
 
 
 def summarise(spec: ModelSpec, terms, post: dict[str, np.ndarray], *, level: float,
@@ -368,9 +380,7 @@ def fit_bayes(
     names = _names(spec, terms, idata.posterior)
     post = {n: _stack(idata, n) for n in names}
     fixed, var = summarise(spec, terms, post, level=level, seed=seed_i)
-    diag = _diagnostics({n: idata.posterior[n].to_numpy() for n in names}, names,
-                        {c: idata.posterior[c].to_numpy() for c in idata.posterior.coords},
-                        {n: idata.posterior[n].dims[2:] for n in names})
+    diag = idata_diagnostics(idata, names)
     divergences = int(idata.sample_stats["diverging"].sum())
     msgs = _check(spec, diag, divergences, var)
     if retried and msgs and msgs[0][1] is ConvergenceWarning:
@@ -409,7 +419,8 @@ def fit_bayes(
                                  f"{sensitivity:g}) failed ({type(e).__name__}: {e}); no "
                                  "sensitivity table", ConvergenceWarning))
         if alt_tables is not None:
-            prov["prior_sensitivity"] = sensitivity_table(fixed, var, *alt_tables,
+            alt_fixed, alt_var = alt_tables
+            prov["prior_sensitivity"] = sensitivity_table(fixed, var, alt_fixed, alt_var,
                                                           prior_scale, sensitivity)
             msgs = [(m.replace("Check the prior sensitivity (fit(..., sensitivity=2.5))",
                                "Its prior sensitivity is in fit.prior_sensitivity"), c)

@@ -261,7 +261,8 @@ class DensityKernel:
 
     def _expanded(self) -> tuple[list[str], list[tuple[int, ...]]]:
         names = ["b"] + [v for t in self.terms for v in (t.sd_var, t.var)]
-        shapes = [(self.k,)] + [s for t in self.terms for s in ((), (t.n_levels,))]
+        shapes: list[tuple[int, ...]] = [(self.k,)] + [
+            s for t in self.terms for s in ((), (t.n_levels,))]
         if self.family == 1:
             names.append("sigma")
             shapes.append(())
@@ -282,7 +283,7 @@ class DensityKernel:
                 x[i0] = np.log(0.3 * self.sd_prior) + rng.uniform(-0.2, 0.2)
         if self.family == 1:
             x[self.sigma_at] = np.log(0.8 * self.ysd)
-        elif self.family == 2:
+        elif self.cut_at is not None:
             # cut points at the observed cumulative proportions (logit scale)
             tot = np.asarray(self.data.counts).sum(axis=0)
             p = np.clip(np.cumsum(tot)[:-1] / max(tot.sum(), 1.0), 0.02, 0.98)
