@@ -46,6 +46,9 @@ QUALITY = {"ess_min": 400, "r_hat_max": 1.01, "divergences": 0}
 TARGETS = {"default_4k": 3.0, "slope_20k": 6.0, "crossed_100k": 15.0,
            "mtbench_report": 30.0, "mtbench_slopes": 30.0, "ties_separate_4k": 10.0,
            "ordinal_4k": 10.0, "bambi_20k_slope": None}
+#: run order: the small fits and the ratio first, the long cases last
+ORDER = ("default_4k", "ties_separate_4k", "ordinal_4k", "slope_20k", "bambi_20k_slope",
+         "crossed_100k", "mtbench_report", "mtbench_slopes")
 SEED = 20261130
 REPORT_ARGS = ["report", str(MTBENCH), "--outcome", "outcome", "--model-a", "model_a",
                "--model-b", "model_b", "--first-shown", "first_shown", "--ties", "half",
@@ -210,21 +213,23 @@ def main() -> None:
         child(a.child, a.out, a.draws, a.tune)
         return
     load0 = os.getloadavg()
-    cases = [c for c in TARGETS if c != "bambi_20k_slope"]
+    cases = [c for c in ORDER if c != "bambi_20k_slope" or not a.no_bambi]
     if not MTBENCH.exists():
         cases = [c for c in cases if not c.startswith("mtbench")]
     if a.only:
         cases = [c for c in cases if c in a.only]
-    results = {}
+    results: dict[str, dict] = {}
     for case in cases:
-        results[case] = run_case(case)
+        bambi = case == "bambi_20k_slope"
+        results[case] = run_case(case, draws=a.bambi_draws if bambi else None,
+                                 tune=a.bambi_draws if bambi else None)
         print(json.dumps(results[case]), flush=True)
-    if not a.no_bambi:
-        results["bambi_20k_slope"] = run_case("bambi_20k_slope", draws=a.bambi_draws,
-                                              tune=a.bambi_draws)
-        print(json.dumps(results["bambi_20k_slope"]), flush=True)
-    summary = {f"pass_{c}": _passes(c, r) for c, r in results.items()
-               if TARGETS[c] is not None}
+        _write(results, load0)   # after every case: a long run keeps what it measured
+
+
+def _write(results: dict[str, dict], load0) -> None:
+    summary: dict[str, object] = {f"pass_{c}": _passes(c, r) for c, r in results.items()
+                                  if TARGETS[c] is not None}
     if "bambi_20k_slope" in results and "slope_20k" in results:
         ratio = (results["slope_20k"]["ess_per_second"]
                  / results["bambi_20k_slope"]["ess_per_second"])
@@ -237,7 +242,7 @@ def main() -> None:
            "date": time.strftime("%Y-%m-%d %H:%M:%S")}
     OUT.parent.mkdir(exist_ok=True)
     OUT.write_text(json.dumps(doc, indent=2))
-    print(json.dumps(summary, indent=2))
+    print(json.dumps(summary), flush=True)
 
 
 if __name__ == "__main__":
