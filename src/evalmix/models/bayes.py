@@ -88,7 +88,7 @@ def _stack(idata, name: str) -> np.ndarray:
 
 def _sample(spec: ModelSpec, data, terms, *, engine: str, sampler: str, draws: int | None,
             tune: int, chains: int, seed: int, prior_scale: float, progress: bool,
-            target_accept: float | None):
+            target_accept: float | None, stop_on_divergence: bool = False):
     """Return (idata, engine, sampler, coordinates): the last says which terms the
     kernel sampled in other coordinates (empty for the PyMC engine). ``draws=None``:
     sample until the checks pass (:func:`_sample_to_target`)."""
@@ -120,7 +120,8 @@ def _sample(spec: ModelSpec, data, terms, *, engine: str, sampler: str, draws: i
                               seed=seed, progress_bar=progress, save_warmup=False, **kw)
     else:
         idata = _sample_to_target(compiled, spec, terms, tune=tune, chains=chains,
-                                  seed=seed, progress=progress, prior_scale=prior_scale, **kw)
+                                  seed=seed, progress=progress, prior_scale=prior_scale,
+                                  stop_on_divergence=stop_on_divergence, **kw)
     return idata, engine, "nutpie", coords
 
 
@@ -132,10 +133,11 @@ DRAWS_MAX = 4000
 
 
 def _sample_to_target(compiled, spec, terms, *, tune: int, chains: int, seed: int,
-                      progress: bool, prior_scale: float, **kw):
+                      progress: bool, prior_scale: float, stop_on_divergence: bool, **kw):
     """Sample in the background and stop at the first check where every parameter
-    passes (bulk and tail ESS >= ``ESS_MIN``, R-hat <= ``RHAT_MAX``) or a divergence
-    appears (the caller re-runs), else at ``DRAWS_MAX`` draws per chain.
+    passes (bulk and tail ESS >= ``ESS_MIN``, R-hat <= ``RHAT_MAX``) or, with
+    ``stop_on_divergence`` (the caller re-runs at a higher target_accept), a divergence
+    appears; else at ``DRAWS_MAX`` draws per chain.
 
     The chains are paused at each check; the posterior kept is exactly the one checked
     (the first ``n`` draws of every chain), so the checks are the ones reported. The
@@ -163,7 +165,7 @@ def _sample_to_target(compiled, spec, terms, *, tune: int, chains: int, seed: in
                     + [0] * (chains - len(stat_b)))
             post = _arrow_arrays(draw_b, n_tune, n)
             stats = _arrow_arrays(stat_b, n_tune, n)
-            diverged = bool(stats["diverging"].any()) if n else False
+            diverged = stop_on_divergence and n > 0 and bool(stats["diverging"].any())
             if done or diverged or n >= target:
                 if done or diverged:
                     break
@@ -361,7 +363,8 @@ def fit_bayes(
     idata, engine_used, sampler_used, coords = _sample(
         spec, data, terms, engine=engine, sampler=sampler, draws=draws, tune=tune,
         chains=chains, seed=seed_i, prior_scale=prior_scale, progress=progress,
-        target_accept=target_accept)
+        target_accept=target_accept,
+        stop_on_divergence=target_accept is None and retry_divergent)
     retried = None
     n_div = int(idata.sample_stats["diverging"].sum())
     if n_div and target_accept is None and retry_divergent:
