@@ -680,10 +680,9 @@ def _sensitivity_pair(table, scale, **kw):
 def test_psis_prior_sensitivity_agrees_with_a_refit(design, cbpp_table):
     """The PSIS-reweighted posterior under wider SD priors equals a refit within Monte
     Carlo error, on the 4,320-row 3-judge design (3-level factors; scale 1.25, where
-    the Pareto k allows it) and on cbpp (15 herds; scale 2.5). The reweighting must
-    matter: the SDs move more between the two priors than PSIS differs from the refit.
-    Measured (3-judge design): estimates within 0.03 and endpoints within 0.1 of the
-    interval width, against 2-6% shifts of the SD estimates."""
+    the Pareto k allows it) and on cbpp (15 herds; scale 2.5), and the reweighting
+    moves the SDs as the refit does. Measured (3-judge design): estimates within 0.03
+    and endpoints within 0.1 of the interval width; SD estimates move up 2-6% of it."""
     if design == "three_judges":
         table, scale = pairwise_judges(20, 6, 3, 3, tie_threshold=0, seed=1003).table(), 1.25
     else:
@@ -701,6 +700,12 @@ def test_psis_prior_sensitivity_agrees_with_a_refit(design, cbpp_table):
     assert gap.abs().max() <= 0.06, gap
     for c in ("lo", "hi"):
         assert (((a[c + s] - b[c + s]) / width)[ok]).abs().max() <= 0.3, c
+    # wider SD priors move every SD up; the reweighted draws show it (uniform weights
+    # would leave the draws, and so the table, exactly as they were), by about as much
+    # as the refit
     sd_rows = [t for t in a.index[ok] if t.startswith("sd[")]
-    shift = ((b["estimate" + s] - b["estimate@1"]) / width)[sd_rows].abs().mean()
-    assert gap[sd_rows].abs().mean() < 0.6 * shift, (gap[sd_rows], shift)
+    psis_shift = ((a["estimate" + s] - a["estimate@1"]) / width)[sd_rows]
+    refit_shift = ((b["estimate" + s] - b["estimate@1"]) / width)[sd_rows].mean()
+    assert (psis_shift > 0).all(), psis_shift
+    assert 0.3 * refit_shift < psis_shift.mean() < 3 * refit_shift, (psis_shift,
+                                                                      refit_shift)
