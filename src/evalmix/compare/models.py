@@ -324,9 +324,12 @@ def model_rows(table: EvalTable, plan: Sequence[Contrast], *, backend: str | Non
         table_s = getattr(f, "prior_sensitivity", None)
         if isinstance(table_s, pd.DataFrame) and not table_s.empty:
             sensitivity = table_s
+            how = dict(getattr(f, "provenance", {}) or {}).get("prior_sensitivity_method", {})
             fits[method]["prior_sensitivity"] = {
-                "scale": kwargs.get("sensitivity"), "few_level_factors": few}
-            notes.append(f"{method}: refitted with the SD priors at scale "
+                "scale": kwargs.get("sensitivity"), "few_level_factors": few,
+                "method": how.get("method", "refit")}
+            verb = ("reweighted (PSIS) to" if how.get("method") == "psis" else "refitted with")
+            notes.append(f"{method}: {verb} the SD priors at scale "
                          f"{kwargs.get('sensitivity')} to check how much the few-level "
                          "factors' SDs lean on the prior; see the section 'Prior "
                          "sensitivity (Bayesian model)' and prior_sensitivity.csv")

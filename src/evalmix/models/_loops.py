@@ -1,30 +1,133 @@
-"""The per-row loops of :mod:`evalmix.models.kernel`: log-likelihood and gradient over
-the collapsed rows (Numba, cached on disk), in two layouts.
+"""The Numba code of :class:`~evalmix.models.kernel.DensityKernel`: the log-likelihood
+loops, the whole log density (priors, transforms, couplings) and the C callbacks that
+nutpie calls from its sampler threads (no Python, no GIL: both chains run at once).
+One file because Numba's disk cache is invalidated per source file: a function cached
+here must not depend on compiled code from another file.
 
-* **rows**: gather the linear predictor per collapsed row (:func:`_eta`), ``exp`` and
-  ``log1p`` by NumPy's SIMD ufuncs, then scatter the derivative back to the fixed effects
-  and level effects (:func:`_scatter`).
-* **grid** (:class:`_Grid`): for (nearly) fully crossed designs, rows are
+Likelihood loops, in two layouts:
+
+* **rows**: the linear predictor per collapsed row, the family's log-likelihood and its
+  derivative, scattered back to the fixed effects and level effects (binomial,
+  gaussian, cumulative logit).
+* **grid** (:class:`_Grid`, binomial): for (nearly) fully crossed designs, rows are
   ``levels of the largest unit-scale factor x rest patterns``; ``eta = a[item] + B[rest]``
   is a dense grid with contiguous loops and no gathers.
+
+``exp``, ``log1p`` and the reciprocal of the binomial loops are written as polynomials
+and Newton steps (:func:`_vexp_neg`, :func:`_log1p01`, :func:`_recip12`) that LLVM
+vectorises: scalar libm calls were most of the per-row cost, and the previous kernel's
+NumPy SIMD ufuncs between Numba loops need the interpreter. All three are accurate to
+a few units in the last place (tested against NumPy).
+
+
+The log density and the callbacks:
+
+The model's arrays are handed over as one int64 *header* (:func:`pack`): per array its
+address and shape, in the fixed order of :data:`ARRAYS`. The header, and the arrays it
+points to, must stay alive while the sampler runs (the kernel keeps them).
+
+The modified Bessel function of the marginal SD prior is scipy's ``kve`` (the double
+version exported by :mod:`scipy.special.cython_special`), called through its address,
+which is passed at run time so that the compiled code can be cached on disk.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import get_cython_function_address, intrinsic
 
-__all__ = ["GRID_MIN_FILL"]
+__all__ = ["GRID_MIN_FILL", "ARRAYS", "KVE_ADDRESS", "logp_core", "expand_core", "pack",
+           "logp_cfunc", "expand_cfunc"]
+
+_JIT = dict(cache=True, nogil=True, fastmath=False, boundscheck=False)
+#: fused multiply-add allowed (polynomials); with reassociation for the sums over rows
+_JIT_FMA = dict(_JIT, fastmath={"contract"})
+_JIT_SUM = dict(_JIT, fastmath={"contract", "reassoc", "nsz"})
+_LN2_HI = 6.93147180369123816490e-01
+_LN2_LO = 1.90821492927058770002e-10
+_INV_LN2 = 1.44269504088896338700e00
 
 
-@numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False)
+@numba.njit(inline="always", **_JIT_FMA)
+def _recip12(y):  # pragma: no cover
+    """``1 / y`` for ``y`` in [1, 2] without a division (which stops LLVM from
+    vectorising): linear start (error <= 1/17) and four Newton steps."""
+    r = 24.0 / 17.0 - (8.0 / 17.0) * y
+    r = r * (2.0 - y * r)
+    r = r * (2.0 - y * r)
+    r = r * (2.0 - y * r)
+    return r * (2.0 - y * r)
+
+
+@numba.njit(**_JIT_FMA)
+def _vexp_neg(a, out, bits):  # pragma: no cover
+    """``out[i] = exp(-a[i])`` for ``a[i] >= 0`` (clamped at 708, where exp is 3e-308):
+    ``a = n ln 2 + r``, the degree-13 Taylor polynomial of ``exp(-r)`` (|r| <= ln 2 / 2,
+    remainder 4e-18) and ``2^-n`` built from its exponent bits, in two branch-free loops
+    that LLVM vectorises."""
+    m = a.shape[0]
+    for i in range(m):
+        ai = min(a[i], 708.0)
+        n = math.floor(ai * _INV_LN2 + 0.5)
+        r = -((ai - n * _LN2_HI) - n * _LN2_LO)
+        p = 1.0 / 6227020800.0
+        p = p * r + 1.0 / 479001600.0
+        p = p * r + 1.0 / 39916800.0
+        p = p * r + 1.0 / 3628800.0
+        p = p * r + 1.0 / 362880.0
+        p = p * r + 1.0 / 40320.0
+        p = p * r + 1.0 / 5040.0
+        p = p * r + 1.0 / 720.0
+        p = p * r + 1.0 / 120.0
+        p = p * r + 1.0 / 24.0
+        p = p * r + 1.0 / 6.0
+        p = p * r + 0.5
+        p = p * r + 1.0
+        out[i] = p * r + 1.0
+        bits[i] = (1023 - np.int64(n)) << 52
+    scale = bits.view(np.float64)
+    for i in range(m):
+        out[i] *= scale[i]
+
+
+@numba.njit(inline="always", **_JIT_FMA)
+def _log1p01(e):  # pragma: no cover
+    """``log1p(e)`` for ``e`` in [0, 1]: ``2 atanh(s)``, ``s = e / (2 + e) <= 1/3``, the
+    odd series to ``s^35`` (remainder < 1e-17)."""
+    s = e * (0.5 * _recip12(1.0 + 0.5 * e))
+    s2 = s * s
+    p = 1.0 / 35.0
+    p = p * s2 + 1.0 / 33.0
+    p = p * s2 + 1.0 / 31.0
+    p = p * s2 + 1.0 / 29.0
+    p = p * s2 + 1.0 / 27.0
+    p = p * s2 + 1.0 / 25.0
+    p = p * s2 + 1.0 / 23.0
+    p = p * s2 + 1.0 / 21.0
+    p = p * s2 + 1.0 / 19.0
+    p = p * s2 + 1.0 / 17.0
+    p = p * s2 + 1.0 / 15.0
+    p = p * s2 + 1.0 / 13.0
+    p = p * s2 + 1.0 / 11.0
+    p = p * s2 + 1.0 / 9.0
+    p = p * s2 + 1.0 / 7.0
+    p = p * s2 + 1.0 / 5.0
+    p = p * s2 + 1.0 / 3.0
+    return 2.0 * s * (p * s2 + 1.0)
+
+
+@numba.njit(**_JIT)
 def _eta(X, b, cg, xs, unit, u, eta, nabs):  # pragma: no cover
-    """Linear predictor per row (``eta``) and ``-|eta|`` (``nabs``).
+    """Linear predictor per row (``eta``) and ``|eta|`` (``nabs``).
 
-    ``cg`` (m, r) int32 and ``xs`` (m, r) are row-major so that one row's codes and
-    scales are contiguous; ``unit[t]`` marks terms whose scale is 1 everywhere (their
+    ``cg`` (m, r) and ``xs`` (m, r) are row-major so that one row's codes and scales are
+    contiguous; ``unit[t]`` marks terms whose scale is 1 everywhere (their
     multiplication by 1.0 is exact, so it is skipped)."""
     m, k = X.shape
     r = cg.shape[1]
@@ -38,19 +141,15 @@ def _eta(X, b, cg, xs, unit, u, eta, nabs):  # pragma: no cover
             else:
                 e += u[cg[i, t]] * xs[i, t]
         eta[i] = e
-        nabs[i] = -abs(e)
+        nabs[i] = abs(e)
 
 
-@numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False)
+@numba.njit(**_JIT)
 def _scatter(X, cg, xs, unit, g, g_b, g_u):  # pragma: no cover
-    """Gradients w.r.t. ``b`` and ``u`` from the per-row derivative ``g`` of the
+    """Add the gradients w.r.t. ``b`` and ``u`` from the per-row derivative ``g`` of the
     log-likelihood with respect to ``eta`` (the transpose of :func:`_eta`)."""
     m, k = X.shape
     r = cg.shape[1]
-    for j in range(k):
-        g_b[j] = 0.0
-    for j in range(g_u.shape[0]):
-        g_u[j] = 0.0
     for i in range(m):
         gi = g[i]
         for j in range(k):
@@ -62,89 +161,141 @@ def _scatter(X, cg, xs, unit, g, g_b, g_u):  # pragma: no cover
                 g_u[cg[i, t]] += gi * xs[i, t]
 
 
-@numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False)
-def _binom_grad(X, cg, xs, unit, eta, ex, l1p, succ, trials, g_b, g_u):  # pragma: no cover
-    """Binomial log-likelihood sum(s*eta - n*softplus(eta)) and its gradients w.r.t.
-    ``b`` and ``u``, given ``ex = exp(-|eta|)`` and ``l1p = log1p(ex)`` (computed by
-    NumPy's SIMD ufuncs). The softplus is branch-free: ``max(eta, 0) + l1p``."""
-    m = eta.shape[0]
-    g = np.empty(m)
+@numba.njit(**_JIT_SUM)
+def _binom_terms(eta, ex, succ, trials, g):  # pragma: no cover
+    """sum(s*eta - n*softplus(eta)) and ``g = s - n * sigmoid(eta)`` per element, given
+    ``ex = exp(-|eta|)``; branch-free, vectorised."""
     total = 0.0
-    for i in range(m):
+    for i in range(eta.shape[0]):
         et = eta[i]
         e = ex[i]
-        inv = 1.0 / (1.0 + e)
+        inv = _recip12(1.0 + e)
         pos = et > 0.0
-        sp = (et if pos else 0.0) + l1p[i]
+        sp = (et if pos else 0.0) + _log1p01(e)
         p = inv * (1.0 if pos else e)
         total += succ[i] * et - trials[i] * sp
         g[i] = succ[i] - trials[i] * p
+    return total
+
+
+@numba.njit(**_JIT)
+def binomial_rows(X, b, cg, xs, unit, u, succ, trials, g_b, g_u):  # pragma: no cover
+    """Binomial log-likelihood over the collapsed rows; adds its gradients to ``g_b``,
+    ``g_u``."""
+    m = X.shape[0]
+    eta, buf, g = np.empty(m), np.empty(m), np.empty(m)
+    _eta(X, b, cg, xs, unit, u, eta, buf)
+    _vexp_neg(buf, buf, np.empty(m, dtype=np.int64))
+    total = _binom_terms(eta, buf, succ, trials, g)
     _scatter(X, cg, xs, unit, g, g_b, g_u)
     return total
 
 
-def _gauss_rows(X, b, cg, xs, unit, u, succ, trials, s2, inv_var, g_b, g_u):
-    """Gaussian quadratic form sum(s2 - 2 eta s + n eta^2) and its gradients."""
+@numba.njit(**_JIT)
+def gaussian_rows(X, b, cg, xs, unit, u, sum_y, n, sum_y2, inv_var, g_b, g_u
+                  ):  # pragma: no cover
+    """Gaussian quadratic form sum(S2 - 2 eta S1 + n eta^2); adds ``(S1 - n eta) /
+    sigma^2`` scattered to ``g_b``, ``g_u``."""
     m = X.shape[0]
-    eta = np.empty(m)
-    _eta(X, b, cg, xs, unit, u, eta, np.empty(m))
-    total = float(np.sum(s2 - 2.0 * eta * succ + trials * eta * eta))
-    _scatter(X, cg, xs, unit, (succ - trials * eta) * inv_var, g_b, g_u)
+    eta, g = np.empty(m), np.empty(m)
+    _eta(X, b, cg, xs, unit, u, eta, g)
+    total = 0.0
+    for i in range(m):
+        total += sum_y2[i] - 2.0 * eta[i] * sum_y[i] + n[i] * eta[i] * eta[i]
+        g[i] = (sum_y[i] - n[i] * eta[i]) * inv_var
+    _scatter(X, cg, xs, unit, g, g_b, g_u)
     return total
 
 
-def _rows(X, b, cg, xs, unit, u, succ, trials, s2, family, inv_var, g_b, g_u):
-    """Log-likelihood (family 0) or Gaussian quadratic form (family 1) over the rows,
-    with gradients w.r.t. ``b`` and the concatenated level effects ``u`` (filled in
-    ``g_b``, ``g_u``). Family 0 runs gather (Numba) -> exp/log1p (NumPy SIMD ufuncs,
-    which release the GIL) -> scatter (Numba); scalar libm exp/log1p were most of the
-    per-row cost. Buffers are per call (nutpie evaluates chains in parallel threads)."""
-    if family != 0:
-        return _gauss_rows(X, b, cg, xs, unit, u, succ, trials, s2, inv_var, g_b, g_u)
+@numba.njit(inline="always", **_JIT)
+def _softplus(z):  # pragma: no cover
+    return max(z, 0.0) + math.log1p(math.exp(-abs(z)))
+
+
+@numba.njit(inline="always", **_JIT)
+def _sigmoid(z):  # pragma: no cover
+    if z >= 0.0:
+        return 1.0 / (1.0 + math.exp(-z))
+    e = math.exp(z)
+    return e / (1.0 + e)
+
+
+@numba.njit(**_JIT)
+def cumulative_rows(X, b, cg, xs, unit, u, counts, cut, g_b, g_u, g_cut
+                    ):  # pragma: no cover
+    """Cumulative-logit log-likelihood ``sum_k n_k log P(y = k)``,
+    ``P(y <= k) = sigmoid(c_k - eta)``; adds its gradients to ``g_b``, ``g_u`` and
+    ``g_cut``. The middle categories use ``log(sigmoid(a) - sigmoid(b)) =
+    -softplus(-a) - softplus(b) + log(-expm1(b - a))`` (no cancellation)."""
     m = X.shape[0]
-    eta = np.empty(m)
-    buf = np.empty(m)
-    _eta(X, b, cg, xs, unit, u, eta, buf)
-    np.exp(buf, out=buf)
-    l1p = np.log1p(buf)
-    return _binom_grad(X, cg, xs, unit, eta, buf, l1p, succ, trials, g_b, g_u)
+    kc = counts.shape[1]
+    eta, g = np.empty(m), np.empty(m)
+    _eta(X, b, cg, xs, unit, u, eta, g)
+    total = 0.0
+    for i in range(m):
+        et = eta[i]
+        gi = 0.0
+        n0 = counts[i, 0]
+        if n0 != 0.0:       # log sigmoid(c_0 - eta)
+            z = cut[0] - et
+            total -= n0 * _softplus(-z)
+            d = n0 * _sigmoid(-z)      # d/dz
+            g_cut[0] += d
+            gi -= d
+        nl = counts[i, kc - 1]
+        if nl != 0.0:       # log(1 - sigmoid(c_last - eta))
+            z = cut[kc - 2] - et
+            total -= nl * _softplus(z)
+            d = nl * _sigmoid(z)
+            g_cut[kc - 2] -= d
+            gi += d
+        for j in range(1, kc - 1):
+            nj = counts[i, j]
+            if nj == 0.0:
+                continue
+            a = cut[j] - et
+            bb = cut[j - 1] - et
+            dlt = a - bb
+            total += nj * (-_softplus(-a) - _softplus(bb) + math.log(-math.expm1(-dlt)))
+            q = 1.0 / math.expm1(dlt)
+            da = _sigmoid(-a) + q
+            db = -_sigmoid(bb) - q
+            g_cut[j] += nj * da
+            g_cut[j - 1] += nj * db
+            gi -= nj * (da + db)
+        g[i] = gi
+    _scatter(X, cg, xs, unit, g, g_b, g_u)
+    return total
 
 
-@numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False)
-def _grid_eta(a, B, E, nabs):  # pragma: no cover
-    """Grid layout: ``E[s, c] = a[s] + B[c]`` and ``nabs = -|E|`` (no gathers)."""
-    S, C = E.shape
+@numba.njit(**_JIT)
+def binomial_grid(a, gX, b, gcg, gxs, gunit, u, succ, trials, g_b, g_u, g_a
+                  ):  # pragma: no cover
+    """:func:`binomial_rows` on the grid layout (:class:`_Grid`): ``E[s, c] = a[s] +
+    B[c]``; the derivative is summed over each row (``g_a``, the row factor's levels)
+    and each column (scattered from the rest patterns to ``g_b``, ``g_u``). Empty cells
+    have ``trials = succ = 0`` and contribute nothing."""
+    C = gX.shape[0]
+    S = a.shape[0]
+    B = np.empty(C)
+    _eta(gX, b, gcg, gxs, gunit, u, B, np.empty(C))
+    g_B = np.zeros(C)
+    e, ex, g = np.empty(C), np.empty(C), np.empty(C)
+    bits = np.empty(C, dtype=np.int64)
+    total = 0.0
     for s in range(S):
         av = a[s]
         for c in range(C):
-            e = av + B[c]
-            E[s, c] = e
-            nabs[s, c] = -abs(e)
-
-
-@numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False)
-def _grid_grad(E, ex, l1p, succ, trials, g_a, g_B):  # pragma: no cover
-    """Grid layout of :func:`_binom_grad`: the log-likelihood, its derivative summed over
-    each row (``g_a``, the row factor's levels) and each column (``g_B``, the rest
-    patterns). Empty cells have ``trials = succ = 0`` and contribute nothing."""
-    S, C = E.shape
-    for c in range(C):
-        g_B[c] = 0.0
-    total = 0.0
-    for s in range(S):
+            e[c] = av + B[c]
+            ex[c] = abs(e[c])
+        _vexp_neg(ex, ex, bits)
+        total += _binom_terms(e, ex, succ[s], trials[s], g)
         acc = 0.0
         for c in range(C):
-            et = E[s, c]
-            e = ex[s, c]
-            inv = 1.0 / (1.0 + e)
-            pos = et > 0.0
-            sp = (et if pos else 0.0) + l1p[s, c]
-            p = inv * (1.0 if pos else e)
-            total += succ[s, c] * et - trials[s, c] * sp
-            g = succ[s, c] - trials[s, c] * p
-            acc += g
-            g_B[c] += g
+            acc += g[c]
+            g_B[c] += g[c]
         g_a[s] = acc
+    _scatter(gX, gcg, gxs, gunit, g_B, g_b, g_u)
     return total
 
 
@@ -154,9 +305,8 @@ class _Grid:
 
     Eval designs are (nearly) fully crossed: every item is seen by every judge, author,
     condition and order. Then ``eta = a[item] + B[rest]`` with only a few hundred distinct
-    rest patterns, and the per-row gathers and scatters (most of the cost of
-    :func:`_binom_grad`) become contiguous loops over a dense grid; ``B`` and its
-    gradient are computed on the rest patterns only."""
+    rest patterns, and the per-row gathers and scatters become contiguous loops over a
+    dense grid; ``B`` and its gradient are computed on the rest patterns only."""
 
     term: int               # index of the row term
     lo: int                 # its offset in the concatenated level effects
@@ -201,19 +351,400 @@ def _make_grid(X, cg, xs, unit, u_off, succ, trials, min_fill: float = GRID_MIN_
                  unit=np.ascontiguousarray(unit[rest]), succ=S_, trials=T_)
 
 
-def _grid_rows(grid: _Grid, b, u, g_b, g_u):
-    """:func:`_rows` (binomial) on the grid layout."""
-    C = grid.X.shape[0]
-    B = np.empty(C)
-    _eta(grid.X, b, grid.cg, grid.xs, grid.unit, u, B, np.empty(C))
-    S = grid.n_levels
-    E = np.empty((S, C))
-    buf = np.empty((S, C))
-    _grid_eta(u[grid.lo:grid.lo + S], B, E, buf)
-    np.exp(buf, out=buf)
-    l1p = np.log1p(buf)
-    g_a, g_B = np.empty(S), np.empty(C)
-    total = _grid_grad(E, buf, l1p, grid.succ, grid.trials, g_a, g_B)
-    _scatter(grid.X, grid.cg, grid.xs, grid.unit, g_B, g_b, g_u)   # zeroes g_b, g_u
-    g_u[grid.lo:grid.lo + S] = g_a
-    return total
+#: scipy.special.kve(double, double) (``__pyx_fuse_0`` is the complex version).
+KVE_ADDRESS = get_cython_function_address("scipy.special.cython_special",
+                                          "__pyx_fuse_1kve")
+
+#: (name, dtype, ndim) of the arrays in the header, in order. ``meta`` (int64) holds
+#: family, k, r, number of level effects, ndim, sigma index, cut index, number of cut
+#: points, grid flag, grid term, grid offset, grid levels, kve address, intercept index,
+#: expanded size. ``flt`` holds SD-prior scale, Rayleigh scale, sd(y), total trials,
+#: then mu_b (k), sd_b (k), shift (k) and the cut-point prior means.
+ARRAYS = (("meta", np.int64, 1), ("terms", np.int64, 2), ("flt", np.float64, 1),
+          ("X", np.float64, 2), ("cg", np.int64, 2), ("xs", np.float64, 2),
+          ("unit", np.bool_, 1), ("succ", np.float64, 1), ("trials", np.float64, 1),
+          ("s2", np.float64, 1), ("counts", np.float64, 2),
+          ("gX", np.float64, 2), ("gcg", np.int64, 2), ("gxs", np.float64, 2),
+          ("gunit", np.bool_, 1), ("gsucc", np.float64, 2), ("gtrials", np.float64, 2),
+          ("pairs", np.int64, 2), ("pxbar", np.float64, 1), ("nests", np.int64, 2),
+          ("npar", np.int64, 1))
+#: columns of ``terms``: level offsets, SD index (-1: integrated out), free slice,
+#: zero-sum, mode (0 SD integrated out, 1 centred, 2 non-centred), SD prior (0
+#: half-normal, 1 Rayleigh), outer factor of a nested pair.
+T_LO, T_HI, T_SD, T_F1, T_F2, T_ZS, T_MODE, T_PRIOR, T_OUTER = range(9)
+_LOG_2PI = math.log(2.0 * math.pi)
+
+
+@intrinsic
+def _call_kve(typingctx, addr, v, z):
+    sig = types.float64(types.int64, types.float64, types.float64)
+
+    def codegen(context, builder, signature, args):
+        fnty = ir.FunctionType(ir.DoubleType(), [ir.DoubleType(), ir.DoubleType()])
+        fn = builder.inttoptr(args[0], fnty.as_pointer())
+        return builder.call(fn, [args[1], args[2]])
+
+    return sig, codegen
+
+
+@intrinsic
+def _as_voidptr(typingctx, addr):
+    sig = types.voidptr(addr)
+
+    def codegen(context, builder, signature, args):
+        return builder.inttoptr(args[0], ir.IntType(8).as_pointer())
+
+    return sig, codegen
+
+
+def pack(arrays: dict[str, np.ndarray]) -> np.ndarray:
+    """The header: ``[n, addr_0, d0_0, d1_0, addr_1, ...]`` for :data:`ARRAYS`."""
+    hdr = [0]
+    for name, dtype, ndim in ARRAYS:
+        a = arrays[name]
+        if a.dtype != dtype or a.ndim != ndim or not a.flags.c_contiguous:
+            raise ValueError(f"kernel array {name}: {a.dtype} {a.shape}")
+        shape = list(a.shape) + [0] * (2 - ndim)
+        hdr += [a.ctypes.data, *shape]
+    hdr[0] = len(hdr)
+    return np.array(hdr, dtype=np.int64)
+
+
+@numba.njit(inline="always", **_JIT)
+def _zs_forward(free, out):  # pragma: no cover
+    """PyMC's zero-sum map R^(G-1) -> zero-sum R^G (an isometry)."""
+    n = free.shape[0] + 1
+    s = 0.0
+    for i in range(n - 1):
+        s += free[i]
+    norm = s / (math.sqrt(n) + n)
+    for i in range(n - 1):
+        out[i] = free[i] - norm
+    out[n - 1] = -s / math.sqrt(n)
+
+
+@numba.njit(inline="always", **_JIT)
+def _zs_grad(g, out):  # pragma: no cover
+    """Transpose of :func:`_zs_forward`'s Jacobian applied to ``g`` (written to ``out``)."""
+    n = g.shape[0]
+    s = 0.0
+    for i in range(n - 1):
+        s += g[i]
+    c = s / (math.sqrt(n) + n) + g[n - 1] / math.sqrt(n)
+    for i in range(n - 1):
+        out[i] = g[i] - c
+
+
+@numba.njit(**_JIT)
+def _levels(x, meta, terms, v, uu, ueta):  # pragma: no cover
+    """Level effects per term: ``v`` (zero-sum mapped), ``uu`` (the term's effects) and
+    ``ueta`` (what enters eta: 0 for the outer factor of a nested pair)."""
+    for t in range(terms.shape[0]):
+        lo, hi, i0, i1, i2 = (terms[t, T_LO], terms[t, T_HI], terms[t, T_SD],
+                              terms[t, T_F1], terms[t, T_F2])
+        if terms[t, T_ZS]:
+            _zs_forward(x[i1:i2], v[lo:hi])
+        else:
+            v[lo:hi] = x[i1:i2]
+        sd = math.exp(x[i0]) if i0 >= 0 else 1.0
+        for j in range(lo, hi):
+            uu[j] = sd * v[j] if terms[t, T_MODE] == 2 else v[j]
+            ueta[j] = 0.0 if terms[t, T_OUTER] else uu[j]
+
+
+@numba.njit(**_JIT)
+def _prior_free(x, terms, pairs, pxbar, nests, npar, uu, pf):  # pragma: no cover
+    """The free coordinates each prior sees (aligned with ``x``): for an intercept
+    coupled to its slopes ``u' - sum xbar v``; for the inner factor of a nested pair
+    ``w - u_outer[parent]``; else the sampled ones."""
+    pf[:] = x
+    for p in range(pairs.shape[0]):
+        i, j = pairs[p, 0], pairs[p, 1]
+        a, c = terms[i, T_F1], terms[j, T_F1]
+        for q in range(terms[i, T_F2] - a):
+            pf[a + q] -= pxbar[p] * x[c + q]
+    for p in range(nests.shape[0]):
+        i, j, off = nests[p, 0], nests[p, 1], nests[p, 2]
+        a, lo = terms[i, T_F1], terms[j, T_LO]
+        for q in range(terms[i, T_F2] - a):
+            pf[a + q] = x[a + q] - uu[lo + npar[off + q]]
+
+
+@numba.njit(**_JIT)
+def logp_core(x, grad, meta, terms, flt, X, cg, xs, unit, succ, trials, s2, counts,
+              gX, gcg, gxs, gunit, gsucc, gtrials, pairs, pxbar, nests, npar
+              ):  # pragma: no cover
+    """Log density at ``x`` (unconstrained coordinates); its gradient in ``grad``."""
+    family, k, nu = meta[0], meta[1], meta[3]
+    sigma_at, cut_at, ncut = meta[5], meta[6], meta[7]
+    sd_prior, rayleigh, ysd, n_total = flt[0], flt[1], flt[2], flt[3]
+    mu_b, sd_b = flt[4:4 + k], flt[4 + k:4 + 2 * k]
+    for i in range(grad.shape[0]):
+        grad[i] = 0.0
+    v, uu, ueta = np.empty(nu), np.empty(nu), np.empty(nu)
+    _levels(x, meta, terms, v, uu, ueta)
+    b = x[:k]
+    g_b, g_u = np.zeros(k), np.zeros(nu)
+    if family == 0 and meta[8]:
+        lo, S = meta[10], meta[11]
+        g_a = np.empty(S)
+        lp = binomial_grid(ueta[lo:lo + S], gX, b, gcg, gxs, gunit, ueta, gsucc, gtrials,
+                           g_b, g_u, g_a)
+        g_u[lo:lo + S] += g_a
+    elif family == 0:
+        lp = binomial_rows(X, b, cg, xs, unit, ueta, succ, trials, g_b, g_u)
+    elif family == 1:
+        log_sigma = x[sigma_at]
+        sigma = math.exp(log_sigma)
+        inv_var = 1.0 / (sigma * sigma)
+        q = gaussian_rows(X, b, cg, xs, unit, ueta, succ, trials, s2, inv_var, g_b, g_u)
+        lp = -n_total * log_sigma - 0.5 * q * inv_var
+        grad[sigma_at] = -n_total + q * inv_var
+        # HalfNormal(ysd) prior on sigma, log transform
+        lp += -0.5 * sigma * sigma / ysd ** 2 + log_sigma
+        grad[sigma_at] += -sigma * sigma / ysd ** 2 + 1.0
+    else:
+        # ordered cut points: c_0 = y_0, c_j = c_{j-1} + exp(y_j) (PyMC's transform)
+        y = x[cut_at:cut_at + ncut]
+        cut = np.empty(ncut)
+        g_cut = np.zeros(ncut)
+        cut[0] = y[0]
+        for j in range(1, ncut):
+            cut[j] = cut[j - 1] + math.exp(y[j])
+        lp = cumulative_rows(X, b, cg, xs, unit, ueta, counts, cut, g_b, g_u, g_cut)
+        cut_mu = flt[4 + 3 * k:4 + 3 * k + ncut]
+        for j in range(ncut):   # Normal(cut_mu, 2.5) prior on the cut points
+            d = (cut[j] - cut_mu[j]) / 2.5
+            lp -= 0.5 * d * d
+            g_cut[j] -= d / 2.5
+        acc = 0.0
+        for j in range(ncut - 1, -1, -1):   # d c_i / d y_j = exp(y_j) for i >= j >= 1
+            acc += g_cut[j]
+            if j == 0:
+                grad[cut_at] = acc
+            else:
+                lp += y[j]
+                grad[cut_at + j] = acc * math.exp(y[j]) + 1.0
+    # fixed effects: Normal(mu_b, sd_b)
+    for j in range(k):
+        d = (b[j] - mu_b[j]) / sd_b[j]
+        lp -= 0.5 * d * d
+        grad[j] = g_b[j] - d / sd_b[j]
+    r = terms.shape[0]
+    for t in range(r):   # eta does not depend on an outer factor's effects
+        if terms[t, T_OUTER]:
+            g_u[terms[t, T_LO]:terms[t, T_HI]] = 0.0
+    pf = np.empty(x.shape[0])
+    _prior_free(x, terms, pairs, pxbar, nests, npar, uu, pf)
+    gpr = np.zeros(x.shape[0])    # prior gradients w.r.t. the prior's coordinates
+    gv = np.empty(nu)
+    kve = meta[12]
+    s2p = sd_prior * sd_prior
+    for t in range(r):
+        lo, hi, i0, i1, i2 = (terms[t, T_LO], terms[t, T_HI], terms[t, T_SD],
+                              terms[t, T_F1], terms[t, T_F2])
+        mode, zs = terms[t, T_MODE], terms[t, T_ZS]
+        nfree = i2 - i1
+        free = pf[i1:i2]
+        ss = 0.0
+        for q in range(nfree):
+            ss += free[q] * free[q]
+        if mode == 0:
+            # u under its marginal prior (sd ~ Rayleigh(s) integrated out): p(u) =
+            # (2 pi)^(-n/2) s^-2 (r s)^lam K_lam(r / s), lam = 1 - n/2
+            lam = 1.0 - 0.5 * nfree
+            z = max(math.sqrt(ss) / rayleigh, 1e-8)
+            rr = z * rayleigh
+            km = _call_kve(kve, lam - 1.0, z)
+            kl = _call_kve(kve, lam, z)
+            kp = _call_kve(kve, lam + 1.0, z)
+            lp += (-0.5 * nfree * _LOG_2PI - 2.0 * math.log(rayleigh)
+                   + lam * math.log(rr * rayleigh) + math.log(kl) - z)
+            coef = (lam / rr - (km + kp) / (2.0 * rayleigh * kl)) / rr
+            for q in range(nfree):
+                gpr[i1 + q] = coef * free[q]
+            if zs:
+                _zs_grad(g_u[lo:hi], grad[i1:i2])
+            else:
+                grad[i1:i2] = g_u[lo:hi]
+            for q in range(nfree):
+                grad[i1 + q] += gpr[i1 + q]
+            continue
+        sd = math.exp(x[i0])
+        if terms[t, T_PRIOR] == 1:
+            # Rayleigh(s): log sd - sd^2 / (2 s^2), log transform (+ log sd)
+            lp += -0.5 * sd * sd / (rayleigh * rayleigh) + 2.0 * x[i0]
+            g_log_sd = -sd * sd / (rayleigh * rayleigh) + 2.0
+        else:
+            # HalfNormal(sd_prior) on sd with log transform (Jacobian + log sd)
+            lp += -0.5 * sd * sd / s2p + x[i0]
+            g_log_sd = -sd * sd / s2p + 1.0
+        if mode == 1:
+            # free ~ N(0, sd^2), u = Q free (or free)
+            lp += -nfree * x[i0] - 0.5 * ss / (sd * sd)
+            g_log_sd += -nfree + ss / (sd * sd)
+            for q in range(nfree):
+                gpr[i1 + q] = -free[q] / (sd * sd)
+            if zs:
+                _zs_grad(g_u[lo:hi], grad[i1:i2])
+            else:
+                grad[i1:i2] = g_u[lo:hi]
+            for q in range(nfree):
+                grad[i1 + q] += gpr[i1 + q]
+        else:
+            # free ~ N(0, 1), u = sd * Q free
+            lp += -0.5 * ss
+            for j in range(lo, hi):
+                g_log_sd += g_u[j] * uu[j]
+                gv[j] = sd * g_u[j]
+            if zs:
+                _zs_grad(gv[lo:hi], grad[i1:i2])
+            else:
+                grad[i1:i2] = gv[lo:hi]
+            for q in range(nfree):
+                grad[i1 + q] -= free[q]
+        grad[i0] = g_log_sd
+    # coupled slopes: d(prior of u = u' - sum xbar v)/dv = -xbar * (its prior gradient)
+    for p in range(pairs.shape[0]):
+        i, j = pairs[p, 0], pairs[p, 1]
+        a, c = terms[i, T_F1], terms[j, T_F1]
+        for q in range(terms[i, T_F2] - a):
+            grad[c + q] -= pxbar[p] * gpr[a + q]
+    # nested: the inner prior is on w - u_outer[parent]
+    for p in range(nests.shape[0]):
+        i, j, off = nests[p, 0], nests[p, 1], nests[p, 2]
+        a = terms[i, T_F1]
+        lo, hi, j0, j1, j2 = (terms[j, T_LO], terms[j, T_HI], terms[j, T_SD],
+                              terms[j, T_F1], terms[j, T_F2])
+        g_o = np.zeros(hi - lo)
+        for q in range(terms[i, T_F2] - a):
+            g_o[npar[off + q]] -= gpr[a + q]
+        if terms[j, T_MODE] == 2:   # u_outer = sd * v
+            sd = math.exp(x[j0])
+            for q in range(hi - lo):
+                grad[j0] += g_o[q] * uu[lo + q]
+                g_o[q] *= sd
+        if terms[j, T_ZS]:
+            tmp = np.empty(j2 - j1)
+            _zs_grad(g_o, tmp)
+            grad[j1:j2] += tmp
+        else:
+            grad[j1:j2] += g_o
+    return lp
+
+
+@numba.njit(**_JIT)
+def expand_core(x, out, meta, terms, flt, pairs, pxbar, nests, npar):  # pragma: no cover
+    """What is stored per draw: ``b`` on the original columns, then per term its SD
+    (NaN when integrated out) and level effects (original coordinates), then sigma
+    (gaussian) or the cut points (cumulative)."""
+    family, k, nu = meta[0], meta[1], meta[3]
+    icpt = meta[13]
+    shift = flt[4 + 2 * k:4 + 3 * k]
+    bs = 0.0
+    for j in range(k):
+        bs += x[j] * shift[j]
+    for j in range(k):
+        out[j] = x[j] - bs if j == icpt else x[j]
+    v, uu, ueta = np.empty(nu), np.empty(nu), np.empty(nu)
+    _levels(x, meta, terms, v, uu, ueta)
+    pf = np.empty(x.shape[0])
+    _prior_free(x, terms, pairs, pxbar, nests, npar, uu, pf)
+    pos = k
+    r = terms.shape[0]
+    reported = np.zeros(r, dtype=np.bool_)
+    for p in range(pairs.shape[0]):
+        reported[pairs[p, 0]] = True
+    for p in range(nests.shape[0]):
+        reported[nests[p, 0]] = True
+    for t in range(r):
+        lo, hi, i0, i1, i2 = (terms[t, T_LO], terms[t, T_HI], terms[t, T_SD],
+                              terms[t, T_F1], terms[t, T_F2])
+        out[pos] = math.exp(x[i0]) if i0 >= 0 else np.nan
+        pos += 1
+        if reported[t]:   # the original deviations
+            if terms[t, T_ZS]:
+                _zs_forward(pf[i1:i2], out[pos:pos + hi - lo])
+            else:
+                out[pos:pos + hi - lo] = pf[i1:i2]
+        else:
+            out[pos:pos + hi - lo] = uu[lo:hi]
+        pos += hi - lo
+    if family == 1:
+        out[pos] = math.exp(x[meta[5]])
+    elif family == 2:
+        c = meta[6]
+        out[pos] = x[c]
+        for j in range(1, meta[7]):
+            out[pos + j] = out[pos + j - 1] + math.exp(x[c + j])
+
+
+@numba.njit(**_JIT)
+def _unpack_f1(hdr, i):  # pragma: no cover
+    return numba.carray(_as_voidptr(hdr[1 + 3 * i]), (hdr[2 + 3 * i],), np.float64)
+
+
+@numba.njit(**_JIT)
+def _unpack_f2(hdr, i):  # pragma: no cover
+    return numba.carray(_as_voidptr(hdr[1 + 3 * i]), (hdr[2 + 3 * i], hdr[3 + 3 * i]),
+                        np.float64)
+
+
+@numba.njit(**_JIT)
+def _unpack_i1(hdr, i):  # pragma: no cover
+    return numba.carray(_as_voidptr(hdr[1 + 3 * i]), (hdr[2 + 3 * i],), np.int64)
+
+
+@numba.njit(**_JIT)
+def _unpack_i2(hdr, i):  # pragma: no cover
+    return numba.carray(_as_voidptr(hdr[1 + 3 * i]), (hdr[2 + 3 * i], hdr[3 + 3 * i]),
+                        np.int64)
+
+
+@numba.njit(**_JIT)
+def _unpack_b1(hdr, i):  # pragma: no cover
+    return numba.carray(_as_voidptr(hdr[1 + 3 * i]), (hdr[2 + 3 * i],), np.bool_)
+
+
+_C_LOGP = types.int64(types.uint64, types.CPointer(types.double),
+                      types.CPointer(types.double), types.CPointer(types.double),
+                      types.voidptr)
+_C_EXPAND = types.int64(types.uint64, types.uint64, types.CPointer(types.double),
+                        types.CPointer(types.double), types.voidptr)
+
+
+@numba.cfunc(_C_LOGP, cache=True, nogil=True)
+def logp_cfunc(dim, x_, grad_, logp_, user_data):  # pragma: no cover
+    """nutpie's logp callback: 0 on success, 3/4 for a non-finite gradient/density."""
+    n = numba.carray(user_data, (1,), np.int64)[0]
+    hdr = numba.carray(user_data, (n,), np.int64)
+    x = numba.carray(x_, (dim,))
+    grad = numba.carray(grad_, (dim,))
+    out = numba.carray(logp_, (1,))
+    lp = logp_core(x, grad, _unpack_i1(hdr, 0), _unpack_i2(hdr, 1), _unpack_f1(hdr, 2),
+                   _unpack_f2(hdr, 3), _unpack_i2(hdr, 4), _unpack_f2(hdr, 5),
+                   _unpack_b1(hdr, 6), _unpack_f1(hdr, 7), _unpack_f1(hdr, 8),
+                   _unpack_f1(hdr, 9), _unpack_f2(hdr, 10), _unpack_f2(hdr, 11),
+                   _unpack_i2(hdr, 12), _unpack_f2(hdr, 13), _unpack_b1(hdr, 14),
+                   _unpack_f2(hdr, 15), _unpack_f2(hdr, 16), _unpack_i2(hdr, 17),
+                   _unpack_f1(hdr, 18), _unpack_i2(hdr, 19), _unpack_i1(hdr, 20))
+    out[0] = lp
+    for i in range(dim):
+        if not math.isfinite(grad[i]):
+            return 3
+    if not math.isfinite(lp):
+        return 4
+    return 0
+
+
+@numba.cfunc(_C_EXPAND, cache=True, nogil=True)
+def expand_cfunc(dim, n_expanded, x_, out_, user_data):  # pragma: no cover
+    """nutpie's expand callback (the stored draw of :func:`expand_core`)."""
+    n = numba.carray(user_data, (1,), np.int64)[0]
+    hdr = numba.carray(user_data, (n,), np.int64)
+    x = numba.carray(x_, (dim,))
+    out = numba.carray(out_, (n_expanded,))
+    expand_core(x, out, _unpack_i1(hdr, 0), _unpack_i2(hdr, 1), _unpack_f1(hdr, 2),
+                _unpack_i2(hdr, 17), _unpack_f1(hdr, 18), _unpack_i2(hdr, 19),
+                _unpack_i1(hdr, 20))
+    return 0

@@ -37,7 +37,7 @@ def fit(
     sampler: Literal["auto", "nutpie", "pymc"] = "auto",
     method: str = "auto",
     seed=None,
-    draws: int = 2000,
+    draws: int | None = None,
     tune: int = 400,
     chains: int = 2,
     prior_scale: float = 1.0,

@@ -64,7 +64,7 @@ def bambi_model(spec: ModelSpec):
 
 def fit_bambi(spec: ModelSpec, *, draws: int, tune: int, chains: int, seed: int,
               sampler: str = "pymc", level: float = 0.95, progress: bool = False) -> ModelFit:
-    from evalmix.models.bayes import _check, _diagnostics, _versions, summarise
+    from evalmix.models.bayes import _check, _versions, idata_diagnostics, summarise
 
     t0 = time.perf_counter()
     model, names = bambi_model(spec)
@@ -96,7 +96,7 @@ def fit_bambi(spec: ModelSpec, *, draws: int, tune: int, chains: int, seed: int,
     fixed, var = summarise(spec, terms, post, level=level, seed=seed, backend="bambi")
     bambi_vars = [v for v in post_b.data_vars if not v.endswith("_offset")
                   and v not in ("mu", "p")]
-    diag = _diagnostics(idata, bambi_vars)
+    diag = idata_diagnostics(idata, bambi_vars)
     divergences = int(idata.sample_stats["diverging"].sum())
     msgs = _check(spec, diag, divergences, var)
     for m, cls in msgs:

@@ -31,7 +31,7 @@ import importlib.util
 import json
 import time
 import warnings
-from typing import Literal, cast
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -42,10 +42,12 @@ from evalmix.errors import (
     FewClustersWarning,
     check_option,
 )
+from evalmix.models._mcmc_diagnostics import rhat_ess
 from evalmix.models.pymc_model import (
     DEFAULT_PRIORS,
     FEW_LEVELS,
     RAYLEIGH_SCALE,
+    SD_SCALE,
     build_model,
     choose_parameterization,
     draw_marginal_sd,
@@ -59,6 +61,7 @@ __all__ = ["fit_bayes", "ENGINES", "SAMPLERS", "RHAT_MAX", "ESS_MIN", "FEW_LEVEL
 
 ENGINES = ("auto", "kernel", "pymc", "bambi")
 SAMPLERS = ("auto", "nutpie", "pymc")
+SENSITIVITY_METHODS = ("auto", "psis", "refit")
 #: Convergence thresholds (Vehtari et al. 2021, doi:10.1214/20-BA1221).
 RHAT_MAX = 1.01
 ESS_MIN = 400
@@ -83,47 +86,180 @@ def _stack(idata, name: str) -> np.ndarray:
     return a.reshape((-1, *a.shape[2:]))
 
 
-def _sample(spec: ModelSpec, data, terms, *, engine: str, sampler: str, draws: int,
+def _sample(spec: ModelSpec, data, terms, *, engine: str, sampler: str, draws: int | None,
             tune: int, chains: int, seed: int, prior_scale: float, progress: bool,
-            target_accept: float | None):
+            target_accept: float | None, stop_on_divergence: bool = False):
     """Return (idata, engine, sampler, coordinates): the last says which terms the
-    kernel sampled in other coordinates (empty for the PyMC engine)."""
+    kernel sampled in other coordinates (empty for the PyMC engine). ``draws=None``:
+    sample until the checks pass (:func:`_sample_to_target`)."""
+    kw = {"target_accept": target_accept} if target_accept else {}
     if engine == "kernel":
-        import nutpie
-
         from evalmix.models.kernel import DensityKernel
 
         kern = DensityKernel(spec, data, terms, prior_scale=prior_scale)
-        kw = {"target_accept": target_accept} if target_accept else {}
-        idata = nutpie.sample(kern.nutpie_model(), draws=draws, tune=tune, chains=chains,
-                              cores=chains, seed=seed, progress_bar=progress, **kw)
-        return idata, "kernel", "nutpie", kern.coordinates()
-    model, _ = build_model(spec, data, prior_scale=prior_scale, terms=terms)
-    if sampler == "nutpie":
+        compiled, coords = kern.nutpie_model(), kern.coordinates()
+    else:
+        model, _ = build_model(spec, data, prior_scale=prior_scale, terms=terms)
+        coords = {}
+        if sampler != "nutpie":
+            import pymc as pm
+
+            with model:
+                idata = pm.sample(draws=draws or DRAWS_MAX // 2, tune=tune, chains=chains,
+                                  cores=1, random_seed=seed, progressbar=progress,
+                                  target_accept=target_accept or 0.8,
+                                  compute_convergence_checks=False)
+            return idata, "pymc", sampler, coords
         import nutpie
 
-        kw = {"target_accept": target_accept} if target_accept else {}
         compiled = nutpie.compile_pymc_model(model)
+    import nutpie
+
+    if draws is not None:
         idata = nutpie.sample(compiled, draws=draws, tune=tune, chains=chains, cores=chains,
-                              seed=seed, progress_bar=progress, **kw)
+                              seed=seed, progress_bar=progress, save_warmup=False, **kw)
     else:
-        import pymc as pm
-
-        with model:
-            idata = pm.sample(draws=draws, tune=tune, chains=chains, cores=1,
-                              random_seed=seed, progressbar=progress,
-                              target_accept=target_accept or 0.8,
-                              compute_convergence_checks=False)
-    return idata, "pymc", sampler, {}
+        idata = _sample_to_target(compiled, spec, terms, tune=tune, chains=chains,
+                                  seed=seed, progress=progress, prior_scale=prior_scale,
+                                  stop_on_divergence=stop_on_divergence, **kw)
+    return idata, engine, "nutpie", coords
 
 
-def _diagnostics(idata, names: list[str]) -> pd.DataFrame:
+#: ``draws=None``: the first convergence check after this many draws per chain, then
+#: every ``DRAWS_GROWTH`` times as many, up to ``DRAWS_MAX`` per chain.
+DRAWS_FIRST = 250
+DRAWS_GROWTH = 1.3
+DRAWS_MAX = 4000
+
+
+def _sample_to_target(compiled, spec, terms, *, tune: int, chains: int, seed: int,
+                      progress: bool, prior_scale: float, stop_on_divergence: bool, **kw):
+    """Sample in the background and stop at the first check where every parameter
+    passes (bulk and tail ESS >= ``ESS_MIN``, R-hat <= ``RHAT_MAX``) or, with
+    ``stop_on_divergence`` (the caller re-runs at a higher target_accept), a divergence
+    appears; else at ``DRAWS_MAX`` draws per chain.
+
+    The chains are paused at each check; the posterior kept is exactly the one checked
+    (the first ``n`` draws of every chain), so the checks are the ones reported. The
+    trace is read as nutpie's raw Arrow batches (converting it to ArviZ at every check
+    took ~1 s)."""
     import arviz as az
+    import nutpie
 
-    # the default fmt="wide" gives a DataFrame (an xarray Dataset only for fmt="xarray")
-    s = cast(pd.DataFrame, az.summary(idata, var_names=names, kind="all", round_to="none"))
-    out = s.reset_index().rename(columns={"index": "parameter"})
-    return out[list(DIAGNOSTIC_COLUMNS)]
+    bg = nutpie.sample(compiled, draws=DRAWS_MAX, tune=tune, chains=chains, cores=chains,
+                       seed=seed, progress_bar=progress, save_warmup=False, blocking=False,
+                       return_raw_trace=True, **kw)
+    target, poll = DRAWS_FIRST, 0.1
+    t_start = time.perf_counter()
+    try:
+        while True:
+            t_end = time.perf_counter() + poll
+            while not _finished(bg) and time.perf_counter() < t_end:
+                time.sleep(0.02)
+            done = _finished(bg)
+            if not done:
+                bg.pause()
+            draw_b, stat_b = bg.inspect().get_arrow_trace()
+            n_tune = [int(np.asarray(s.column("tuning")).sum()) for s in stat_b]
+            n = min([s.num_rows - t for s, t in zip(stat_b, n_tune, strict=True)]
+                    + [0] * (chains - len(stat_b)))
+            post = _arrow_arrays(draw_b, n_tune, n)
+            stats = _arrow_arrays(stat_b, n_tune, n)
+            diverged = stop_on_divergence and n > 0 and bool(stats["diverging"].any())
+            if done or diverged or n >= target:
+                if done or diverged:
+                    break
+                post.update(_marginal_sds(spec, terms, post, prior_scale=prior_scale,
+                                          seed=seed))
+                diag = _diagnostics(post, _names(spec, terms, post), compiled.coords,
+                                    compiled.dims)
+                if (diag["ess_bulk"].min() >= ESS_MIN and diag["ess_tail"].min() >= ESS_MIN
+                        and diag["r_hat"].max() <= RHAT_MAX):
+                    break
+                target = int(max(n + 100, DRAWS_GROWTH * n))
+            bg.resume()
+            # wait about as long as the missing draws take at the rate so far
+            rate = n / max(time.perf_counter() - t_start, 1e-3)
+            poll = 0.1 if n == 0 else min(2.0, max(0.05, (target - n) / max(rate, 1.0)))
+        if not done:
+            bg.cancel()
+    except BaseException:   # KeyboardInterrupt included: stop the threads
+        bg.cancel()
+        raise
+    stats = {k: v for k, v in stats.items() if v.ndim == 2}
+    return az.from_dict(posterior=post, sample_stats=stats, coords=compiled.coords,
+                        dims={k: list(v) for k, v in (compiled.dims or {}).items()})
+
+
+def _arrow_arrays(batches, n_tune: list[int], n: int) -> dict[str, np.ndarray]:
+    """The first ``n`` post-warm-up rows of every chain: name -> (chains, n, ...)."""
+    import pyarrow
+
+    out: dict[str, list[np.ndarray]] = {}
+    for b, t in zip(batches, n_tune, strict=True):
+        part = b.slice(t, n)
+        for name in part.column_names:
+            col = part.column(name)
+            meta = col.field.metadata or {}
+            shape = [int(x) for x in meta.get(b"shape", b"").decode().split(",") if x]
+            arr = pyarrow.array(col)
+            if hasattr(arr, "flatten"):
+                arr = arr.flatten()
+            vals = arr.to_numpy(zero_copy_only=False)
+            if vals.size != n * int(np.prod(shape)):
+                continue   # variable-size statistics (none stored by default)
+            out.setdefault(name, []).append(vals.reshape((n, *shape)))
+    return {k: np.stack(v) for k, v in out.items() if len(v) == len(batches)}
+
+
+def _finished(bg) -> bool:
+    """nutpie's ``is_finished`` raises TimeoutError while the sampler still runs."""
+    try:
+        return bool(bg.is_finished)
+    except TimeoutError:
+        return False
+
+
+def _names(spec: ModelSpec, terms, post) -> list[str]:
+    """The stored variables that the checks cover (``post``: a posterior mapping)."""
+    names = ["b"] * bool(spec.fixed_names) + [v for t in terms for v in (t.sd_var, t.var)]
+    return names + [n for n in ("sigma", "cutpoints") if n in post]
+
+
+def _diagnostics(post, names: list[str], coords, dims) -> pd.DataFrame:
+    """Per sampled parameter (ArviZ's labels, e.g. ``u_judge[j1]``): mean, sd, rank
+    R-hat, bulk and tail ESS (:func:`~evalmix.models._mcmc_diagnostics.rhat_ess`).
+    ``post`` maps names to arrays (chain, draw, ...); ``coords``/``dims`` label them."""
+    import itertools
+
+    labels, rows = [], []
+    for name in names:
+        a = np.asarray(post[name], dtype=float)
+        d = list(dims.get(name, ()))
+        levels = [list(coords[x]) if x in coords else list(range(n))
+                  for x, n in zip(d, a.shape[2:], strict=False)]
+        levels += [list(range(n)) for n in a.shape[2 + len(levels):]]
+        if not levels:
+            labels.append(name)
+        else:
+            labels += [f"{name}[{', '.join(str(v) for v in ix)}]"
+                       for ix in itertools.product(*levels)]
+        rows.append(np.moveaxis(a.reshape(a.shape[0], a.shape[1], -1), 2, 0))
+    draws = np.concatenate(rows, axis=0) if rows else np.zeros((0, 1, 1))
+    r_hat, ess_bulk, ess_tail = rhat_ess(draws)
+    flat = draws.reshape(draws.shape[0], -1)
+    return pd.DataFrame({"parameter": labels, "mean": flat.mean(axis=1),
+                         "sd": flat.std(axis=1, ddof=1), "r_hat": r_hat,
+                         "ess_bulk": ess_bulk, "ess_tail": ess_tail},
+                        columns=list(DIAGNOSTIC_COLUMNS))
+
+
+def idata_diagnostics(idata, names: list[str]) -> pd.DataFrame:
+    """:func:`_diagnostics` of the named variables of an ArviZ posterior."""
+    p = idata.posterior
+    return _diagnostics({n: p[n].to_numpy() for n in names}, names,
+                        {c: p[c].to_numpy() for c in p.coords},
+                        {n: p[n].dims[2:] for n in names})
 
 
 def summarise(spec: ModelSpec, terms, post: dict[str, np.ndarray], *, level: float,
@@ -143,7 +279,7 @@ def fit_bayes(
     *,
     engine: Literal["auto", "kernel", "pymc", "bambi"] = "auto",
     sampler: Literal["auto", "nutpie", "pymc"] = "auto",
-    draws: int = 2000,
+    draws: int | None = None,
     tune: int = 400,
     chains: int = 2,
     seed=None,
@@ -152,6 +288,7 @@ def fit_bayes(
     level: float = 0.95,
     target_accept: float | None = None,
     retry_divergent: bool = True,
+    sensitivity_method: Literal["auto", "psis", "refit"] = "auto",
     progress: bool = False,
 ) -> ModelFit:
     """Fit a :class:`ModelSpec` by NUTS; see the module docstring for the engines.
@@ -162,18 +299,26 @@ def fit_bayes(
     engine, sampler : str
         ``"auto"``: the Numba kernel with nutpie when possible, else PyMC with nutpie if
         installed, else PyMC's NUTS.
-    draws, tune, chains : int
-        Per chain. 2 x 2,000 draws is the total of Stan's default (4 x 1,000). On the
-        benchmark designs this gives bulk ESS >= 1,700 and tail ESS >= 1,700 for the
-        slowest of up to ~500 parameters: the largest of P R-hats grows with P, and
-        with 2 x 1,000 draws (tail ESS ~800) the largest of 486 was 1.012-1.017.
+    draws : int, optional
+        Draws per chain. Default (None): as many as the checks need. The chains run in
+        the background and are checked after 250 draws, then every 1.3 times as many;
+        sampling stops at the first check where every parameter (level effects and
+        SDs included) has bulk and tail ESS >= 400 and R-hat <= 1.01, or after 4,000
+        draws per chain (then the usual warning). An int fixes the number.
+    tune, chains : int
+        Per chain.
     seed : int or numpy.random.Generator, optional
         Recorded in ``provenance`` and ``idata.attrs``.
     prior_scale : float
         Multiplies the SD priors (Rayleigh(0.8) on the logit scale by default).
     sensitivity : float, optional
-        Refit with the SD priors at this scale and put a side-by-side table in
-        ``provenance["prior_sensitivity"]``.
+        The posterior with the SD priors at this scale, side by side with this fit, in
+        ``provenance["prior_sensitivity"]`` (how it was obtained, with the Pareto k, in
+        ``provenance["prior_sensitivity_method"]``).
+    sensitivity_method : {"auto", "psis", "refit"}
+        ``"auto"``: reweight this fit's draws (:func:`psis_sensitivity`) and refit only
+        when the Pareto k says the weights are unreliable; ``"psis"``: never refit (no
+        table then); ``"refit"``: always refit.
     level : float
         Interval level (equal-tailed posterior quantiles).
     target_accept : float, optional
@@ -189,7 +334,7 @@ def fit_bayes(
     """
     check_option("engine", engine, ENGINES)
     check_option("sampler", sampler, SAMPLERS)
-    if draws < 50 or tune < 0 or chains < 1:
+    if (draws is not None and draws < 50) or tune < 0 or chains < 1:
         raise EvalmixError(f"draws={draws}, tune={tune}, chains={chains}: need draws >= 50, "
                            "tune >= 0 and chains >= 1")
     t0 = time.perf_counter()
@@ -198,7 +343,7 @@ def fit_bayes(
     if engine == "bambi":
         from evalmix.models.bambi_engine import fit_bambi
 
-        return fit_bambi(spec, draws=draws, tune=tune, chains=chains, seed=seed_i,
+        return fit_bambi(spec, draws=draws or 1000, tune=tune, chains=chains, seed=seed_i,
                          sampler="pymc" if sampler == "auto" else sampler, level=level,
                          progress=progress)
     if sampler == "auto":
@@ -218,7 +363,8 @@ def fit_bayes(
     idata, engine_used, sampler_used, coords = _sample(
         spec, data, terms, engine=engine, sampler=sampler, draws=draws, tune=tune,
         chains=chains, seed=seed_i, prior_scale=prior_scale, progress=progress,
-        target_accept=target_accept)
+        target_accept=target_accept,
+        stop_on_divergence=target_accept is None and retry_divergent)
     retried = None
     n_div = int(idata.sample_stats["diverging"].sum())
     if n_div and target_accept is None and retry_divergent:
@@ -229,20 +375,23 @@ def fit_bayes(
             spec, data, terms, engine=engine, sampler=sampler, draws=draws, tune=tune,
             chains=chains, seed=seed_i + 1, prior_scale=prior_scale, progress=progress,
             target_accept=RETRY_TARGET_ACCEPT)
-    _draw_marginal_sds(spec, terms, idata, prior_scale=prior_scale, seed=seed_i)
+    for name, sd in _marginal_sds(spec, terms, {t.var: idata.posterior[t.var].to_numpy()
+                                                for t in terms},
+                                  prior_scale=prior_scale, seed=seed_i).items():
+        idata.posterior[name] = (("chain", "draw"), sd)
     t_sample = time.perf_counter() - t0
-    names = ["b"] * bool(spec.fixed_names) + [v for t in terms for v in (t.sd_var, t.var)]
-    names += [n for n in ("sigma", "cutpoints") if n in idata.posterior]
+    names = _names(spec, terms, idata.posterior)
     post = {n: _stack(idata, n) for n in names}
     fixed, var = summarise(spec, terms, post, level=level, seed=seed_i)
-    diag = _diagnostics(idata, names)
+    diag = idata_diagnostics(idata, names)
     divergences = int(idata.sample_stats["diverging"].sum())
     msgs = _check(spec, diag, divergences, var)
     if retried and msgs and msgs[0][1] is ConvergenceWarning:
         msgs[0] = (msgs[0][0].replace(
             "MCMC did not pass", f"MCMC (re-run at target_accept={RETRY_TARGET_ACCEPT} after "
             f"{retried['divergences_first_run']} divergences) did not pass"), ConvergenceWarning)
-    prov = _provenance(spec, data, terms, engine_used, sampler_used, seed_i, draws, tune,
+    n_draws = int(idata.posterior.sizes["draw"])
+    prov = _provenance(spec, data, terms, engine_used, sampler_used, seed_i, n_draws, tune,
                        chains, prior_scale, time.perf_counter() - t0, t_sample)
     if engine_used == "kernel":
         prov["coordinates"] = coords
@@ -250,22 +399,32 @@ def fit_bayes(
     if retried:
         prov["retried"] = retried
     if sensitivity is not None:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            try:
-                alt = fit_bayes(spec, engine=engine, sampler=sampler, draws=draws,
-                                tune=tune, chains=chains, seed=seed_i,
-                                prior_scale=sensitivity, level=level,
-                                target_accept=target_accept,
-                                retry_divergent=retry_divergent, progress=progress)
-            except Exception as e:  # noqa: BLE001 - the main fit stands without it
-                alt = None
-                msgs.append((f"the prior-sensitivity refit (prior_scale={sensitivity:g}) "
-                             f"failed ({type(e).__name__}: {e}); no sensitivity table",
-                             ConvergenceWarning))
-        if alt is not None:
-            prov["prior_sensitivity"] = sensitivity_table(fixed, var, alt, prior_scale,
-                                                          sensitivity)
+        check_option("sensitivity_method", sensitivity_method, SENSITIVITY_METHODS)
+        alt_tables, info = (None, {}) if sensitivity_method == "refit" else \
+            psis_sensitivity(spec, terms, post, scale_a=prior_scale, scale_b=sensitivity,
+                             level=level, seed=seed_i)
+        caught: list = []
+        prov["prior_sensitivity_method"] = info
+        if alt_tables is None and sensitivity_method != "psis":
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                try:
+                    alt = fit_bayes(spec, engine=engine, sampler=sampler, draws=draws,
+                                    tune=tune, chains=chains, seed=seed_i,
+                                    prior_scale=sensitivity, level=level,
+                                    target_accept=target_accept,
+                                    retry_divergent=retry_divergent, progress=progress)
+                    alt_tables = (alt.fixed_effects, alt.variance)
+                    prov["prior_sensitivity_method"] = {
+                        "method": "refit", **({"psis": info} if info else {})}
+                except Exception as e:  # noqa: BLE001 - the main fit stands without it
+                    msgs.append((f"the prior-sensitivity refit (prior_scale="
+                                 f"{sensitivity:g}) failed ({type(e).__name__}: {e}); no "
+                                 "sensitivity table", ConvergenceWarning))
+        if alt_tables is not None:
+            alt_fixed, alt_var = alt_tables
+            prov["prior_sensitivity"] = sensitivity_table(fixed, var, alt_fixed, alt_var,
+                                                          prior_scale, sensitivity)
             msgs = [(m.replace("Check the prior sensitivity (fit(..., sensitivity=2.5))",
                                "Its prior sensitivity is in fit.prior_sensitivity"), c)
                     for m, c in msgs]
@@ -289,20 +448,20 @@ def fit_bayes(
                     provenance=prov, warnings=tuple(m for m, _ in msgs))
 
 
-def _draw_marginal_sds(spec: ModelSpec, terms, idata, *, prior_scale: float,
-                       seed: int) -> None:
-    """Fill the SDs of ``marginal`` terms (integrated out while sampling) with exact
-    draws from ``sd | u`` (one per posterior draw), in place."""
-    marg = [t for t in terms if t.marginal]
-    if not marg:
-        return
+def _marginal_sds(spec: ModelSpec, terms, post, *, prior_scale: float, seed: int
+                  ) -> dict[str, np.ndarray]:
+    """The SDs of ``marginal`` terms (integrated out while sampling) as exact draws from
+    ``sd | u``, one per posterior draw: name -> (chain, draw). ``post`` maps names to
+    arrays (chain, draw, ...); same draws for the same seed and level effects."""
     ysd = (float(np.std(spec.y)) or 1.0) if spec.family == "gaussian" else 1.0
     rng = np.random.default_rng([seed, 7])
-    for t in marg:
-        u = idata.posterior[t.var]
-        n = t.n_levels - 1 if t.zero_sum else t.n_levels
-        sd = draw_marginal_sd(u.to_numpy(), n, RAYLEIGH_SCALE * prior_scale * ysd, rng)
-        idata.posterior[t.sd_var] = (("chain", "draw"), sd)
+    out = {}
+    for t in terms:
+        if t.marginal:
+            n = t.n_levels - 1 if t.zero_sum else t.n_levels
+            out[t.sd_var] = draw_marginal_sd(np.asarray(post[t.var]), n,
+                                             RAYLEIGH_SCALE * prior_scale * ysd, rng)
+    return out
 
 
 def _check(spec: ModelSpec, diag: pd.DataFrame, divergences: int, var: pd.DataFrame
@@ -373,16 +532,66 @@ def _provenance(spec, data, terms, engine, sampler, seed, draws, tune, chains, p
     }
 
 
-def sensitivity_table(fixed: pd.DataFrame, var: pd.DataFrame, alt: ModelFit,
-                      scale_a: float, scale_b: float) -> pd.DataFrame:
+def sensitivity_table(fixed: pd.DataFrame, var: pd.DataFrame, alt_fixed: pd.DataFrame,
+                      alt_var: pd.DataFrame, scale_a: float, scale_b: float
+                      ) -> pd.DataFrame:
     """Side-by-side estimates and intervals at two SD-prior scales."""
     cols = ["estimate", "lo", "hi"]
     fa = fixed[fixed["scale"].isin(["log-odds", "identity"])].set_index("term")[cols]
-    fb = alt.fixed_effects[alt.fixed_effects["scale"].isin(["log-odds", "identity"])
-                           ].set_index("term")[cols]
+    fb = alt_fixed[alt_fixed["scale"].isin(["log-odds", "identity"])].set_index("term")[cols]
     va = var.set_index("factor").rename(columns={"sd": "estimate"})[cols]
-    vb = alt.variance.set_index("factor").rename(columns={"sd": "estimate"})[cols]
+    vb = alt_var.set_index("factor").rename(columns={"sd": "estimate"})[cols]
     a = pd.concat([fa, va.rename(index=lambda s: f"sd[{s}]")])
     b = pd.concat([fb, vb.rename(index=lambda s: f"sd[{s}]")])
     out = a.add_suffix(f"@{scale_a:g}").join(b.add_suffix(f"@{scale_b:g}"), how="outer")
     return out.reset_index().rename(columns={"index": "term"})
+
+
+def psis_sensitivity(spec: ModelSpec, terms, post: dict[str, np.ndarray], *, scale_a: float,
+                     scale_b: float, level: float, seed: int):
+    """The posterior under SD priors ``scale_b / scale_a`` times wider, by Pareto-smoothed
+    importance sampling of the posterior draws; ``(None, info)`` when the weights are
+    unreliable (then refit).
+
+    Only the SD priors change, so the log weight of a draw is the log ratio of the two
+    SD prior densities at its SDs (for SDs integrated out while sampling, their exact
+    ``sd | u`` draws make the draws joint). The weights are Pareto smoothed (PSIS) and
+    trusted when the shape estimate ``k < min(1 - 1 / log10(S), 0.7)`` and their
+    effective sample size is at least ``ESS_MIN``; the tables are then computed from a
+    systematic resample of the draws. This is the importance-sampling step of
+    power-scaling sensitivity analysis (Kallioinen et al. 2023) for a change of the
+    prior's scale instead of its power, with its rule for when a refit is needed.
+
+    References
+    ----------
+    Kallioinen, N., Paananen, T., Buerkner, P.-C. and Vehtari, A. (2023). Detecting and
+    diagnosing prior and likelihood sensitivity with power-scaling. Statistics and
+    Computing 34: 57. doi:10.1007/s11222-023-10366-5
+    Vehtari, A., Simpson, D., Gelman, A., Yao, Y. and Gabry, J. (2024). Pareto smoothed
+    importance sampling. JMLR 25(72): 1-58. arXiv:1507.02646
+    """
+    import arviz as az
+
+    ysd = (float(np.std(spec.y)) or 1.0) if spec.family == "gaussian" else 1.0
+    n_draws = len(next(iter(post.values())))
+    lw = np.zeros(n_draws)
+    for t in terms:
+        sd = np.asarray(post[t.sd_var], dtype=float)
+        base = (RAYLEIGH_SCALE if t.sd_prior == "rayleigh" else SD_SCALE) * ysd
+        sa, sb = base * scale_a, base * scale_b
+        # Rayleigh: log sd - 2 log s - sd^2 / 2 s^2; half-normal: -log s - sd^2 / 2 s^2
+        lw += (-(2.0 if t.sd_prior == "rayleigh" else 1.0) * np.log(sb / sa)
+               - 0.5 * sd * sd * (1.0 / sb ** 2 - 1.0 / sa ** 2))
+    lw_s, k = az.psislw(lw - lw.max())
+    w = np.exp(np.asarray(lw_s) - np.max(lw_s))
+    w /= w.sum()
+    k_max = min(1.0 - 1.0 / np.log10(n_draws), 0.7)
+    info = {"method": "psis", "pareto_k": round(float(k), 3), "k_max": round(k_max, 3),
+            "ess": round(float(1.0 / np.sum(w * w)), 1)}
+    if not (float(k) < k_max and info["ess"] >= ESS_MIN):
+        return None, info
+    # systematic resampling: each draw kept about n_draws * w times
+    u = (np.random.default_rng([seed, 11]).random() + np.arange(n_draws)) / n_draws
+    idx = np.minimum(np.searchsorted(np.cumsum(w), u), n_draws - 1)
+    return summarise(spec, terms, {n: a[idx] for n, a in post.items()}, level=level,
+                     seed=seed), info

@@ -4,13 +4,16 @@ Same parameters, priors and transforms as the PyMC model (tests check the log de
 and gradient against PyMC's compiled ones), but evaluated by Numba loops over the
 collapsed rows (:mod:`evalmix.models._loops`: a row layout and a dense grid layout for
 crossed designs), compiled once and cached on disk (``cache=True``), and handed to nutpie
-through :func:`nutpie.compiled_pyfunc.from_pyfunc`. This removes the per-process
-PyTensor + Numba compile (15-25 s here) that dominated a 20,000-row fit.
+as C callbacks (:func:`~evalmix.models._loops.logp_cfunc`) that its sampler threads call
+without Python or the GIL. This removes the per-process PyTensor + Numba compile (15-25
+s here) and the interpreter's ~0.4 ms per evaluation, most of a small fit's time (4,320
+rows, same load: 530 -> 122 us per density + gradient).
 
 Unconstrained coordinates, in order: ``b`` (k); per random term ``log sd`` (absent for
 ``marginal`` terms, whose SD is integrated out) then the free deviations (``G - 1``
 zero-sum coordinates mapped by PyMC's Householder ``zerosum`` transform, or ``G`` plain
-ones); ``log sigma`` (gaussian).
+ones); ``log sigma`` (gaussian) or the cut points (cumulative: the first, then the logs
+of the gaps, PyMC's ``ordered`` transform).
 """
 
 from __future__ import annotations
@@ -19,39 +22,30 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evalmix.models._loops import GRID_MIN_FILL, _grid_rows, _make_grid, _rows
+from evalmix.models._loops import (
+    ARRAYS,
+    GRID_MIN_FILL,
+    KVE_ADDRESS,
+    _make_grid,
+    expand_cfunc,
+    expand_core,
+    logp_cfunc,
+    logp_core,
+    pack,
+)
 from evalmix.models.pymc_model import (
     RAYLEIGH_SCALE,
     SD_SCALE,
     TermInfo,
     fixed_prior_sd,
     fixed_shift,
-    marginal_sd_terms,
     nested_parents,
-    uncentre,
 )
 from evalmix.models.spec import Collapsed, ModelSpec
 
 __all__ = ["DensityKernel", "KERNEL_FAMILIES"]
 
-KERNEL_FAMILIES = ("bernoulli", "binomial", "gaussian")
-
-
-def zerosum_forward(x: np.ndarray) -> np.ndarray:
-    """PyMC's zero-sum backward transform: R^(G-1) -> zero-sum R^G (an isometry)."""
-    n = x.shape[0] + 1
-    s = x.sum()
-    norm = s / (np.sqrt(n) + n)
-    out = np.empty(n)
-    out[:-1] = x - norm
-    out[-1] = -s / np.sqrt(n)
-    return out
-
-
-def zerosum_grad(g_u: np.ndarray) -> np.ndarray:
-    """Transpose of :func:`zerosum_forward`'s Jacobian applied to ``g_u``."""
-    n = g_u.shape[0]
-    return g_u[:-1] - g_u[:-1].sum() / (np.sqrt(n) + n) - g_u[-1] / np.sqrt(n)
+KERNEL_FAMILIES = ("bernoulli", "binomial", "gaussian", "cumulative")
 
 
 #: Couple a factor's intercept to its slopes only when the slopes inflate the intercept's
@@ -121,7 +115,7 @@ class DensityKernel:
         spec, data = self.spec, self.data
         if spec.family not in KERNEL_FAMILIES:
             raise ValueError(f"kernel does not handle family {spec.family!r}")
-        self.family = 1 if spec.family == "gaussian" else 0
+        self.family = {"gaussian": 1, "cumulative": 2}.get(spec.family, 0)
         if self.family == 1:
             self.ysd = float(np.std(spec.y)) or 1.0
             ymean = float(np.mean(spec.y))
@@ -142,14 +136,14 @@ class DensityKernel:
         self.u_off = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         r = len(self.terms)
         # row-major (m, r): one row's level codes and scales are contiguous
-        self.cg = np.zeros((data.n_patterns, r), dtype=np.int32)
+        self.cg = np.zeros((data.n_patterns, r), dtype=np.int64)
         self.xs = np.ones((data.n_patterns, r))
         self.unit = np.ones(r, dtype=np.bool_)
         for i, (c, x) in enumerate(zip(data.codes, data.x, strict=True)):
             self.cg[:, i] = c + self.u_off[i]
             self.xs[:, i] = x
             self.unit[i] = bool(np.all(self.xs[:, i] == 1.0))
-        self.succ = np.ascontiguousarray(data.sum_y if self.family else data.successes,
+        self.succ = np.ascontiguousarray(data.sum_y if self.family == 1 else data.successes,
                                          dtype=np.float64)
         self.trials = np.ascontiguousarray(data.trials, dtype=np.float64)
         self.s2 = np.ascontiguousarray(data.sum_y2, dtype=np.float64)
@@ -176,10 +170,63 @@ class DensityKernel:
             nsd = 0 if t.marginal else 1
             self.slices.append((pos, pos + nsd, pos + nsd + nfree))
             pos += nsd + nfree
-        self.marginal_n = np.array([i2 - i1 for t, (_, i1, i2) in zip(
-            self.terms, self.slices, strict=True) if t.marginal], dtype=float)
         self.sigma_at = pos if self.family == 1 else None
-        self.ndim = pos + (1 if self.family == 1 else 0)
+        self.ncut = len(spec.categories) - 1 if self.family == 2 else 0
+        self.cut_at = pos if self.family == 2 else None
+        self.ndim = pos + (1 if self.family == 1 else 0) + self.ncut
+        self._arrays = self._pack_arrays()
+        self.header = pack(self._arrays)
+
+    def _pack_arrays(self) -> dict[str, np.ndarray]:
+        """The arrays of :data:`~evalmix.models._loops.ARRAYS` (kept alive here)."""
+        k, r = self.k, len(self.terms)
+        terms = np.zeros((r, 9), dtype=np.int64)
+        for i, (t, (i0, i1, i2)) in enumerate(zip(self.terms, self.slices, strict=True)):
+            mode = 0 if t.marginal else (1 if t.centred else 2)
+            terms[i] = (self.u_off[i], self.u_off[i + 1], -1 if t.marginal else i0, i1,
+                        i2, t.zero_sum, mode, t.sd_prior == "rayleigh", i in self.outer)
+        pairs = [(i, j, xbar) for i, lst in self.couple.items() for j, xbar in lst]
+        nests, npar, off = [], [], 0
+        for i, (j, parent) in self.nest.items():
+            nests.append((i, j, off))
+            npar.append(np.asarray(parent, dtype=np.int64))
+            off += len(parent)
+        g = self.grid
+        cut_mu = np.linspace(-1, 1, self.ncut) if self.ncut else np.zeros(0)
+        icpt = (self.spec.fixed_names.index("Intercept")
+                if "Intercept" in self.spec.fixed_names else -1)
+        n_exp = k + sum(1 + t.n_levels for t in self.terms) + (
+            1 if self.family == 1 else 0) + self.ncut
+        self.n_expanded = n_exp
+        meta = [self.family, k, r, int(self.u_off[-1]), self.ndim,
+                self.sigma_at if self.sigma_at is not None else -1,
+                self.cut_at if self.cut_at is not None else -1, self.ncut,
+                g is not None, g.term if g else -1, g.lo if g else 0,
+                g.n_levels if g else 0, KVE_ADDRESS, icpt, n_exp]
+        c = np.ascontiguousarray
+
+        def f2(a, ncol):
+            return c(np.asarray(a, dtype=np.float64).reshape(-1, ncol))
+
+        return {
+            "meta": np.array(meta, dtype=np.int64), "terms": terms,
+            "flt": np.concatenate([[self.sd_prior, self.rayleigh, self.ysd, self.n_total],
+                                   self.mu_b, self.sd_b, self.shift, cut_mu]),
+            "X": f2(self.X, k), "cg": c(self.cg), "xs": f2(self.xs, r), "unit": c(self.unit),
+            "succ": self.succ, "trials": self.trials, "s2": self.s2,
+            "counts": f2(self.data.counts, max(self.data.counts.shape[1], 1))
+            if self.family == 2 else np.zeros((0, 0)),
+            "gX": f2(g.X, k) if g else np.zeros((0, 0)),
+            "gcg": c(g.cg.astype(np.int64)) if g else np.zeros((0, 0), dtype=np.int64),
+            "gxs": f2(g.xs, max(r - 1, 1)) if g else np.zeros((0, 0)),
+            "gunit": c(g.unit) if g else np.zeros(0, dtype=np.bool_),
+            "gsucc": c(g.succ) if g else np.zeros((0, 0)),
+            "gtrials": c(g.trials) if g else np.zeros((0, 0)),
+            "pairs": np.array([(i, j) for i, j, _ in pairs], dtype=np.int64).reshape(-1, 2),
+            "pxbar": np.array([xb for _, _, xb in pairs], dtype=np.float64),
+            "nests": np.array(nests, dtype=np.int64).reshape(-1, 3),
+            "npar": (np.concatenate(npar) if npar else np.zeros(0, dtype=np.int64)),
+        }
 
     def coordinates(self) -> dict[str, str]:
         """Terms sampled in other coordinates than their own effects (same model)."""
@@ -191,145 +238,38 @@ class DensityKernel:
                                        f"[parent] (nested in {f})")
         return out
 
-    # ------------------------------------------------------------------ transforms
-    def _prior_free(self, cache) -> list[np.ndarray]:
-        """Per term, the free coordinates its prior sees: for an intercept coupled to its
-        factor's slopes (:func:`_slope_centring`) the sampled ``u'`` minus
-        ``sum_s xbar_s v_s`` (the original intercept deviations), else the sampled ones."""
-        out = [c[1] for c in cache]
-        for i, lst in self.couple.items():
-            f = np.array(out[i], dtype=float, copy=True)
-            for j, xbar in lst:
-                f -= xbar * cache[j][1]
-            out[i] = f
-        for i, (j, parent) in self.nest.items():
-            out[i] = cache[i][1] - cache[j][3][parent]
-        return out
-
-    def _levels(self, x: np.ndarray):
-        """Level effects per term and cached pieces for the gradient."""
-        u_all = np.empty(int(self.u_off[-1]))
-        cache: list[tuple] = []
-        for t, (i0, i1, i2), lo, hi in zip(self.terms, self.slices, self.u_off[:-1],
-                                           self.u_off[1:], strict=True):
-            sd = np.nan if t.marginal else np.exp(x[i0])
-            free = x[i1:i2]
-            v = zerosum_forward(free) if t.zero_sum else free
-            u = v if (t.centred or t.marginal) else sd * v
-            # an outer factor of a nested pair enters eta through the inner term's w
-            u_all[lo:hi] = 0.0 if len(cache) in self.outer else u
-            cache.append((sd, free, v, u))
-        return u_all, cache
-
     def logp(self, x: np.ndarray) -> tuple[float, np.ndarray]:
-        k = self.k
-        grad = np.zeros(self.ndim)
-        b = x[:k]
-        u_all, cache = self._levels(x)
-        if self.family == 1:
-            log_sigma = x[self.sigma_at]
-            sigma = np.exp(log_sigma)
-            inv_var = 1.0 / (sigma * sigma)
-        else:
-            inv_var = 1.0
-        # fresh gradient buffers per call: nutpie evaluates chains in parallel threads
-        g_b, g_u_all = np.empty(k), np.empty(u_all.shape[0])
-        if self.grid is not None:
-            q = _grid_rows(self.grid, np.ascontiguousarray(b), u_all, g_b, g_u_all)
-        else:
-            q = _rows(self.X, np.ascontiguousarray(b), self.cg, self.xs, self.unit, u_all,
-                      self.succ, self.trials, self.s2, self.family, inv_var, g_b, g_u_all)
-        if self.family == 1:
-            lp = -self.n_total * log_sigma - 0.5 * q * inv_var
-            grad[self.sigma_at] = -self.n_total + q * inv_var
-            # HalfNormal(ysd) prior on sigma, log transform
-            lp += -0.5 * sigma * sigma / self.ysd ** 2 + log_sigma
-            grad[self.sigma_at] += -sigma * sigma / self.ysd ** 2 + 1.0
-        else:
-            lp = q
-        # fixed effects: Normal(mu_b, sd_b)
-        d = b - self.mu_b
-        d = d / self.sd_b
-        lp += -0.5 * float(d @ d)
-        grad[:k] = g_b - d / self.sd_b
-        s2p = self.sd_prior ** 2
-        for j in self.outer:   # eta does not depend on an outer factor's effects
-            g_u_all[self.u_off[j]:self.u_off[j + 1]] = 0.0
-        pfree = self._prior_free(cache)
-        if self.marginal_n.size:   # all marginal terms in one vectorised Bessel call
-            rs = np.array([np.sqrt(f @ f) for t, f in zip(self.terms, pfree, strict=True)
-                           if t.marginal])
-            m_lp, m_coef = marginal_sd_terms(rs, self.marginal_n, self.rayleigh)
-        j_m = 0
-        g_prior = {}   # prior gradients of coupled intercepts (w.r.t. their prior coords)
-        for it, (t, (i0, i1, i2), lo, hi, (sd, _free, _v, u)) in enumerate(zip(
-                self.terms, self.slices, self.u_off[:-1], self.u_off[1:], cache,
-                strict=True)):
-            g_u = g_u_all[lo:hi]
-            nfree = i2 - i1
-            free = pfree[it]
-            if t.marginal:
-                # u under its marginal prior (sd ~ Rayleigh integrated out)
-                lp += float(m_lp[j_m])
-                gp = m_coef[j_m] * free
-                grad[i1:i2] = (zerosum_grad(g_u) if t.zero_sum else g_u) + gp
-                g_prior[it] = gp
-                j_m += 1
-                continue
-            if t.sd_prior == "rayleigh":
-                # Rayleigh(s): log sd - sd^2 / (2 s^2), log transform (+ log sd)
-                r2 = self.rayleigh ** 2
-                lp += -0.5 * sd * sd / r2 + 2.0 * x[i0]
-                g_log_sd = -sd * sd / r2 + 2.0
-            else:
-                # HalfNormal(sd_prior) on sd with log transform (Jacobian + log sd)
-                lp += -0.5 * sd * sd / s2p + x[i0]
-                g_log_sd = -sd * sd / s2p + 1.0
-            if t.centred:
-                # free ~ N(0, sd^2), u = Q free (or free)
-                ss = float(free @ free)
-                lp += -nfree * x[i0] - 0.5 * ss / (sd * sd)
-                g_log_sd += -nfree + ss / (sd * sd)
-                g_v = g_u
-                g_prior[it] = -free / (sd * sd)
-                g_free = (zerosum_grad(g_v) if t.zero_sum else g_v) + g_prior[it]
-            else:
-                # free ~ N(0, 1), u = sd * Q free
-                lp += -0.5 * float(free @ free)
-                g_log_sd += float(g_u @ u)
-                g_v = sd * g_u
-                g_free = (zerosum_grad(g_v) if t.zero_sum else g_v) - free
-            grad[i0] = g_log_sd
-            grad[i1:i2] = g_free
-        # coupled slopes: d(prior of u = u' - sum xbar v)/dv = -xbar * (its prior gradient)
-        for i, lst in self.couple.items():
-            for j, xbar in lst:
-                _, j1, j2 = self.slices[j]
-                grad[j1:j2] -= xbar * g_prior[i]
-        # nested: the inner prior is on w - u_outer[parent]
-        for i, (j, parent) in self.nest.items():
-            o = self.terms[j]
-            g_o = -np.bincount(parent, weights=g_prior[i], minlength=o.n_levels)
-            j0, j1, j2 = self.slices[j]
-            if not (o.centred or o.marginal):   # u_outer = sd * v
-                grad[j0] += float(g_o @ cache[j][3])
-                g_o = cache[j][0] * g_o
-            grad[j1:j2] += zerosum_grad(g_o) if o.zero_sum else g_o
+        """Log density (up to a constant) and its gradient at ``x``."""
+        a = self._arrays
+        grad = np.empty(self.ndim)
+        lp = logp_core(np.ascontiguousarray(x, dtype=np.float64), grad,
+                       *(a[name] for name, _, _ in ARRAYS))
         return float(lp), grad
 
     def expand(self, x: np.ndarray) -> dict[str, np.ndarray]:
-        out = {"b": np.array(uncentre(np.asarray(x[:self.k]), self.shift, self.spec),
-                             dtype=np.float64)}
-        _, cache = self._levels(x)
-        pfree = self._prior_free(cache)
-        for it, (t, (sd, _free, _v, u)) in enumerate(zip(self.terms, cache, strict=True)):
-            if it in self.couple or it in self.nest:   # report the original deviations
-                u = zerosum_forward(pfree[it]) if t.zero_sum else pfree[it]
-            out[t.sd_var] = np.asarray(sd, dtype=np.float64)
-            out[t.var] = np.array(u, dtype=np.float64)
+        """The stored variables at ``x`` (``b`` uncentred, SDs, level effects ...)."""
+        a = self._arrays
+        out = np.empty(self.n_expanded)
+        expand_core(np.ascontiguousarray(x, dtype=np.float64), out, a["meta"], a["terms"],
+                    a["flt"], a["pairs"], a["pxbar"], a["nests"], a["npar"])
+        res, pos = {}, 0
+        for name, shape in zip(*self._expanded(), strict=True):
+            size = int(np.prod(shape))
+            res[name] = out[pos:pos + size].reshape(shape)
+            pos += size
+        return res
+
+    def _expanded(self) -> tuple[list[str], list[tuple[int, ...]]]:
+        names = ["b"] + [v for t in self.terms for v in (t.sd_var, t.var)]
+        shapes: list[tuple[int, ...]] = [(self.k,)] + [
+            s for t in self.terms for s in ((), (t.n_levels,))]
         if self.family == 1:
-            out["sigma"] = np.asarray(np.exp(x[self.sigma_at]), dtype=np.float64)
-        return out
+            names.append("sigma")
+            shapes.append(())
+        elif self.family == 2:
+            names.append("cutpoints")
+            shapes.append((self.ncut,))
+        return names, shapes
 
     def initial_point(self, seed: int) -> np.ndarray:
         rng = np.random.default_rng(seed)
@@ -343,29 +283,36 @@ class DensityKernel:
                 x[i0] = np.log(0.3 * self.sd_prior) + rng.uniform(-0.2, 0.2)
         if self.family == 1:
             x[self.sigma_at] = np.log(0.8 * self.ysd)
+        elif self.cut_at is not None:
+            # cut points at the observed cumulative proportions (logit scale)
+            tot = np.asarray(self.data.counts).sum(axis=0)
+            p = np.clip(np.cumsum(tot)[:-1] / max(tot.sum(), 1.0), 0.02, 0.98)
+            c = np.maximum.accumulate(np.log(p / (1 - p)))
+            c = c + 0.05 * np.arange(self.ncut)    # strictly increasing
+            x[self.cut_at] = c[0] + rng.uniform(-0.1, 0.1)
+            x[self.cut_at + 1:self.cut_at + self.ncut] = np.log(np.diff(c)) + \
+                rng.uniform(-0.1, 0.1, self.ncut - 1)
         return x
 
     def nutpie_model(self):
-        """A nutpie compiled model (no PyTensor, no per-process compile)."""
-        from nutpie.compiled_pyfunc import from_pyfunc
+        """A nutpie model whose log density and expansion are the C callbacks of
+        :mod:`evalmix.models._loops` (no PyTensor, no per-process compile, no GIL)."""
+        from nutpie.compile_pymc import CompiledPyMCModel
 
-        names = ["b"] + [v for t in self.terms for v in (t.sd_var, t.var)]
-        shapes = [(self.k,)] + [s for t in self.terms for s in ((), (t.n_levels,))]
+        names, shapes = self._expanded()
         coords = {"fixed": list(self.spec.fixed_names)}
         dims = {"b": ("fixed",)}
         for t, r in zip(self.terms, self.spec.random, strict=True):
             coords[t.var + "_level"] = list(r.levels)
             dims[t.var] = (t.var + "_level",)
-        if self.family == 1:
-            names.append("sigma")
-            shapes.append(())
-        logp, expand, init = self.logp, self.expand, self.initial_point
-        return from_pyfunc(
-            ndim=self.ndim,
-            make_logp_fn=lambda: (lambda x, **_: logp(x)),
-            make_expand_fn=lambda *a: (lambda x, **_: expand(x)),
-            expanded_dtypes=[np.dtype("float64")] * len(names),
-            expanded_shapes=shapes, expanded_names=names,
-            coords=coords, dims=dims,
-            make_initial_point_fn=lambda seed: init(int(seed)),
-        )
+        sizes = [int(np.prod(s)) for s in shapes]
+        ends = np.cumsum(sizes)
+        slices = [slice(int(e - n), int(e)) for e, n in zip(ends, sizes, strict=True)]
+        return CompiledPyMCModel(
+            _n_dim=self.ndim, dims=dims, _coords=coords,
+            _shapes=dict(zip(names, shapes, strict=True)),
+            compiled_logp_func=logp_cfunc, compiled_expand_func=expand_cfunc,
+            initial_point_func=lambda seed: self.initial_point(int(seed)),
+            shared_data=dict(self._arrays), user_data=self.header,
+            n_expanded=self.n_expanded, shape_info=(names, slices, shapes),
+            logp_func=self.logp, expand_func=self.expand)

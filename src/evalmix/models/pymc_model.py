@@ -87,8 +87,7 @@ import numpy as np
 from evalmix.models.spec import Collapsed, ModelSpec
 
 __all__ = ["TermInfo", "build_model", "choose_parameterization", "DEFAULT_PRIORS",
-           "population_draws", "FEW_LEVELS", "RAYLEIGH_SCALE", "marginal_sd_logp",
-           "marginal_sd_terms", "fixed_shift", "uncentre",
+           "population_draws", "FEW_LEVELS", "RAYLEIGH_SCALE", "fixed_shift", "uncentre",
            "draw_marginal_sd"]
 
 #: Weakly informative priors on the latent (link) scale; ``prior_scale`` multiplies the
@@ -275,35 +274,6 @@ def uncentre(bc, shift: np.ndarray, spec: ModelSpec):
     if isinstance(bc, np.ndarray):
         return bc - np.multiply.outer(bc @ shift, e)
     return bc - e * (bc * shift).sum()
-
-
-def marginal_sd_terms(r: np.ndarray, n: np.ndarray, scale: float
-                      ) -> tuple[np.ndarray, np.ndarray]:
-    """Vectorised over terms: the marginal log density of ``n`` deviations with norm
-    ``r`` (``sd ~ Rayleigh(scale)`` integrated out, formula in the module docstring)
-    and ``d log p / d r / r`` (multiply by the deviations for the gradient)."""
-    from scipy.special import kve
-
-    r = np.maximum(np.asarray(r, dtype=float), 1e-300)
-    n = np.asarray(n, dtype=float)
-    lam = 1.0 - 0.5 * n
-    z = np.maximum(r / scale, 1e-8)   # K_lam(z) ~ z^lam near 0: finite for G <= 50
-    r = z * scale
-    # K_{lam-1}, K_lam, K_{lam+1} (exponentially scaled) in one ufunc call
-    k = kve(lam[:, None] + np.array([-1.0, 0.0, 1.0]), z[:, None])
-    lp = (-0.5 * n * np.log(2 * np.pi) - 2.0 * np.log(scale) + lam * np.log(r * scale)
-          + np.log(k[:, 1]) - z)
-    # K'_lam(z) = -(K_{lam-1}(z) + K_{lam+1}(z)) / 2
-    d_r = lam / r - (k[:, 0] + k[:, 2]) / (2.0 * scale * k[:, 1])
-    return lp, d_r / r
-
-
-def marginal_sd_logp(free: np.ndarray, scale: float) -> tuple[float, np.ndarray]:
-    """Log density (and gradient) of ``n`` deviations ``u ~ N(0, sd^2 I_n)`` with
-    ``sd ~ Rayleigh(scale)`` integrated out (formula in the module docstring)."""
-    lp, coef = marginal_sd_terms(np.array([np.sqrt(free @ free)]),
-                                 np.array([free.shape[0]]), scale)
-    return float(lp[0]), float(coef[0]) * free
 
 
 def draw_marginal_sd(u: np.ndarray, n: int, scale: float, rng: np.random.Generator

@@ -1,0 +1,118 @@
+"""Rank-normalised split R-hat and bulk / tail effective sample sizes, vectorised over
+parameters.
+
+The same estimators as ArviZ's ``rhat`` (method "rank") and ``ess`` (methods "bulk"
+and "tail"), written for an array of many parameters at once: ArviZ evaluates them one
+parameter at a time in Python (7.6 s for 480 parameters x 2 x 500 draws here), which
+dominated small fits and every convergence check while sampling. Tests check the
+values equal ArviZ's.
+
+Reference: Vehtari, A., Gelman, A., Simpson, D., Carpenter, B. and Buerkner, P.-C.
+(2021). Rank-normalization, folding, and localization: an improved R-hat for assessing
+convergence of MCMC. Bayesian Analysis 16: 667-718. doi:10.1214/20-BA1221
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+from scipy.fft import next_fast_len
+
+__all__ = ["rhat_ess"]
+
+
+def _split(a: np.ndarray) -> np.ndarray:
+    """(P, chains, draws) -> (P, 2 chains, draws // 2): first and last halves."""
+    half = a.shape[2] // 2
+    return np.concatenate([a[:, :, :half], a[:, :, a.shape[2] - half:]], axis=1)
+
+
+def _z_scale(a: np.ndarray) -> np.ndarray:
+    """Normal scores of the pooled ranks per parameter (Blom's offset 3/8)."""
+    p, c, n = a.shape
+    rank = stats.rankdata(a.reshape(p, c * n), axis=1, method="average")
+    return stats.norm.ppf((rank - 0.375) / (c * n + 0.25)).reshape(a.shape)
+
+
+def _rhat(a: np.ndarray) -> np.ndarray:
+    n = a.shape[2]
+    between = n * np.var(a.mean(axis=2), axis=1, ddof=1)
+    within = np.mean(np.var(a, axis=2, ddof=1), axis=1)
+    return np.sqrt((between / within + n - 1) / n)
+
+
+def _ess(a: np.ndarray) -> np.ndarray:
+    """Geyer's initial monotone sequence estimator on (P, chains, draws)."""
+    p, c, n = a.shape
+    out = np.full(p, float(c * n))
+    flat = np.ptp(a.reshape(p, -1), axis=1) < np.finfo(float).resolution
+    m = next_fast_len(2 * n)
+    d = a - a.mean(axis=2, keepdims=True)
+    f = np.fft.rfft(d, n=m, axis=2)
+    acov = np.fft.irfft(f * np.conjugate(f), n=m, axis=2)[:, :, :n] / n
+    mean_acov = acov.mean(axis=1)                                     # (P, n)
+    mean_var = mean_acov[:, 0] * n / (n - 1.0)
+    var_plus = mean_var * (n - 1.0) / n
+    if c > 1:
+        var_plus = var_plus + np.var(a.mean(axis=2), axis=1, ddof=1)
+    rho = 1.0 - (mean_var[:, None] - mean_acov) / var_plus[:, None]   # rho_hat at each lag
+    rho_t = np.zeros((p, n))
+    rho_t[:, 0] = 1.0
+    rho_t[:, 1] = rho[:, 1]
+    even = np.ones(p)
+    odd = rho[:, 1].copy()
+    t_end = np.ones(p, dtype=np.int64)       # the loop variable t when each stopped
+    active = (even + odd) > 0.0
+    t = 1
+    while t < n - 3 and active.any():
+        even = np.where(active, rho[:, t + 1], even)
+        odd = np.where(active, rho[:, t + 2], odd)
+        keep = active & ((even + odd) >= 0)
+        rho_t[keep, t + 1] = even[keep]
+        rho_t[keep, t + 2] = odd[keep]
+        t_end[active] = t + 2
+        t += 2
+        active = active & ((even + odd) > 0.0)
+    max_t = t_end - 2
+    last = even > 0
+    rows = np.flatnonzero(last)
+    rho_t[rows, max_t[rows] + 1] = even[rows]
+    # Geyer's initial monotone sequence
+    for t in range(1, int(max_t.max()) - 1, 2):
+        sel = t <= max_t - 2
+        bigger = sel & ((rho_t[:, t + 1] + rho_t[:, t + 2]) > (rho_t[:, t - 1] + rho_t[:, t]))
+        if bigger.any():
+            v = (rho_t[bigger, t - 1] + rho_t[bigger, t]) / 2.0
+            rho_t[bigger, t + 1] = v
+            rho_t[bigger, t + 2] = v
+    lag = np.arange(n)
+    tau = (-1.0 + 2.0 * np.sum(np.where(lag[None, :] <= max_t[:, None], rho_t, 0.0), axis=1)
+           + np.where(max_t + 1 < n, rho_t[np.arange(p), np.minimum(max_t + 1, n - 1)], 0.0))
+    tau = np.maximum(tau, 1.0 / np.log10(c * n))
+    ess = (c * n) / tau
+    ess[np.isnan(rho_t).any(axis=1)] = np.nan
+    return np.where(flat, out, ess)
+
+
+def rhat_ess(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rank-normalised split R-hat (bulk and folded, the larger), bulk ESS and tail ESS
+    (the smaller of the 5% and 95% quantile ESS) per parameter.
+
+    Parameters
+    ----------
+    draws : ndarray (P, chains, draws)
+
+    Returns
+    -------
+    r_hat, ess_bulk, ess_tail : ndarray (P,)
+    """
+    a = np.asarray(draws, dtype=float)
+    s = _split(a)
+    r_bulk = _rhat(_z_scale(s))
+    r_tail = _rhat(_z_scale(np.abs(s - np.median(s.reshape(s.shape[0], -1), axis=1)
+                                   [:, None, None])))
+    ess_bulk = _ess(_z_scale(s))
+    q = np.quantile(a.reshape(a.shape[0], -1), [0.05, 0.95], axis=1)  # (2, P)
+    ess_tail = np.minimum(_ess(_split((a <= q[0][:, None, None]).astype(float))),
+                          _ess(_split((a <= q[1][:, None, None]).astype(float))))
+    return np.maximum(r_bulk, r_tail), ess_bulk, ess_tail
