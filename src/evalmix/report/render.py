@@ -163,7 +163,10 @@ def _sensitivity_text(rep: Report) -> str:
                                         if per_judge else "")
     averages = "The intercept" + (" and the overall position term average"
                                   if "position" in terms else " averages")
-    return (f"The Bayesian model was refitted with SD priors {wider} wider{why}. The SDs "
+    how = ("reweighted by Pareto-smoothed importance sampling to"
+           if (bayes.get("prior_sensitivity") or {}).get("method") == "psis"
+           else "refitted with")
+    return (f"The Bayesian model was {how} SD priors {wider} wider{why}. The SDs "
             "of factors with few levels are barely identified and are expected to move "
             f"with the prior; {steady} should not (if they do, that conclusion leans on "
             f"the prior). {averages} over the few levels and widen with their SDs. "
