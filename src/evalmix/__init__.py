@@ -33,6 +33,8 @@ _LAZY: dict[str, str] = {
     "interval": "evalmix.inference.api",
     "IntervalResult": "evalmix.inference.result",
     "compare_all": "evalmix.inference.compare",
+    "leaderboard": "evalmix.inference.leaderboard",
+    "LeaderboardResult": "evalmix.inference.leaderboard",
     "design_effect": "evalmix.design.effect",
     "fit": "evalmix.models.api",
     "ModelFit": "evalmix.models.result",
