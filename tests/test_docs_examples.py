@@ -78,7 +78,7 @@ BASH: list[tuple[str, str, str]] = [
      "planning CLI: tests/test_plan_cli.py"),
     ("docs/report.md", "evalmix report DATA --outcome COL",
      "a usage synopsis with placeholders, not a command"),
-    ("docs/report.md", ".venv/bin/evalmix report ../shared/data/",
+    ("docs/report.md", ".venv/bin/python -c \"import evalmix.datasets",
      "MCMC on 14,400 rows (~1.5 min); the report CLI is tests/test_cli_report.py"),
 ]
 
