@@ -158,12 +158,14 @@ def test_sigint_during_mcmc_writes_nothing(tmp_path, timeout):
     from evalmix.sim import pairwise_judges
 
     data = tmp_path / "judgments.csv"
-    pairwise_judges(10, 3, 2, 2, seed=7).data.to_csv(data, index=False)
+    # large enough that sampling is still running when the signal comes, however fast
+    # the machine (100,000 draws per chain on 8,640 rows take minutes)
+    pairwise_judges(40, 6, 3, 3, seed=7).data.to_csv(data, index=False)
     out = tmp_path / "report"
     proc = _start("report", str(data), "--outcome", "outcome", "--model-a", "model_a",
                   "--model-b", "model_b", "--first-shown", "first_shown",
                   "--cluster", "scenario=scenario", "--cluster", "judge=judge",
-                  "--backend", "bayes", "--reps", "19", "--draws", "20000", "--quiet",
+                  "--backend", "bayes", "--reps", "19", "--draws", "100000", "--quiet",
                   "--mcmc-timeout", timeout, "--out", str(out))
     time.sleep(25)  # imports, design-based rows and the start of sampling
     assert proc.poll() is None, proc.communicate()

@@ -55,7 +55,11 @@ def check_report_dir(out: str | Path) -> Path:
     files, a place that cannot be written) raises :class:`~evalmix.errors.EvalmixError`.
     """
     d = check_out_dir(out)
-    if d.is_dir() and not _is_report_dir(d):
+    try:
+        foreign = d.is_dir() and not _is_report_dir(d)
+    except FileNotFoundError:  # another writer is swapping its report in right now
+        foreign = False
+    if foreign:
         raise EvalmixError(
             f"--out {str(d)!r} already holds files that are not an evalmix report; writing "
             "the report there would replace them. Choose a new or empty folder")
