@@ -303,22 +303,17 @@ def headline_coverage(designs: Sequence[str] | None = None, *, reps: int = 400,
         tasks += [(DESIGNS[name], seeds[i:i + chunk]) for i in range(0, reps, chunk)]
     rows: list[dict[str, Any]] = []
     from joblib import Parallel, delayed
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
 
-    with Progress(TextColumn("headline coverage"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), TimeRemainingColumn(), disable=not progress) as bar:
-        task = bar.add_task("chunks", total=len(tasks))
+    from evalmix.sim.study import _Progress
+
+    bar = _Progress(progress, total=len(tasks), done=0)
+    try:
         with Parallel(n_jobs=jobs, return_as="generator") as par:
             for part in par(delayed(_chunk)(d, s, level, glmm_reps) for d, s in tasks):
                 rows += part
-                bar.advance(task)
+                bar.advance()
+    finally:
+        bar.close()
     raw = pd.DataFrame(rows)
     table = _summarise(raw, reps, seed)
     return HeadlineCoverage(table=table, reps=reps, seed=seed, level=level,
