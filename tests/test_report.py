@@ -352,8 +352,10 @@ def test_three_judges_get_a_prior_sensitivity_table(bayes_report, tmp_path):
         <= set(s.columns)
     assert "sd[judge]" in set(s["term"]) and "condition[treatment]" in set(s["term"])
     models = bayes_report.summary["models"]["bayes"]
+    # 2.5x wider priors on 3-level SDs move the posterior too far for PSIS weights
+    # (Pareto k > 0.7), so the report refits
     assert models["prior_sensitivity"] == {"scale": 2.5, "few_level_factors": {
-        "persona": 4, "author": 3, "judge": 3}}
+        "persona": 4, "author": 3, "judge": 3}, "method": "refit"}
     assert any("prior_sensitivity.csv" in w for w in bayes_report.warnings)
     assert "prior_sensitivity" in json.loads(bayes_report.to_json())
 
