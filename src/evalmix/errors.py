@@ -131,12 +131,9 @@ def check_out_dir(path: str | os.PathLike[str], *, what: str = "--out") -> Path:
     for where in ([p] if p.exists() else []) + [ancestor]:
         try:
             os.rmdir(tempfile.mkdtemp(dir=where, prefix=".evalmix-probe-"))
-        except FileNotFoundError:
-            if where is p:  # another writer is swapping its report into place right now
-                continue
-            raise EvalmixError(f"{what} {str(p)!r}: {str(where)!r} vanished while checking "
-                               "it; choose another output folder") from None
         except OSError as exc:
+            if isinstance(exc, FileNotFoundError) and where is p:
+                continue  # another writer is swapping its report into place right now
             raise EvalmixError(
                 f"{what} {str(p)!r}: cannot write in {str(where)!r} ({exc.strerror or exc}); "
                 "choose a folder you can write to") from None
