@@ -132,9 +132,11 @@ def test_two_concurrent_writers_never_mix_runs(small_report, tmp_path, monkeypat
 # ------------------------------------------------------------------ Ctrl-C
 def test_sigint_during_a_coverage_grid_keeps_finished_cells(tmp_path):
     out = tmp_path / "grid"
+    # long enough (2,000 replications x 999 resamples per cell) that a fast machine is
+    # still inside the grid when the signal comes
     proc = _start("coverage", "--clusters", "10,20,40,80,160,320", "--cluster-size", "5,10",
-                  "--icc", "0.1", "--methods", "naive,CR1,bootstrap", "--reps", "300",
-                  "--boot-reps", "199", "--quiet", "--out", str(out))
+                  "--icc", "0.1", "--methods", "naive,CR1,bootstrap", "--reps", "2000",
+                  "--boot-reps", "999", "--quiet", "--out", str(out))
     jsonl = out / "coverage.jsonl"
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and proc.poll() is None:
