@@ -1,6 +1,6 @@
 """Benchmark: a 10,000-replication coverage grid of 10 cells in under 2 minutes.
 
-Target (issue 6): ``evalmix.sim.coverage`` over issue 3's design (N = 1,000 scores,
+Target (issue 6): ``evalmix.plan.coverage`` over issue 3's design (N = 1,000 scores,
 m in {1, 5, 10, 20, 50}, rho in {0.1, 0.2}; 10 cells) with 10,000 replications per cell
 and naive, CR1, CR2, percentile and studentized cluster bootstrap (999 resamples each)
 in under 120 s on this 2-core machine. For scale, a per-replication loop (build each
@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from evalmix.plan._cells import check_cell, simulate_cell
-from evalmix.sim.study import coverage
+from evalmix.plan.study import coverage
 
 TARGET_SECONDS = 120.0
 METHODS = ("naive", "CR1", "CR2", "bootstrap", "bootstrap-t")

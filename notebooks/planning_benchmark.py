@@ -221,4 +221,4 @@ print(
 #
 # Planning from a fitted crossed model instead of one ICC, and coverage studies of the
 # interval methods on a design like yours: [Planning](../planning.html)
-# (`evalmix.plan.parametric_power`, `evalmix.sim.coverage`).
+# (`evalmix.plan.parametric_power`, `evalmix.plan.coverage`).

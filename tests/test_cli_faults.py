@@ -183,7 +183,7 @@ def test_sigint_during_mcmc_writes_nothing(tmp_path, timeout):
 def test_coverage_with_jobs_leaves_no_worker_processes(tmp_path):
     script = textwrap.dedent("""
         import psutil
-        from evalmix.sim import coverage
+        from evalmix.plan import coverage
         res = coverage(["naive", "CR1"], {"n_clusters": [10, 20, 30], "cluster_size": [5],
                        "icc": [0.1]}, reps=50, jobs=2, progress=False)
         assert res.backend == "joblib", res.backend

@@ -144,6 +144,7 @@ def test_no_sensitivity_flag_switches_the_refit_off(small_csv, tmp_path, monkeyp
     """``--no-sensitivity`` reaches analyze as ``fit_options={"sensitivity": None}``;
     without it analyze gets no fit options (it decides from the level counts)."""
     import evalmix
+    import evalmix.report.analyze
     from evalmix.cli import build_parser
 
     seen: list[dict] = []
@@ -155,7 +156,7 @@ def test_no_sensitivity_flag_switches_the_refit_off(small_csv, tmp_path, monkeyp
         seen.append(kwargs)
         raise _Stop
 
-    monkeypatch.setattr(evalmix, "analyze", fake_analyze)
+    monkeypatch.setattr(evalmix.report.analyze, "analyze", fake_analyze)
     base = ["report", str(small_csv), "--outcome", "outcome", "--model-a", "model_a",
             "--model-b", "model_b", "--cluster", "judge=judge", "--quiet",
             "--out", str(tmp_path / "x")]

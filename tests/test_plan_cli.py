@@ -1,7 +1,7 @@
 """`evalmix power` and `evalmix coverage` as real subprocesses on tiny designs.
 
 Reference for the numbers: evalmix.plan.power.power called in-process (the CLI must
-write exactly what the API returns), and the CSV/PNG contracts in evalmix.plan.cli.
+write exactly what the API returns), and the CSV/PNG contracts in evalmix.cli.plan.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from evalmix.plan.power import power
-from evalmix.sim.study import COVERAGE_COLUMNS
+from evalmix.plan.study import COVERAGE_COLUMNS
 
 # the installed console script (as users run it), else the module
 _SCRIPT = Path(sys.executable).with_name("evalmix")

@@ -1,4 +1,4 @@
-"""Coverage studies (evalmix.sim.coverage): kernels, coverage, seeds, Dask, resume.
+"""Coverage studies (evalmix.plan.coverage): kernels, coverage, seeds, Dask, resume.
 
 References:
 - R clubSandwich 0.5.8 / sandwich 3.0-2 (tests/reference/plan/cr2_intercept.R):
@@ -20,9 +20,9 @@ import pytest
 import statsmodels.api as sm
 
 from evalmix.errors import EvalmixError
+from evalmix.plan import coverage
+from evalmix.plan import study as study_mod
 from evalmix.plan._cells import check_cell, simulate_cell, stacked_intervals
-from evalmix.sim import coverage
-from evalmix.sim import study as study_mod
 
 REF = Path(__file__).parent / "reference" / "plan"
 #: R prints 17 significant digits; the kernels are closed forms (sums of squares)

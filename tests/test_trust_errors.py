@@ -61,7 +61,7 @@ def test_bad_seeds_are_refused(seed):
 
 
 def test_coverage_refuses_zero_jobs_and_negative_seed():
-    from evalmix.sim import coverage
+    from evalmix.plan import coverage
 
     grid = {"n_clusters": [5], "cluster_size": [2], "icc": [0.1]}
     with pytest.raises(InvalidOptionError, match="jobs=0"):
@@ -111,7 +111,7 @@ def test_coverage_plot_survives_failed_and_single_cells(tmp_path):
     ({"n_clusters": float("nan")}, "n_clusters >= 2"),
 ])
 def test_coverage_grid_refuses_negative_and_nan_cells(cell, needle):
-    from evalmix.sim import coverage
+    from evalmix.plan import coverage
 
     with pytest.raises(EvalmixError, match=needle.replace("[", r"\[").replace("(", r"\(")
                        .replace(")", r"\)")):

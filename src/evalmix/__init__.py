@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from evalmix._version import __version__
 from evalmix.data import EvalTable, read
 from evalmix.errors import (
     ConvergenceWarning,
@@ -26,8 +27,6 @@ from evalmix.errors import (
     TooFewClustersError,
 )
 
-__version__ = "0.1.0"
-
 # public name -> module that defines it (imported on first access)
 _LAZY: dict[str, str] = {
     "interval": "evalmix.inference.api",
@@ -38,7 +37,7 @@ _LAZY: dict[str, str] = {
     "design_effect": "evalmix.design.effect",
     "fit": "evalmix.models.api",
     "ModelFit": "evalmix.models.result",
-    "analyze": "evalmix.compare.analyze",
+    "analyze": "evalmix.report.analyze",
     "Report": "evalmix.report.report",
     "power": "evalmix.plan.power",
     "mde": "evalmix.plan.power",

@@ -4,7 +4,9 @@
   noncentral t, Kish design effect for equal or unequal cluster sizes);
 - :func:`pilot_power` / :func:`bootstrap_power` (resample a pilot's clusters at new K)
   and :func:`parametric_power` (draw crossed data from variance components);
-- coverage studies live in :func:`evalmix.sim.coverage` (:mod:`evalmix.sim.study`).
+- :func:`coverage` (:mod:`evalmix.plan.study`): coverage studies of interval methods on
+  simulated cells, and :mod:`evalmix.plan.headline`: the coverage study of the report's
+  recommendation.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from evalmix.plan.power import (
     power,
     power_from_ncp,
 )
+from evalmix.plan.study import CoverageResult, coverage
 
 __all__ = [
     "PowerResult",
@@ -37,4 +40,6 @@ __all__ = [
     "bootstrap_power",
     "parametric_power",
     "components_from_fit",
+    "coverage",
+    "CoverageResult",
 ]

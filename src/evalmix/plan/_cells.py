@@ -254,12 +254,12 @@ def _items_table(cell, s_row, n_row, q_row):
 
 
 def _generic(method, cell, s, n, q, *, level, boot_reps, seeds, interval_kwargs):
-    import evalmix
+    from evalmix.inference.api import interval
 
     est, lo, hi, se = (np.full(s.shape[0], np.nan) for _ in range(4))
     for i in range(s.shape[0]):
         table = _items_table(cell, s[i], n[i], q[i])
-        res = evalmix.interval(table, cell["estimand"], method=method, cluster="cluster",
+        res = interval(table, cell["estimand"], method=method, cluster="cluster",
                                level=level, reps=boot_reps, seed=int(seeds[i]),
                                **dict(interval_kwargs or {}))
         est[i], lo[i], hi[i], se[i] = res.estimate, res.lo, res.hi, res.se

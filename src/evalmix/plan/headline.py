@@ -232,14 +232,14 @@ class _Row:
 def _glmm_rows(design: str, table: Any, truth: Mapping[tuple[str, str], float],
                level: float) -> list[dict[str, Any]]:
     """The Laplace GLMM's population-averaged rows (the report's model rows)."""
-    import evalmix
     from evalmix.compare.models import _rows_from_fit
     from evalmix.compare.plan import contrasts
+    from evalmix.models.api import fit as fit_model
 
     try:
-        fit = evalmix.fit(table, backend="statsmodels", method="laplace", level=level,
-                          progress=False)
-    except evalmix.EvalmixError:
+        fit = fit_model(table, backend="statsmodels", method="laplace", level=level,
+                        progress=False)
+    except EvalmixError:
         return []
     rows = _rows_from_fit(fit, "glmm_laplace", contrasts(table), level, table.n_obs)
     return [_hit(design, r["estimand"], r["contrast"], "GLMM population-average",
@@ -304,7 +304,7 @@ def headline_coverage(designs: Sequence[str] | None = None, *, reps: int = 400,
     rows: list[dict[str, Any]] = []
     from joblib import Parallel, delayed
 
-    from evalmix.sim.study import _Progress
+    from evalmix.plan.study import _Progress
 
     bar = _Progress(progress, total=len(tasks), done=0)
     try:

@@ -88,7 +88,7 @@ def demo_report(*, seed: int = 2026, fast: bool = False, reps: int = 2000,
     """Simulate :func:`evalmix.sim.pairwise_judges`, analyze, attach the truth check."""
     import warnings
 
-    import evalmix
+    from evalmix.report.analyze import analyze
     from evalmix.sim import pairwise_judges
 
     sim = pairwise_judges(**DEMO_DESIGN, seed=seed)
@@ -99,7 +99,7 @@ def demo_report(*, seed: int = 2026, fast: bool = False, reps: int = 2000,
     # slower and did not mix) keeps the demo within a couple of minutes. draws=None: the
     # back end samples until every parameter passes the checks (a fixed 2 x 1,000 draws
     # left the largest R-hat at 1.013 on the default seed).
-    report = evalmix.analyze(table, fast=fast, reps=reps, seed=seed, progress=progress,
+    report = analyze(table, fast=fast, reps=reps, seed=seed, progress=progress,
                              draws=draws, mcmc_timeout=mcmc_timeout, command=command,
                              sampled=DEMO_SAMPLED)
     rec = report.recommendation

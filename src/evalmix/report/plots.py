@@ -310,10 +310,8 @@ def all_figures(report: Report) -> Iterator[tuple[str, Figure]]:
     iv = report.intervals
     if not report.headline.empty:
         nulls = iv.groupby("estimand")["null"].first().to_dict()
-        from evalmix.report.render import _common_reference
-
         yield "headline", headline_plot(report.headline, null_of=nulls,
-                                        reference=_common_reference(report))
+                                        reference=report.common_reference)
     for i, (est, con) in enumerate(forest_order(report)):
         rows = iv[(iv["estimand"] == est) & (iv["contrast"] == con)]
         if rows.empty:

@@ -107,7 +107,7 @@ def _headline_view(rep: Report) -> pd.DataFrame:
     h = rep.headline
     if h.empty:
         return h
-    common = _common_reference(rep)
+    common = rep.common_reference
     contrast = [str(c).rpartition(" vs ")[0] if common else c for c in h["contrast"]]
     return pd.DataFrame({
         "contrast": contrast, "estimand": h["estimand"], "estimate": h["estimate"],
@@ -263,16 +263,6 @@ def _img(figs: dict[str, str], key: str, alt: str, cls: str | None = None) -> st
     return f"<img{c} alt='{alt}' src='data:image/png;base64,{figs[key]}'>"
 
 
-def _common_reference(rep: Report) -> str | None:
-    """The single ``model_a`` every win-rate contrast is against, if there is one."""
-    h = rep.headline
-    if h.empty or not h["estimand"].isin(["win_rate"]).all():
-        return None
-    refs = {str(c).rpartition(" vs ")[2] for c in h["contrast"]}
-    return refs.pop() if len(refs) == 1 and all(" vs " in str(c) for c in h["contrast"]) \
-        else None
-
-
 def html(rep: Report, sections: Sequence[tuple[str, str]] = ()) -> str:
     """The report as one self-contained HTML page (``sections``: extra (title, HTML
     fragment) pairs placed after the headline table)."""
@@ -304,7 +294,7 @@ def html(rep: Report, sections: Sequence[tuple[str, str]] = ()) -> str:
             parts.append(_img(figs, "position", "position bias"))
         parts.append(_table_html(rep.position))
     parts.append("<h2>Headline table</h2>")
-    common = _common_reference(rep)
+    common = rep.common_reference
     if common:
         parts.append(f"<p class='muted'>Every contrast is a win rate against "
                      f"{esc(common)}.</p>")

@@ -181,6 +181,17 @@ class Report:
     def recommendation(self) -> Mapping[str, Any]:
         return self.design.get("recommendation", {})
 
+    @property
+    def common_reference(self) -> str | None:
+        """The one model every headline win-rate contrast is against (``"B vs A"`` rows
+        all ending in the same ``A``), or None."""
+        h = self.headline
+        if h.empty or not h["estimand"].isin(["win_rate"]).all():
+            return None
+        contrasts = [str(c) for c in h["contrast"]]
+        refs = {c.rpartition(" vs ")[2] for c in contrasts}
+        return refs.pop() if len(refs) == 1 and all(" vs " in c for c in contrasts) else None
+
     def to_dict(self) -> dict[str, Any]:
         return _jsonable({
             "summary": self.summary,

@@ -619,9 +619,9 @@ def _plain_warnings(table: EvalTable, design: dict[str, Any], rec: Recommendatio
 def _summary(table: EvalTable, **kw: Any) -> dict[str, Any]:
     import platform
 
-    import evalmix
+    from evalmix._version import __version__
 
-    versions = {"evalmix": evalmix.__version__, "python": platform.python_version(),
+    versions = {"evalmix": __version__, "python": platform.python_version(),
                 "numpy": np.__version__, "pandas": pd.__version__}
     for mod in ("scipy", "statsmodels", "pymc", "arviz", "nutpie", "matplotlib"):
         m = sys.modules.get(mod)

@@ -10,6 +10,13 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from evalmix.cli._common import (
+    nonnegative_float,
+    nonnegative_int,
+    parse_cluster,
+    positive_int,
+    stop_if_interrupted,
+)
 from evalmix.data.readers import FORMATS
 from evalmix.errors import DroppedRowsWarning, EvalmixError
 
@@ -24,8 +31,6 @@ def _command_line() -> str:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    from evalmix.cli import nonnegative_float, nonnegative_int, positive_int
-
     p.add_argument("--fast", action="store_true",
                    help="skip MCMC (design-based methods and statsmodels only)")
     p.add_argument("--reps", type=positive_int, default=2000, metavar="B",
@@ -44,8 +49,6 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def add_parser(subparsers: Any) -> list[str]:
     """Register ``report`` and ``demo`` on the top-level CLI."""
-    from evalmix.cli import jobs_count
-
     rp = subparsers.add_parser(
         "report", help="every interval of every method and cluster level, with plots",
         description="Read a long-format eval table and write a sensitivity report: "
@@ -96,8 +99,6 @@ def add_parser(subparsers: Any) -> list[str]:
                     choices=("auto", "verdict", "winner"), default=None,
                     help="pairwise: the outcome holds a verdict (a/b/tie) or the winner's "
                          "name (needed when a model is called a, b, 0, 1 or tie)")
-    rp.add_argument("--jobs", type=jobs_count, default=1, metavar="J",
-                    help="parallel jobs (reserved; the maths is vectorised)")
     rp.add_argument("--no-sensitivity", dest="sensitivity", action="store_false",
                     help="do not refit the Bayesian model with 2.5x wider SD priors "
                          "(by default done when a cluster factor has fewer than 5 levels; "
@@ -118,7 +119,6 @@ def add_parser(subparsers: Any) -> list[str]:
 
 def _read_log(args: argparse.Namespace, fmt: str) -> Any:
     """A log format: reader options, clusters, ties and replicate go to its reader."""
-    from evalmix.cli import parse_cluster
     from evalmix.data.readers import read_log
 
     kwargs: dict[str, Any] = {}
@@ -136,8 +136,7 @@ def _read_log(args: argparse.Namespace, fmt: str) -> Any:
 
 
 def _read(args: argparse.Namespace) -> Any:
-    import evalmix
-    from evalmix.cli import parse_cluster
+    from evalmix.data import read
     from evalmix.data.readers import detect_format
 
     fmt = args.format
@@ -162,7 +161,7 @@ def _read(args: argparse.Namespace) -> Any:
     # the dropped-rows count (and examples) always reaches the terminal
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", DroppedRowsWarning)
-        table = evalmix.read(args.data, on_unparsed=args.on_unparsed, **kwargs)
+        table = read(args.data, on_unparsed=args.on_unparsed, **kwargs)
     for w in caught:
         if issubclass(w.category, DroppedRowsWarning):
             print(f"evalmix: warning: {' '.join(str(w.message).split())}", file=sys.stderr)
@@ -174,7 +173,6 @@ def _read(args: argparse.Namespace) -> Any:
 
 
 def _finish(report: Any, out: Path, t0: float) -> None:
-    from evalmix.cli import stop_if_interrupted
 
     stop_if_interrupted()  # a sampler may have returned cut-short draws on Ctrl-C
     paths = report.write(out)
@@ -196,13 +194,13 @@ def _finish(report: Any, out: Path, t0: float) -> None:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    import evalmix
+    from evalmix.report.analyze import analyze
     from evalmix.report.report import check_report_dir
 
     t0 = time.perf_counter()
     check_report_dir(args.out)  # before the work: an unwritable --out fails at once
     table = _read(args)
-    report = evalmix.analyze(
+    report = analyze(
         table, levels=args.levels, backend=args.backend, fast=args.fast, reps=args.reps,
         seed=args.seed, progress=not args.quiet, draws=args.draws,
         mcmc_timeout=args.mcmc_timeout, command=_command_line(),

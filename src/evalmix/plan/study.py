@@ -296,7 +296,7 @@ def coverage(
 
     Examples
     --------
-    >>> from evalmix.sim import coverage
+    >>> from evalmix.plan import coverage
     >>> res = coverage(["naive", "CR1"], {"n_clusters": [30], "cluster_size": [10],
     ...                "icc": [0.2]}, reps=500, seed=1, progress=False)
     >>> res.table[["method", "coverage"]].round(2).values.tolist()
@@ -321,16 +321,6 @@ def coverage(
     if not 0 < level < 1:
         raise EvalmixError(f"level must be in (0, 1), got {level}")
     seed, reps, boot_reps = int(seed), int(reps), int(boot_reps)
-    generic = [m for m in methods if m not in FAST_METHODS]
-    if generic:
-        import evalmix
-
-        try:
-            evalmix.interval  # noqa: B018 - resolves the lazy entry point
-        except (ImportError, AttributeError) as exc:
-            raise EvalmixError(
-                f"methods {generic} are not among the vectorised ones {FAST_METHODS} and "
-                "evalmix.interval is not available to run them") from exc
     cells = expand_grid(grid)
     keys = [_cell_key(c) for c in cells]
     if len(set(keys)) != len(keys):

@@ -4,7 +4,7 @@
 ``sample_size.csv`` (clusters needed and MDE per line) and ``power.png`` (power curves by
 number of clusters, one line per factor added). With ``--components`` it simulates from
 variance components instead (one line per factor varied). ``evalmix coverage`` runs
-:func:`evalmix.sim.coverage` and writes ``coverage.csv``, ``coverage.jsonl`` (streamed,
+:func:`evalmix.plan.coverage` and writes ``coverage.csv``, ``coverage.jsonl`` (streamed,
 resumable) and ``coverage.png``.
 """
 
@@ -17,6 +17,13 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from evalmix.cli._common import (
+    finite_float,
+    jobs_count,
+    nonnegative_float,
+    nonnegative_int,
+    positive_int,
+)
 from evalmix.errors import EvalmixError
 
 __all__ = ["add_parser", "run_power", "run_coverage", "parse_numbers"]
@@ -60,14 +67,6 @@ def _pairs(items: list[str] | None, what: str) -> dict[str, str]:
 
 def add_parser(subparsers: Any) -> list[str]:
     """Register ``power`` and ``coverage`` on the top-level CLI."""
-    from evalmix.cli import (
-        finite_float,
-        jobs_count,
-        nonnegative_float,
-        nonnegative_int,
-        positive_int,
-    )
-
     pw = subparsers.add_parser(
         "power", help="power, MDE and clusters needed for a clustered eval",
         description="Analytic power of the cluster-robust t test (t(K-1), noncentral t) "
@@ -228,7 +227,7 @@ def run_power(args: argparse.Namespace) -> int:
 def run_coverage(args: argparse.Namespace) -> int:
     from evalmix.errors import check_out_dir
     from evalmix.plan.plots import plot_coverage
-    from evalmix.sim.study import coverage
+    from evalmix.plan.study import coverage
 
     check_out_dir(args.out)
 

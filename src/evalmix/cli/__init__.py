@@ -1,0 +1,78 @@
+"""Command line: parse arguments -> public API -> write files.
+
+Each subcommand module (:mod:`evalmix.cli.report`: ``report``, ``demo``;
+:mod:`evalmix.cli.plan`: ``power``, ``coverage``) provides ``add_parser(subparsers)`` and
+sets a ``func`` default taking the parsed arguments and returning an exit code. A bad input
+ends with a one-line reason on stderr and a non-zero exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+
+from evalmix._version import __version__
+from evalmix.cli import plan, report
+from evalmix.cli._common import _Interrupt, _Parser, parse_cluster, stop_if_interrupted
+from evalmix.errors import EvalmixError
+
+__all__ = ["main", "build_parser", "parse_cluster", "stop_if_interrupted"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="evalmix",
+        description="Honest uncertainty for LLM-evaluation results.",
+    )
+    parser.add_argument("--version", action="version", version=f"evalmix {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for module in (report, plan):
+        module.add_parser(sub)
+    return parser
+
+
+def _os_error(exc: OSError) -> str:
+    where = f" {exc.filename!r}" if exc.filename else ""
+    return f"{exc.strerror or type(exc).__name__}:{where} ({' '.join(str(exc).split())})"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; user and OS errors end in one line on stderr (exit 2),
+    Ctrl-C in ``evalmix: interrupted; ...`` (exit 130), never in a traceback."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    _Interrupt.seen = _Interrupt.done = False
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGINT, _Interrupt())
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt as exc:
+        _Interrupt.finish()
+        print(f"evalmix: interrupted; {str(exc) or 'nothing written'}", file=sys.stderr)
+        return 130
+    except EvalmixError as exc:
+        message = " ".join(str(exc).split())
+        print(f"evalmix: error: {message}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"evalmix: error: {_os_error(exc)}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # a bug: one line too, the traceback on request
+        if os.environ.get("EVALMIX_TRACEBACK"):
+            raise
+        print(f"evalmix: internal error: {type(exc).__name__}: {' '.join(str(exc).split())}"
+              "; this is a bug in evalmix, please report it with the command line "
+              "(EVALMIX_TRACEBACK=1 shows the traceback)", file=sys.stderr)
+        return 1
+    finally:
+        _Interrupt.finish()
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)

@@ -1,0 +1,114 @@
+"""What every subcommand shares: option types, the one-line argparse error, the Ctrl-C
+handler."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import signal
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from evalmix.errors import EvalmixError
+
+
+def parse_cluster(values: Sequence[str] | None) -> dict[str, str]:
+    """Parse repeated ``ROLE=COL`` options into a role -> column mapping."""
+    out: dict[str, str] = {}
+    for item in values or ():
+        role, sep, col = item.partition("=")
+        role = role.strip()
+        if not sep or not role or not col.strip():
+            raise EvalmixError(f"--cluster expects ROLE=COLUMN (e.g. item=item_id), got {item!r}")
+        if role in out:
+            raise EvalmixError(f"--cluster gives the role {role!r} twice ({role}={out[role]!r} "
+                               f"and {item!r}); give each role once")
+        out[role] = col  # as given: a column name may hold spaces
+    return out
+
+
+def _number(kind: type, low: float, *, strict: bool, what: str):
+    """An argparse ``type=`` for finite numbers ``>= low`` (``> low`` when strict)."""
+
+    def convert(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if not math.isfinite(value) or value < low or (strict and value == low):
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+        return value
+
+    return convert
+
+
+#: argparse types for the options of every subcommand
+positive_int = _number(int, 0, strict=True, what="a positive integer")
+nonnegative_int = _number(int, 0, strict=False, what="an integer >= 0")
+nonnegative_float = _number(float, 0.0, strict=False, what="a finite number >= 0")
+finite_float = _number(float, -math.inf, strict=True, what="a finite number")
+
+
+def jobs_count(text: str) -> int:
+    """argparse type for ``--jobs``: a positive count, or -1 for all cores."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value == 0 or value < -1:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of worker processes (1, 2, ...; -1 = all cores), got {text!r}")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error (``evalmix: error: ...``) and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"evalmix: error: {' '.join(message.split())} (see {self.prog} --help)\n")
+
+
+class _Interrupt:
+    """SIGINT handler: remembers the interrupt and raises KeyboardInterrupt, again every
+    half second until the command has stopped.
+
+    Samplers (nutpie, PyMC) catch KeyboardInterrupt and return the draws so far; the
+    repeat stops the analysis that would go on with them, and the flag lets a subcommand
+    refuse to write such a result (:func:`stop_if_interrupted`).
+    """
+
+    seen = False
+    done = False
+    lock = threading.Lock()
+
+    def __call__(self, signum: int, frame: object) -> None:
+        if _Interrupt.done:
+            return
+        if not _Interrupt.seen:
+            _Interrupt.seen = True
+            threading.Thread(target=_Interrupt.repeat, daemon=True).start()
+        raise KeyboardInterrupt
+
+    @staticmethod
+    def repeat() -> None:
+        while True:
+            time.sleep(0.5)
+            with _Interrupt.lock:
+                if _Interrupt.done:
+                    return
+                os.kill(os.getpid(), signal.SIGINT)
+
+    @staticmethod
+    def finish() -> None:
+        with _Interrupt.lock:
+            _Interrupt.done = True
+
+
+def stop_if_interrupted() -> None:
+    """Raise KeyboardInterrupt if Ctrl-C was pressed during this command (call it before
+    writing results)."""
+    if _Interrupt.seen:
+        raise KeyboardInterrupt
