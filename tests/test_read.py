@@ -102,7 +102,7 @@ def test_shipped_example_roles_file_parses():
     path = Path(__file__).resolve().parents[1] / "docs" / "examples" / "roles.toml"
     if not path.exists():
         pytest.skip("docs/examples/roles.toml not written yet")
-    from evalmix.data.read import _load_roles
+    from evalmix.data.load import _load_roles
 
     spec = _load_roles(path)
     assert "outcome" in spec and isinstance(spec.get("clusters"), dict)

@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 import evalmix
-from evalmix.data.read import MAX_ABS_OUTCOME, UNPARSED_SHARE
+from evalmix.data.parse import MAX_ABS_OUTCOME, UNPARSED_SHARE
 from evalmix.errors import (
     DroppedRowsWarning,
     EvalmixError,
