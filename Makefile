@@ -31,8 +31,11 @@ test: $(VENV)/.installed-dev
 slow: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q -m slow
 
+# style (ruff), types (mypy) and the layer contracts of pyproject.toml (import-linter)
 lint: $(VENV)/.installed-dev
-	$(BIN)/ruff check src tests
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/mypy src
+	$(BIN)/lint-imports --no-cache
 
 # the documentation site in site/ (strict: a broken link, a missing API reference, a docstring
 # error or a notebook cell that raises fails the build; notebooks/*.py are executed;

@@ -119,7 +119,7 @@ def crossed_scores(
     >>> res = crossed_scores([Factor("scenario", 20, 0.8), Factor("persona", 5, 0.5)],
     ...                      seed=1)
     >>> len(res.data), round(res.truth["treatment"], 3)
-    (200, 0.554)
+    (200, 0.563)
     """
     judges = dict(judges) if judges is not None else {"judge1": 0.0}
     if not factors:
