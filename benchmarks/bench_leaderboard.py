@@ -14,7 +14,7 @@ Timed in the same run on the same table:
   difference; rows pre-split by model so a pair touches only its two models' rows). It
   gives the per-pair SEs only (no joint max-t, ranks or letters); its SEs are checked
   against the leaderboard's;
-* :func:`evalmix.inference.compare.compare_all` (the earlier all-pairs function: CR2 df
+* :func:`evalmix.inference.compare_all.compare_all` (the earlier all-pairs function: CR2 df
   one contrast at a time, max-t by a pairs cluster bootstrap) with ``COMPARE_REPS``
   resamples, measured once (not scaled).
 
@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from evalmix.inference.compare import _cells, cell_means_vcov, compare_all
+from evalmix.inference.compare_all import _cells, cell_means_vcov, compare_all
 from evalmix.inference.leaderboard import leaderboard
 from evalmix.inference.ranking import all_pairs, pair_se
 from evalmix.sim.leaderboard import baseline_leaderboard

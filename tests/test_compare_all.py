@@ -12,7 +12,7 @@ import pytest
 
 import evalmix
 from evalmix.errors import EvalmixError, FewClustersWarning, InvalidOptionError
-from evalmix.inference.compare import COLUMNS, compare_all, holm
+from evalmix.inference.compare_all import COLUMNS, compare_all, holm
 from evalmix.sim import pairwise_judges
 
 REF_DIR = Path(__file__).resolve().parent / "reference" / "bootstrap"

@@ -20,7 +20,7 @@ from scipy import stats
 from scipy.special import expit, logit
 
 import evalmix
-from evalmix.compare.plan import output_cell, recommend_cluster
+from evalmix.compare.recommend import output_cell, recommend_cluster
 from evalmix.errors import EvalmixError, EvalmixWarning, NotEstimableWarning
 from evalmix.sim.designs import Factor, crossed_scores
 

@@ -13,7 +13,7 @@ from scipy import stats
 
 import evalmix
 from evalmix.errors import EvalmixError, FewClustersWarning, InvalidOptionError
-from evalmix.inference.compare import _satterthwaite
+from evalmix.inference.compare_all import _satterthwaite
 from evalmix.inference.leaderboard import MODEL_COLUMNS, PAIR_COLUMNS, leaderboard
 from evalmix.inference.ranking import (
     all_pairs,

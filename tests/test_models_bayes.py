@@ -650,7 +650,7 @@ def test_demo_model_passes_its_checks_across_seeds(seed):
     simulated demo design, with the prior-sensitivity step the report runs for its
     3-level factors) ends with 0 divergences, every R-hat <= 1.01 and bulk and tail ESS
     >= 400 (fixed 2 x 1,000 draws gave R-hat 1.013 on seed 2026)."""
-    from evalmix.compare.models import SENSITIVITY_SCALE
+    from evalmix.compare.model_rows import SENSITIVITY_SCALE
     from evalmix.report.demo import DEMO_DESIGN
 
     t = pairwise_judges(**DEMO_DESIGN, seed=seed).table()

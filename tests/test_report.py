@@ -17,8 +17,8 @@ import pytest
 
 import evalmix
 from evalmix.compare.decide import INTERVAL_COLUMNS, add_decisions, headline
-from evalmix.compare.plan import contrasts, recommend_cluster
 from evalmix.compare.position import mean_cr1, position_bias
+from evalmix.compare.recommend import contrasts, recommend_cluster
 
 #: Closed-form identities are exact up to floating point.
 EXACT_TOL = 1e-9
@@ -240,8 +240,8 @@ def test_report_serialises(small_report, tmp_path):
 
 # ---------------------------------------------------------------- model rows
 def test_model_rows_take_population_averaged_probabilities():
-    from evalmix.compare.models import _rows_from_fit, _variance_rows
-    from evalmix.compare.plan import Contrast
+    from evalmix.compare.model_rows import _rows_from_fit, _variance_rows
+    from evalmix.compare.recommend import Contrast
     from evalmix.models.result import ModelFit
 
     plan = [Contrast("win_rate", "control vs reference", "model_b", ("control",), 0.5, True),
@@ -298,7 +298,7 @@ def test_scores_table_means_and_differences():
 
 
 def test_bradley_terry_design_gets_one_contrast_per_pair():
-    from evalmix.compare.plan import select_rows
+    from evalmix.compare.recommend import select_rows
 
     rows = [{"item": f"q{i}", "model_a": a, "model_b": b, "outcome": "a" if i % 3 else "b"}
             for i in range(30) for a, b in (("m1", "m2"), ("m1", "m3"), ("m2", "m3"))]
@@ -336,7 +336,7 @@ def bayes_report(judges3_table):
 
 
 def test_few_level_factors_follow_the_table_and_fixed(judges3_table):
-    from evalmix.compare.models import _few_level_factors
+    from evalmix.compare.model_rows import _few_level_factors
 
     assert _few_level_factors(judges3_table, {}) == {"persona": 4, "author": 3, "judge": 3}
     assert _few_level_factors(judges3_table, {"fixed": ("judge",)}) == {"persona": 4,

@@ -31,7 +31,7 @@ from evalmix.errors import (
 _LAZY: dict[str, str] = {
     "interval": "evalmix.inference.api",
     "IntervalResult": "evalmix.inference.result",
-    "compare_all": "evalmix.inference.compare",
+    "compare_all": "evalmix.inference.compare_all",
     "leaderboard": "evalmix.inference.leaderboard",
     "LeaderboardResult": "evalmix.inference.leaderboard",
     "design_effect": "evalmix.design.effect",

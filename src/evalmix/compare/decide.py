@@ -81,7 +81,7 @@ def headline(frame: pd.DataFrame, *, cluster: str, method: str = "CR2",
              n_levels: int | None = None) -> pd.DataFrame:
     """Each contrast's naive interval next to the recommended one, and their width ratio.
 
-    The recommended row is ``method`` at ``cluster`` (:func:`evalmix.compare.plan.
+    The recommended row is ``method`` at ``cluster`` (:func:`evalmix.compare.recommend.
     recommend_cluster`); there is no fallback to another method or level. When that row
     has no interval (degenerate: zero SE, a one-cluster arm, all outcomes equal; or the
     method failed) the headline says "not estimable at this cluster level" and makes no

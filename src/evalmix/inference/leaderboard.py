@@ -15,7 +15,7 @@
 
 For the cell means the K x K covariance is formed once from the (cluster x model) sums
 of residuals, with the CR1/CR2/CR3 closed form of
-:func:`evalmix.inference.compare.cell_means_vcov`; for Bradley-Terry it is
+:func:`evalmix.inference.compare_all.cell_means_vcov`; for Bradley-Terry it is
 :func:`evalmix.inference.sandwich.vcov_cluster`. All ``K (K - 1) / 2`` differences, their
 Holm-adjusted p-values, simultaneous max-t intervals, rank intervals and tier letters
 follow from that one matrix (:mod:`evalmix.inference.ranking`).
@@ -50,7 +50,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from evalmix.errors import EvalmixError, FewClustersWarning, check_option
-from evalmix.inference.compare import _cells, cell_means_vcov, holm
+from evalmix.inference.compare_all import _cells, cell_means_vcov, holm
 from evalmix.inference.estimands import fit_logit
 from evalmix.inference.ranking import (
     all_pairs,

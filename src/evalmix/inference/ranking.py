@@ -21,7 +21,7 @@ pair).
   models share a letter if and only if their difference is not significant.
 * :func:`pairwise_satterthwaite`: the CR2 Satterthwaite degrees of freedom of every
   difference of two cell means at once (the closed form of
-  :func:`evalmix.inference.compare` vectorised over pairs through K x K Gram matrices).
+  :func:`evalmix.inference.compare_all` vectorised over pairs through K x K Gram matrices).
 
 References
 ----------
@@ -299,7 +299,7 @@ def pairwise_satterthwaite(
     count : (G, K) array
         Rows per cluster x group cell.
     factor : (G, K) array
-        CR2 factor of each cell, from :func:`evalmix.inference.compare.cell_means_vcov`.
+        CR2 factor of each cell, from :func:`evalmix.inference.compare_all.cell_means_vcov`.
     i, j : int arrays, optional
         Pairs; when omitted, the df of each mean (contrast ``e_m``).
 

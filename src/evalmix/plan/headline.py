@@ -175,11 +175,11 @@ def _one_rep(design: StudyDesign, seed: np.random.SeedSequence, level: float,
     """Every interval of one replication: the report's rows for each true contrast.
 
     The rows are computed by the calls :func:`evalmix.analyze` makes (the contrast's
-    rows, the recommendation of :func:`~evalmix.compare.plan.recommend_cluster`, one
+    rows, the recommendation of :func:`~evalmix.compare.recommend.recommend_cluster`, one
     :func:`~evalmix.inference.estimands.build_problem` reused by every method and level);
     ``tests/test_headline_coverage.py`` checks that the headline equals the report's.
     """
-    from evalmix.compare.plan import contrasts, output_cell, recommend_cluster, select_rows
+    from evalmix.compare.recommend import contrasts, output_cell, recommend_cluster, select_rows
     from evalmix.inference.api import interval
     from evalmix.inference.estimands import build_problem
 
@@ -232,8 +232,8 @@ class _Row:
 def _glmm_rows(design: str, table: Any, truth: Mapping[tuple[str, str], float],
                level: float) -> list[dict[str, Any]]:
     """The Laplace GLMM's population-averaged rows (the report's model rows)."""
-    from evalmix.compare.models import _rows_from_fit
-    from evalmix.compare.plan import contrasts
+    from evalmix.compare.model_rows import _rows_from_fit
+    from evalmix.compare.recommend import contrasts
     from evalmix.models.api import fit as fit_model
 
     try:

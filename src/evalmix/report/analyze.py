@@ -25,8 +25,9 @@ from evalmix.compare.decide import (
     add_decisions,
     headline,
 )
-from evalmix.compare.models import model_rows
-from evalmix.compare.plan import (
+from evalmix.compare.model_rows import model_rows
+from evalmix.compare.position import position_bias
+from evalmix.compare.recommend import (
     ALL_METHODS,
     MAX_DIFFERENCE_LEVELS,
     MIN_CLUSTERS,
@@ -41,7 +42,6 @@ from evalmix.compare.plan import (
     recommend_cluster,
     select_rows,
 )
-from evalmix.compare.position import position_bias
 from evalmix.design.effect import design_effect
 from evalmix.errors import EvalmixError, check_option, check_seed
 from evalmix.inference.api import interval
@@ -277,7 +277,7 @@ def analyze(
     sampled : sequence of str, optional
         Cluster roles the claim generalises over (default ``table.sampled``: all but
         judges and replicates). The recommended interval accounts for every one of them
-        (:func:`evalmix.compare.plan.recommend_cluster`).
+        (:func:`evalmix.compare.recommend.recommend_cluster`).
     draws : int, optional
         Posterior draws per chain for the Bayesian back end (default: the back end's).
     fit_options : dict, optional

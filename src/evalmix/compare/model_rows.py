@@ -20,7 +20,7 @@ import pandas as pd
 from evalmix.compare._calls import guarded
 
 if TYPE_CHECKING:
-    from evalmix.compare.plan import Contrast
+    from evalmix.compare.recommend import Contrast
     from evalmix.data.table import EvalTable
 
 __all__ = ["model_rows", "VARIANCE_REPORT_COLUMNS", "SENSITIVITY_SCALE"]
