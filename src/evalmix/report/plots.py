@@ -202,8 +202,8 @@ def variance_plot(variance: pd.DataFrame) -> Figure:
         ax.errorbar(share[ok], y[ok], xerr=err[:, ok], fmt="none", ecolor="black",
                     capsize=3, lw=1)
         sd = np.array([float(part["sd"].get(f, np.nan)) for f in factors])
-        slo = np.array([float(part["lo"].get(f, np.nan)) for f in factors])
-        shi = np.array([float(part["hi"].get(f, np.nan)) for f in factors])
+        slo = np.array([float(part["sd_lo"].get(f, np.nan)) for f in factors])
+        shi = np.array([float(part["sd_hi"].get(f, np.nan)) for f in factors])
         okk = np.isfinite(sd)
         ax2.plot(sd[okk], y[okk], "o", color=colors[k % len(colors)], label=b)
         both = okk & np.isfinite(slo) & np.isfinite(shi)
