@@ -434,3 +434,25 @@ def test_many_models_get_a_leaderboard_at_the_recommended_level(tmp_path):
         few = evalmix.analyze(pairwise_judges(6, 3, 2, 2, seed=1).table(), fast=True,
                               methods=["naive", "CR2"], progress=False, seed=1)
     assert few.leaderboard is None
+
+
+def test_report_md_links_only_the_figures_written(small_report, tmp_path):
+    """report.md links plots/controlled.png only when the controlled-rate figure is drawn:
+    with the recommended level's controlled rows missing there is none (issue 16: the
+    link was kept and pointed at a file never written)."""
+    import dataclasses
+    import re
+
+    rec, iv = small_report.recommendation, small_report.intervals
+    gone = ((iv["estimand"] == "controlled_win_rate") & (iv["method"] == rec["method"])
+            & (iv["cluster"] == rec["cluster"]))
+    assert gone.any()
+    rep = dataclasses.replace(small_report, intervals=iv[~gone].reset_index(drop=True))
+    rep.write(tmp_path / "r")
+    md = (tmp_path / "r" / "report.md").read_text()
+    linked = re.findall(r"\]\((plots/[^)]+\.png)\)", md)
+    assert linked and all((tmp_path / "r" / p).is_file() for p in linked), linked
+    assert "plots/controlled.png" not in md
+    small_report.write(tmp_path / "full")   # the complete report draws and links it
+    assert (tmp_path / "full" / "plots" / "controlled.png").is_file()
+    assert "plots/controlled.png" in (tmp_path / "full" / "report.md").read_text()
