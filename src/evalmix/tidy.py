@@ -67,7 +67,8 @@ def tidy_rows(rows: pd.DataFrame | Iterable[Mapping[str, Any]], **constant: Any
         are kept after them in their order.
     **constant
         Values for every row (only for columns the rows do not have). Key columns
-        neither in ``rows`` nor here are ``""``, other missing columns NaN.
+        neither in ``rows`` nor here, and missing values in them, are ``""``; other
+        missing columns are NaN.
 
     Examples
     --------
@@ -85,6 +86,8 @@ def tidy_rows(rows: pd.DataFrame | Iterable[Mapping[str, Any]], **constant: Any
     for k in RESULT_COLUMNS:
         if k not in frame.columns:
             frame[k] = "" if k in KEY_COLUMNS else np.nan
+        elif k in KEY_COLUMNS and frame[k].isna().any():
+            frame[k] = frame[k].astype(object).where(frame[k].notna(), "")
     rest = [c for c in frame.columns if c not in RESULT_COLUMNS]
     return frame[list(RESULT_COLUMNS) + rest]
 
