@@ -165,7 +165,8 @@ class Report:
 
     def tidy(self) -> pd.DataFrame:
         """The interval table in the result contract: :data:`evalmix.tidy.RESULT_COLUMNS`
-        first (a model row's ``scale`` is ``""``), then the rest of :attr:`intervals`'
+        first (``scale`` is ``""``: the report's intervals are on the estimand's own scale),
+        then the rest of :attr:`intervals`'
         columns (``n_obs, decision, fragile, null, p_value, ...``)."""
         return tidy_rows(self.intervals)
 
