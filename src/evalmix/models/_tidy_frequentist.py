@@ -26,11 +26,15 @@ from scipy import stats
 from evalmix.models._crossed import CrossedFit, _z
 from evalmix.models.result import (
     POPULATION as _POPULATION,
+)
+from evalmix.models.result import (
     PROBABILITY,
     PROBABILITY_TYPICAL,
-    TYPICAL as _TYPICAL,
     VARIANCE_COLUMNS,
     probability_term,
+)
+from evalmix.models.result import (
+    TYPICAL as _TYPICAL,
 )
 from evalmix.models.spec import ModelSpec, RandomTerm
 

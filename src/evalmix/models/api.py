@@ -148,15 +148,15 @@ def fit(
             "help(evalmix.fit) (model: formula, slopes, fixed, random, ...; Bayesian: "
             "draws, tune, chains, ...; statsmodels: method, vc_prior_sd, ...)")
     check_option("backend", backend, BACKENDS)
-    spec_options = {"formula": formula, "slopes": tuple(slopes), "position": position,
+    spec_options: dict[str, Any] = {"formula": formula, "slopes": tuple(slopes), "position": position,
                     "judge_position": judge_position, "fixed": tuple(fixed),
                     "random": None if random is None else tuple(random),
                     "reference": reference, "family": family}
-    bayes_options = {"engine": engine, "sampler": sampler, "draws": draws, "tune": tune,
+    bayes_options: dict[str, Any] = {"engine": engine, "sampler": sampler, "draws": draws, "tune": tune,
                      "chains": chains, "prior_scale": prior_scale,
                      "sensitivity": sensitivity, "sensitivity_method": sensitivity_method,
                      "target_accept": target_accept, "retry_divergent": retry_divergent}
-    sm_options = {"method": method, "vc_prior_sd": vc_prior_sd, "fe_prior_sd": fe_prior_sd,
+    sm_options: dict[str, Any] = {"method": method, "vc_prior_sd": vc_prior_sd, "fe_prior_sd": fe_prior_sd,
                   "n_draws": n_draws, "df": df}
     other = _STATSMODELS_DEFAULTS if backend == "bayes" else _BAYES_DEFAULTS
     given = sm_options if backend == "bayes" else bayes_options
@@ -168,8 +168,7 @@ def fit(
             f"{owner!r} only, not backend={backend!r}; drop it or change the back end")
     common = {"level": level, "seed": seed, "progress": progress}
     if isinstance(data, ModelSpec):
-        set_ = [k for k, v in spec_options.items() if v != _SPEC_DEFAULTS[k]
-                and not (k in ("slopes", "fixed") and tuple(v) == ())]
+        set_ = [k for k, v in spec_options.items() if v != _SPEC_DEFAULTS[k]]
         if set_ or strata is not None:
             bad = set_ + (["strata"] if strata is not None else [])
             raise InvalidOptionError(

@@ -24,8 +24,8 @@ import numpy as np
 import pandas as pd
 
 from evalmix.errors import EvalmixError
-from evalmix.tidy import tidy_rows
 from evalmix.sim.designs import Factor, crossed_scores
+from evalmix.tidy import tidy_rows
 
 __all__ = ["DESIGNS", "StudyDesign", "HeadlineCoverage", "headline_coverage",
            "HEADLINE_COLUMNS"]

@@ -26,8 +26,8 @@ import numpy as np
 import pandas as pd
 
 from evalmix.errors import EvalmixError, InvalidOptionError, check_seed
-from evalmix.tidy import tidy_rows
 from evalmix.plan._cells import CELL_DEFAULTS, FAST_METHODS, check_cell, run_cell
+from evalmix.tidy import tidy_rows
 
 __all__ = ["coverage", "CoverageResult", "DEFAULT_GRID", "COVERAGE_COLUMNS", "expand_grid"]
 
