@@ -124,14 +124,21 @@ class ModelFit(PicklableProxies):
         One row per fixed-effects row (``estimand="fixed_effect"``, ``contrast`` the
         term, ``scale`` its scale) and per variance component (``estimand="sd"``,
         ``contrast`` the factor, ``scale="sd"``, ``lo``/``hi`` the SD interval);
-        ``method`` is the back end and ``cluster`` is ``"model"``. Extra columns:
-        ``label``, ``variance``, ``share``, ``icc``.
+        ``method`` is the back end and ``cluster`` is ``"model"``; ``df`` is the t
+        reference of a fixed effect's Wald interval where the back end used one
+        (``provenance["df"]``), NaN otherwise. Extra columns: ``label``, ``variance``,
+        ``share``, ``icc``.
         """
         fe = self.fixed_effects
+        dfs = self.provenance.get("df") or {}
+        wald = ~fe["scale"].isin([PROBABILITY, PROBABILITY_TYPICAL])
         fixed = pd.DataFrame({
             "estimand": "fixed_effect", "contrast": fe["term"].astype(str),
             "scale": fe["scale"].astype(str), "estimate": fe["estimate"], "se": fe["se"],
-            "lo": fe["lo"], "hi": fe["hi"], "level": fe["level"], "label": fe["label"]})
+            "lo": fe["lo"], "hi": fe["hi"], "level": fe["level"],
+            "df": [float(dfs[t]) if w and t in dfs else np.nan
+                   for t, w in zip(fe["term"], wald, strict=True)],
+            "label": fe["label"]})
         v = self.variance
         sd = pd.DataFrame({
             "estimand": "sd", "contrast": v["factor"].astype(str), "scale": "sd",
@@ -140,7 +147,7 @@ class ModelFit(PicklableProxies):
             "share": v["share"], "icc": v["icc"]})
         seed = self.provenance.get("seed")
         return tidy_rows(pd.concat([fixed, sd], ignore_index=True), method=self.backend,
-                         cluster="model", df=np.nan, reps=0, note="",
+                         cluster="model", reps=0, note="",
                          seed=seed if isinstance(seed, int | str) else None)
 
     @property
