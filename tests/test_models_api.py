@@ -119,3 +119,12 @@ def test_strata_honour_a_generator_seed(table):
     assert not np.allclose(a.fixed_effects.loc[prob, "se"], c.fixed_effects.loc[prob, "se"])
     # an int seed is reproducible too, and recorded as given
     assert run(7).provenance["seed"] == 7
+
+
+def test_analyze_hands_each_backend_only_its_fit_options(table):
+    """``analyze(fit_options=...)`` serves every back end: a Bayesian option (``tune``,
+    ``sensitivity``) does not reach, and so does not stop, the statsmodels fit."""
+    rep = _quiet(evalmix.analyze, table, methods=["naive", "glmm_laplace"], reps=199,
+                 seed=1, progress=False, fit_options={"tune": 100, "sensitivity": 2.5})
+    assert not any("could not be fitted" in w for w in rep.warnings), rep.warnings
+    assert (rep.intervals["method"] == "glmm_laplace").any()

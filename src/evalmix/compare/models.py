@@ -256,7 +256,7 @@ def model_rows(table: EvalTable, plan: Sequence[Contrast], *, backend: str | Non
     back end is refitted with SD priors ``SENSITIVITY_SCALE`` times wider; None when no
     refit was made.
     """
-    from evalmix.models.api import fit
+    from evalmix.models.api import BACKEND_OPTIONS, fit
 
     backends, notes = _backends(table, backend, fast, methods)
     options = dict(fit_options or {})
@@ -273,8 +273,10 @@ def model_rows(table: EvalTable, plan: Sequence[Contrast], *, backend: str | Non
     for b in backends:
         task = bar.task(f"fitting model: {b}", None) if bar is not None else None
         fit_backend, sm_method = _FITS[b]
+        # fit_options serve every back end: each gets the ones it takes
+        other = BACKEND_OPTIONS["bayes" if fit_backend == "statsmodels" else "statsmodels"]
         kwargs: dict[str, Any] = {"backend": fit_backend, "seed": seed, "level": level,
-                                  **options}
+                                  **{k: v for k, v in options.items() if k not in other}}
         few: dict[str, int] = {}
         if sm_method is not None:
             kwargs["method"] = sm_method

@@ -17,7 +17,7 @@ from evalmix.models.spec import ModelSpec, build_spec
 if TYPE_CHECKING:
     from evalmix.models.frequentist import Method
 
-__all__ = ["fit", "BACKENDS"]
+__all__ = ["fit", "BACKENDS", "BACKEND_OPTIONS"]
 
 BACKENDS = ("bayes", "statsmodels")
 
@@ -37,6 +37,9 @@ _STATSMODELS_DEFAULTS: dict[str, Any] = {
     "method": "auto", "vc_prior_sd": 1.0, "fe_prior_sd": 2.0, "n_draws": 4000,
     "df": "containment",
 }
+#: Back end -> the options of :func:`fit` that only it takes.
+BACKEND_OPTIONS: dict[str, tuple[str, ...]] = {
+    "bayes": tuple(_BAYES_DEFAULTS), "statsmodels": tuple(_STATSMODELS_DEFAULTS)}
 
 
 def fit(
