@@ -194,7 +194,7 @@ for w in report.warnings:
 # which is why the Bayesian back end also reports a prior-sensitivity refit.
 
 # %%
-report.variance[["factor", "backend", "sd", "lo", "hi", "share"]]
+report.variance[["factor", "backend", "sd", "sd_lo", "sd_hi", "share"]]
 
 # %%
 report.prior_sensitivity  # None when every factor has 5 or more levels

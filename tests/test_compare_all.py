@@ -33,16 +33,16 @@ def ref():
 
 def test_cr2_satterthwaite_equals_clubsandwich(scores_table, ref):
     """compare_reference.R: vcovCR(type='CR2') + linear_contrast(test='Satterthwaite')."""
-    out = compare_all(scores_table, cluster="item", method="CR2", reps=199, seed=1)
+    out = compare_all(scores_table, cluster="item", method="CR2", reps=199, seed=1).tidy()
     assert list(out["contrast"]) == ["beta - alpha", "gamma - alpha", "gamma - beta"]
     np.testing.assert_allclose(out["estimate"], ref["estimate"], rtol=R_TOL)
     for col, key in (("se", "se"), ("df", "df"), ("lo", "lo"), ("hi", "hi"),
                      ("p_value", "p")):
         np.testing.assert_allclose(out[col], ref["CR2"][key], rtol=R_TOL, err_msg=col)
     np.testing.assert_allclose(out["se_cr1"], ref["CR1"]["se"], rtol=R_TOL)
-    cr3 = compare_all(scores_table, cluster="item", method="CR3", reps=199, seed=1)
+    cr3 = compare_all(scores_table, cluster="item", method="CR3", reps=199, seed=1).tidy()
     np.testing.assert_allclose(cr3["se"], ref["CR3"]["se"], rtol=R_TOL)
-    cr1 = compare_all(scores_table, cluster="item", method="CR1", reps=199, seed=1)
+    cr1 = compare_all(scores_table, cluster="item", method="CR1", reps=199, seed=1).tidy()
     np.testing.assert_allclose(cr1["se"], ref["CR1"]["se"], rtol=R_TOL)
     assert (cr1["df"] == 17).all()
     assert list(out.columns) == list(COLUMNS)
@@ -57,7 +57,7 @@ def test_holm_equals_statsmodels():
 def test_pairwise_win_rates_by_hand():
     sim = pairwise_judges(n_scenarios=30, seed=3)
     table = sim.table()
-    out = compare_all(table, cluster="scenario", reps=300, seed=1)
+    out = compare_all(table, cluster="scenario", reps=300, seed=1).tidy()
     y = table.y
     b = table.data["model_b"].to_numpy()
     rates = {"reference": y.mean(), "control": (1 - y[b == "control"]).mean(),
@@ -71,7 +71,7 @@ def test_pairwise_win_rates_by_hand():
     # ties "separate": win rates are strict wins, so a model's and its opponents' rates
     # no longer add up to one
     sep = pairwise_judges(n_scenarios=30, seed=3).table(ties="separate")
-    out_sep = compare_all(sep, cluster="scenario", reps=200, seed=1)
+    out_sep = compare_all(sep, cluster="scenario", reps=200, seed=1).tidy()
     v = sep.data["verdict"].to_numpy()
     strict_ref = (v == "a").mean()
     assert out_sep.loc[0, "estimate_b"] == pytest.approx(strict_ref, rel=1e-12)
@@ -79,7 +79,7 @@ def test_pairwise_win_rates_by_hand():
 
 def test_pairs_are_clusters_without_a_cluster_factor():
     table = pairwise_judges(n_scenarios=20, seed=4).table()
-    out = compare_all(table, reps=200, seed=1)
+    out = compare_all(table, reps=200, seed=1).tidy()
     assert (out["n_clusters"] == table.pair_codes().max() + 1).all()
     assert (out["cluster"] == "").all()
 
@@ -91,12 +91,12 @@ def test_max_t_critical_value_between_single_and_bonferroni():
     rows = [(f"i{i}", c, u[i] + rng.normal()) for i in range(items) for c in conds]
     table = evalmix.read(pd.DataFrame(rows, columns=["item", "cond", "y"]), outcome="y",
                          condition="cond", clusters={"item": "item"})
-    out = compare_all(table, cluster="item", reps=4000, seed=2)
+    out = compare_all(table, cluster="item", reps=4000, seed=2).tidy()
     crit = out["crit"].iloc[0]
     # six correlated comparisons: more than one-at-a-time 1.97, less than Bonferroni 2.65
     assert 2.3 < crit < 2.72
     two = table.subset(table.data["condition"].isin(["a", "b"]).to_numpy())
-    one = compare_all(two, cluster="item", reps=4000, seed=2)
+    one = compare_all(two, cluster="item", reps=4000, seed=2).tidy()
     assert one["crit"].iloc[0] == pytest.approx(1.97, abs=0.08)
     assert (out["sim_hi"] - out["sim_lo"] > out["hi"] - out["lo"]).all()
 
@@ -116,18 +116,18 @@ def test_simultaneous_intervals_family_wise_coverage():
             + rng.normal(size=g.size)
         table = evalmix.read(pd.DataFrame({"item": labels, "cond": cnames, "y": y}),
                              outcome="y", condition="cond", clusters={"item": "item"})
-        out = compare_all(table, cluster="item", reps=499, seed=rng)
+        out = compare_all(table, cluster="item", reps=499, seed=rng).tidy()
         hits += bool(((out["sim_lo"] <= 0) & (out["sim_hi"] >= 0)).all())
     assert 0.91 <= hits / 300 <= 0.985
 
 
 def test_invariance_to_row_order_and_labels(scores_table):
-    a = compare_all(scores_table, cluster="item", reps=300, seed=9)
+    a = compare_all(scores_table, cluster="item", reps=300, seed=9).tidy()
     d = scores_table.frame().sample(frac=1.0, random_state=1)
     d["item"] = "x" + d["item"]
     t2 = evalmix.read(d[["item", "condition", "y"]], outcome="y", condition="condition",
                       clusters={"item": "item"})
-    b = compare_all(t2, cluster="item", reps=300, seed=9)
+    b = compare_all(t2, cluster="item", reps=300, seed=9).tidy()
     num = ["estimate", "se", "df", "lo", "hi", "crit", "sim_lo", "sim_hi", "se_boot"]
     np.testing.assert_allclose(a[num].to_numpy(float), b[num].to_numpy(float), rtol=1e-10)
 
@@ -143,7 +143,7 @@ def test_errors_and_few_clusters(scores_table):
     with pytest.raises(EvalmixError, match="one factor"):
         compare_all(table, cluster=["scenario", "judge"])
     with pytest.warns(FewClustersWarning, match="simultaneous"):
-        out = compare_all(table, cluster="judge", reps=100, seed=1)
+        out = compare_all(table, cluster="judge", reps=100, seed=1).tidy()
     assert out["sim_lo"].isna().all() and out["p_holm"].notna().all()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -160,7 +160,7 @@ def test_closed_form_cr2_equals_general_sandwich(scores_table):
     y = scores_table.y
     means = np.linalg.lstsq(D, y, rcond=None)[0]
     codes = scores_table.codes("item")
-    out = compare_all(scores_table, cluster="item", method="CR2", reps=99, seed=1)
+    out = compare_all(scores_table, cluster="item", method="CR2", reps=99, seed=1).tidy()
     V = sandwich.vcov_cluster(D, y - D @ means, codes, type="CR2")
     C = np.array([[-1.0, 1, 0], [-1, 0, 1], [0, -1, 1]])
     np.testing.assert_allclose(out["se"], np.sqrt(np.einsum("pi,ij,pj->p", C, V, C)),
@@ -184,7 +184,7 @@ def test_mtbench_leaderboard(mtbench_path):
         table = evalmix.read(mtbench_path, outcome="outcome", model_a="model_a",
                              model_b="model_b", first_shown="first_shown",
                              clusters={"item": "item_id", "judge": "judge"})
-    out = compare_all(table, cluster="item", reps=1000, seed=1)
+    out = compare_all(table, cluster="item", reps=1000, seed=1).tidy()
     assert len(out) == 31 * 30 // 2
     assert (out["p_holm"] >= out["p_value"] - 1e-15).all()
     assert ((out["sim_hi"] - out["sim_lo"]) > (out["hi"] - out["lo"])).all()

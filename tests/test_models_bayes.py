@@ -60,7 +60,7 @@ def _check_fixed(fit, ref, mapping):
 def _check_vc(fit, ref, groups):
     v = fit.variance.set_index("factor")
     for g in groups:
-        assert v.loc[g, "lo"] <= ref.loc[g, "sd"] <= v.loc[g, "hi"], (g, v.loc[g].to_dict(),
+        assert v.loc[g, "sd_lo"] <= ref.loc[g, "sd"] <= v.loc[g, "sd_hi"], (g, v.loc[g].to_dict(),
                                                                       ref.loc[g, "sd"])
 
 
@@ -513,7 +513,7 @@ def test_three_judges_defaults_do_not_diverge():
     assert fit.diagnostics["ess_bulk"].min() >= 400
     assert "integrated out" in fit.provenance["parameterization"]["1|judge"]
     sd = fit.variance.set_index("factor")
-    assert sd.loc["judge", "lo"] > 0.01 and sd.loc["author", "hi"] < 2.5
+    assert sd.loc["judge", "sd_lo"] > 0.01 and sd.loc["author", "sd_hi"] < 2.5
 
 
 def test_which_factors_have_their_sd_integrated_out():
@@ -587,7 +587,7 @@ def test_ordinal_scores_match_clmm():
         assert gap <= MEDIAN_TOL_SD, (mine, gap)
     v = fit.variance.set_index("factor")
     for g in ("item", "judge"):
-        assert v.loc[g, "lo"] <= ref.loc[g, "estimate"] <= v.loc[g, "hi"], g
+        assert v.loc[g, "sd_lo"] <= ref.loc[g, "estimate"] <= v.loc[g, "sd_hi"], g
     # population-averaged expected scores against the generating model's (cut points
     # -2..2, effects 0/0.5/1, latent random-effect variance 1 + 0.25, 80-point
     # Gauss-Hermite): 3.5, 3.8877, 4.2618

@@ -41,7 +41,7 @@ def one_fit(seed: int) -> dict[str, bool]:
              "position": sim.truth["position_bias"]}
     out = {k: bool(fx.loc[k, "lo"] <= t <= fx.loc[k, "hi"]) for k, t in truth.items()}
     for f in ("scenario", "persona", "author", "judge"):
-        out[f"sd[{f}]"] = bool(v.loc[f, "lo"] <= sim.truth["sds"][f] <= v.loc[f, "hi"])
+        out[f"sd[{f}]"] = bool(v.loc[f, "sd_lo"] <= sim.truth["sds"][f] <= v.loc[f, "sd_hi"])
     out["width[condition]"] = float(fx.loc["condition[treatment]", "hi"]
                                     - fx.loc["condition[treatment]", "lo"])
     out["divergences"] = fit.divergences

@@ -202,7 +202,7 @@ def test_laplace_equals_glmer_and_glmmtmb_on_crossed_binary(crossed_fits):
     for ours, theirs in R_TERMS.items():
         np.testing.assert_allclose(fe.loc[ours, "se"], fx.loc[theirs, "se"], rtol=LAPLACE_RTOL)
     for f in FACTORS:
-        np.testing.assert_allclose(v.loc[f, ["lo", "hi"]].to_numpy(dtype=float),
+        np.testing.assert_allclose(v.loc[f, ["sd_lo", "sd_hi"]].to_numpy(dtype=float),
                                    vc.loc[f, ["sd_lo", "sd_hi"]].to_numpy(dtype=float),
                                    rtol=LAPLACE_RTOL)
     ll = pd.read_csv(REF / "reference_fit.csv")
@@ -242,7 +242,7 @@ def test_glmm_variance_components_positive_and_cover_glmer(crossed_fits, method)
         sd, ref = v.loc[f, "sd"], vc.loc[f, "sd"]
         assert sd > 0
         assert 1 / SD_RATIO < sd / ref < SD_RATIO, (f, sd, ref)
-        assert v.loc[f, "lo"] < ref < v.loc[f, "hi"], (f, v.loc[f, ["lo", "hi"]], ref)
+        assert v.loc[f, "sd_lo"] < ref < v.loc[f, "sd_hi"], (f, v.loc[f, ["sd_lo", "sd_hi"]], ref)
     np.testing.assert_allclose(v.loc["Residual", "variance"], np.pi**2 / 3)
 
 
@@ -260,16 +260,18 @@ def test_probability_rows_typical_and_population(crossed_fits):
     fit = crossed_fits["map"]
     fe = fit.fixed_effects
     b = fe[fe.scale == "log-odds"].set_index("term")["estimate"]
-    p = fe[fe.scale == "probability"]
-    typ = p[p.label.str.startswith("typical")].set_index("term")["estimate"]
-    pop = p[p.label.str.startswith("population")].set_index("term")["estimate"]
+    typ = fe[fe.scale == "probability-typical"]
+    pop = fe[fe.scale == "probability"]
+    assert typ.label.str.startswith("typical").all()
+    assert pop.label.str.startswith("population").all()
+    typ, pop = typ.set_index("term")["estimate"], pop.set_index("term")["estimate"]
     expit = lambda x: 1 / (1 + np.exp(-x))  # noqa: E731
     # typical cluster, order-balanced: average over x_pos = +-1/2 with random effects at 0
     want = np.mean([expit(b["Intercept"] + b["condition[treatment]"] + s * b["position"])
                     for s in (0.5, -0.5)])
-    np.testing.assert_allclose(typ["p[treatment]"], want, rtol=1e-12)
+    np.testing.assert_allclose(typ["P[treatment]"], want, rtol=1e-12)
     # integrating random effects out attenuates the contrast towards 0
-    assert 0 < pop["p[treatment] - p[control]"] < typ["p[treatment] - p[control]"]
+    assert 0 < pop["P[treatment] - P[control]"] < typ["P[treatment] - P[control]"]
     # odds ratio row is exp(log-odds)
     orow = fe[(fe.scale == "odds-ratio") & (fe.term == "condition[treatment]")]
     np.testing.assert_allclose(orow.estimate.item(), np.exp(b["condition[treatment]"]))
@@ -527,8 +529,8 @@ def test_laplace_coverage_on_simulated_truth():
                                  ("position", "position", sim.truth["position_bias"])):
             hits[key].append(bool(fe.loc[term, "lo"] <= truth <= fe.loc[term, "hi"]))
         for f in ("scenario", "persona", "author"):
-            hi = v.loc[f, "hi"] if np.isfinite(v.loc[f, "hi"]) else np.inf
-            hits[f].append(bool(v.loc[f, "lo"] <= sim.truth["sds"][f] <= hi))
+            hi = v.loc[f, "sd_hi"] if np.isfinite(v.loc[f, "sd_hi"]) else np.inf
+            hits[f].append(bool(v.loc[f, "sd_lo"] <= sim.truth["sds"][f] <= hi))
     cover = {k: float(np.mean(h)) for k, h in hits.items()}
     print("coverage of 90% intervals:", cover, "converged:", converged)
     assert converged >= 95

@@ -251,7 +251,7 @@ def test_model_rows_take_population_averaged_probabilities():
                      0.0, True)]
     pop, typ = "population-averaged (random effects integrated out)", "typical cluster"
     fe = pd.DataFrame([
-        ("P[control]", 0.55, 0.02, 0.51, 0.59, 0.95, "probability", typ),
+        ("P[control]", 0.55, 0.02, 0.51, 0.59, 0.95, "probability-typical", typ),
         ("P[control]", 0.54, 0.03, 0.48, 0.60, 0.95, "probability", pop),
         ("P[treatment] - P[control]", 0.06, 0.02, 0.02, 0.10, 0.95, "probability", pop),
         ("position", 0.4, 0.1, 0.2, 0.6, 0.95, "log-odds", ""),
@@ -259,7 +259,8 @@ def test_model_rows_take_population_averaged_probabilities():
     var = pd.DataFrame({"factor": ["scenario", "judge", "Residual"], "sd": [1.0, 0.5, 1.8138],
                         "variance": [1.0, 0.25, 3.29], "share": [1 / 4.54, 0.25 / 4.54,
                                                                  3.29 / 4.54],
-                        "icc": np.nan, "lo": [0.5, 0.1, np.nan], "hi": [2.0, 1.0, np.nan],
+                        "icc": np.nan, "sd_lo": [0.5, 0.1, np.nan], "sd_hi": [2.0, 1.0, np.nan],
+                        "var_lo": [0.25, 0.01, np.nan], "var_hi": [4.0, 1.0, np.nan],
                         "level": 0.95, "backend": "bayes"})
     f = ModelFit(backend="bayes", family="binomial", formula="y ~ ...", fixed_effects=fe,
                  variance=var)
@@ -433,3 +434,25 @@ def test_many_models_get_a_leaderboard_at_the_recommended_level(tmp_path):
         few = evalmix.analyze(pairwise_judges(6, 3, 2, 2, seed=1).table(), fast=True,
                               methods=["naive", "CR2"], progress=False, seed=1)
     assert few.leaderboard is None
+
+
+def test_report_md_links_only_the_figures_written(small_report, tmp_path):
+    """report.md links plots/controlled.png only when the controlled-rate figure is drawn:
+    with the recommended level's controlled rows missing there is none (issue 16: the
+    link was kept and pointed at a file never written)."""
+    import dataclasses
+    import re
+
+    rec, iv = small_report.recommendation, small_report.intervals
+    gone = ((iv["estimand"] == "controlled_win_rate") & (iv["method"] == rec["method"])
+            & (iv["cluster"] == rec["cluster"]))
+    assert gone.any()
+    rep = dataclasses.replace(small_report, intervals=iv[~gone].reset_index(drop=True))
+    rep.write(tmp_path / "r")
+    md = (tmp_path / "r" / "report.md").read_text()
+    linked = re.findall(r"\]\((plots/[^)]+\.png)\)", md)
+    assert linked and all((tmp_path / "r" / p).is_file() for p in linked), linked
+    assert "plots/controlled.png" not in md
+    small_report.write(tmp_path / "full")   # the complete report draws and links it
+    assert (tmp_path / "full" / "plots" / "controlled.png").is_file()
+    assert "plots/controlled.png" in (tmp_path / "full" / "report.md").read_text()

@@ -195,7 +195,7 @@ def _compare_with_glmer(fit):
     assert z.abs().max() < 0.8, z.sort_values()
     sd = ref[ref["kind"] == "sd"].set_index("term")["estimate"]
     v = fit.variance.set_index("factor")
-    assert v.loc["item", "lo"] < sd["item"] < v.loc["item", "hi"]
+    assert v.loc["item", "sd_lo"] < sd["item"] < v.loc["item", "sd_hi"]
 
 
 def test_mtbench_judge_slopes_are_centred_and_pandalm_items_nested(mtbench, shared_data):

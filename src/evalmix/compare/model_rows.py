@@ -9,7 +9,6 @@ SD priors ``SENSITIVITY_SCALE`` times wider and its prior-sensitivity table is r
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -18,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from evalmix.compare._calls import guarded
+from evalmix.models.result import PROBABILITY, VARIANCE_COLUMNS, probability_term
 
 if TYPE_CHECKING:
     from evalmix.compare.recommend import Contrast
@@ -25,8 +25,9 @@ if TYPE_CHECKING:
 
 __all__ = ["model_rows", "VARIANCE_REPORT_COLUMNS", "SENSITIVITY_SCALE"]
 
-VARIANCE_REPORT_COLUMNS = ("factor", "sd", "variance", "share", "icc", "lo", "hi", "level",
-                           "backend", "share_lo", "share_hi")
+#: The report's variance table: a fit's :data:`~evalmix.models.result.VARIANCE_COLUMNS`
+#: plus the share interval.
+VARIANCE_REPORT_COLUMNS = (*VARIANCE_COLUMNS, "share_lo", "share_hi")
 
 
 #: SD-prior scale of the Bayesian refit when a factor has few levels: the Rayleigh(0.8)
@@ -100,48 +101,33 @@ def _method_name(fit: Any, requested: str) -> str:
     return "bayes" if requested == "bayes" else "mixedlm"
 
 
-_DIFF = re.compile(r"^\s*p\[(?P<b>.+?)\]\s*-\s*p\[(?P<a>.+?)\]\s*$", re.IGNORECASE)
-_ONE = re.compile(r"^\s*p\[(?P<b>.+?)\]\s*$", re.IGNORECASE)
-_COND = re.compile(r"^\s*(?:condition|model)\[(?P<b>.+?)\]\s*$", re.IGNORECASE)
+def _terms(plan: Sequence[Contrast]) -> dict[str, Contrast]:
+    """The probability-scale term each contrast of the plan is reported from.
 
-
-def _match(term: str, plan: Sequence[Contrast]) -> Contrast | None:
-    """The contrast a probability-scale fixed-effect term names (or None).
-
-    The model back ends name them ``p[level]`` (win rate of ``model_b`` = level, or
-    mean of a condition) and ``p[b] - p[a]`` (difference), case-insensitive. Other
-    terms (e.g. Bradley-Terry abilities) are not contrasts of the report and are skipped.
+    Every back end spells them with :func:`~evalmix.models.result.probability_term`:
+    ``P[level]`` (win rate of ``model_b`` = level, or mean of a condition) and
+    ``P[b] - P[a]`` (difference); the first contrast naming a term keeps it. Other terms
+    (e.g. Bradley-Terry abilities) are not contrasts of the report.
     """
-    m = _DIFF.match(term)
-    if m:
-        for c in plan:
-            if c.estimand == "difference" and c.levels == (m["a"], m["b"]):
-                return c
-        return None
-    m = _ONE.match(term)
-    if m:
-        for c in plan:
-            if c.estimand in ("win_rate", "mean") and c.levels == (m["b"],):
-                return c
-        return None
-    return None
-
-
-def _is_probability(fe: pd.DataFrame) -> pd.Series:
-    return fe["scale"].astype(str).str.lower().eq("probability")
+    out: dict[str, Contrast] = {}
+    for c in plan:
+        if c.estimand == "difference":
+            out.setdefault(probability_term(c.levels[1], c.levels[0]), c)
+        elif c.estimand in ("win_rate", "mean"):
+            out.setdefault(probability_term(c.levels[0]), c)
+    return out
 
 
 def _identity_rows(fe: pd.DataFrame, plan: Sequence[Contrast]) -> pd.DataFrame:
-    """Linear (identity-scale) fits: ``condition[B]`` is the difference B - reference."""
+    """Linear (identity-scale) fits: ``condition[B]`` is the difference B - reference
+    (reported for the first difference contrast of B)."""
     out = []
-    for _, r in fe[fe["scale"].astype(str).str.lower().eq("identity")].iterrows():
-        m = _COND.match(str(r["term"]))
-        if not m:
-            continue
+    for _, r in fe[fe["scale"] == "identity"].iterrows():
         for c in plan:
-            if c.estimand == "difference" and c.levels[1] == m["b"] and c.column == "condition":
+            if (c.estimand == "difference" and c.column == "condition"
+                    and r["term"] == f"condition[{c.levels[1]}]"):
                 rr = r.copy()
-                rr["term"] = f"p[{c.levels[1]}] - p[{c.levels[0]}]"
+                rr["term"] = probability_term(c.levels[1], c.levels[0])
                 out.append(rr)
                 break
     return pd.DataFrame(out)
@@ -152,23 +138,18 @@ def _rows_from_fit(fit: Any, method: str, plan: Sequence[Contrast], level: float
     fe = getattr(fit, "fixed_effects", None)
     if fe is None or fe.empty or "scale" not in fe.columns:
         return []
-    prob = fe[_is_probability(fe)].copy()
+    # population-averaged probabilities (what design-based intervals estimate)
+    prob = fe[fe["scale"] == PROBABILITY]
     if prob.empty:
         prob = _identity_rows(fe, plan)
     if prob.empty:
         return []
-    label = prob.get("label", pd.Series("", index=prob.index)).astype(str).str.lower()
-    pop = label.str.contains("population")
-    # prefer population-averaged rows (what design-based intervals estimate)
-    if pop.any():
-        prob = prob[pop]
+    terms = _terms(plan)
     out = []
-    seen: set[tuple[str, str]] = set()
     for _, r in prob.iterrows():
-        c = _match(str(r["term"]), plan)
-        if c is None or c.key in seen:
+        c = terms.pop(str(r["term"]), None)
+        if c is None:
             continue
-        seen.add(c.key)
         row = {
             "estimand": c.estimand, "contrast": c.contrast, "method": method,
             "cluster": "model", "estimate": float(r["estimate"]),
@@ -208,9 +189,10 @@ def _variance_rows(fit: Any, method: str) -> pd.DataFrame:
     implied = (var / share)[(share > 0) & np.isfinite(share)]
     if len(implied):
         total = float(implied.median())  # the back end's own denominator (slopes excluded)
-    # share interval from the SD interval with the other components at their estimates
-    lo = pd.to_numeric(v.get("lo"), errors="coerce") ** 2
-    hi = pd.to_numeric(v.get("hi"), errors="coerce") ** 2
+    # share interval from the variance interval with the other components at their
+    # estimates
+    lo = pd.to_numeric(v["var_lo"], errors="coerce")
+    hi = pd.to_numeric(v["var_hi"], errors="coerce")
     others = total - var
     v["share_lo"] = (lo / (lo + others)).where(share.notna())
     v["share_hi"] = (hi / (hi + others)).where(share.notna())
@@ -274,7 +256,7 @@ def model_rows(table: EvalTable, plan: Sequence[Contrast], *, backend: str | Non
     back end is refitted with SD priors ``SENSITIVITY_SCALE`` times wider; None when no
     refit was made.
     """
-    from evalmix.models.api import fit
+    from evalmix.models.api import BACKEND_OPTIONS, fit
 
     backends, notes = _backends(table, backend, fast, methods)
     options = dict(fit_options or {})
@@ -291,8 +273,10 @@ def model_rows(table: EvalTable, plan: Sequence[Contrast], *, backend: str | Non
     for b in backends:
         task = bar.task(f"fitting model: {b}", None) if bar is not None else None
         fit_backend, sm_method = _FITS[b]
+        # fit_options serve every back end: each gets the ones it takes
+        other = BACKEND_OPTIONS["bayes" if fit_backend == "statsmodels" else "statsmodels"]
         kwargs: dict[str, Any] = {"backend": fit_backend, "seed": seed, "level": level,
-                                  **options}
+                                  **{k: v for k, v in options.items() if k not in other}}
         few: dict[str, int] = {}
         if sm_method is not None:
             kwargs["method"] = sm_method

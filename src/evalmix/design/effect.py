@@ -26,6 +26,7 @@ import pandas as pd
 from scipy import stats
 
 from evalmix.errors import EvalmixError
+from evalmix.tidy import RESULT_COLUMNS, tidy_rows
 
 __all__ = [
     "ICCResult",
@@ -53,6 +54,21 @@ class ICCResult:
     f: float
     df_between: int
     df_within: int
+
+    def tidy(self) -> pd.DataFrame:
+        """One row in the result contract (:data:`evalmix.tidy.RESULT_COLUMNS`):
+        ``estimand="icc"``, ``method="anova"``, the ICC and its F interval; then ``msb,
+        msw, n0, f, df_between, df_within``."""
+        return tidy_rows([{
+            "estimate": self.icc, "lo": self.lo, "hi": self.hi, "level": self.level,
+            "msb": self.msb, "msw": self.msw, "n0": self.n0, "f": self.f,
+            "df_between": self.df_between, "df_within": self.df_within}],
+            estimand="icc", method="anova", scale="identity", note="")
+
+    def __str__(self) -> str:
+        return (f"ICC (one-way ANOVA): {self.icc:.4g}, {self.level:.0%} CI "
+                f"[{self.lo:.4g}, {self.hi:.4g}] (F = {self.f:.3g} on {self.df_between}, "
+                f"{self.df_within} df; n0 = {self.n0:.3g})")
 
 
 def _codes(codes: np.ndarray) -> tuple[np.ndarray, int]:
@@ -168,7 +184,11 @@ class FactorDesignEffect:
     centred_by_condition: bool
 
 
-TIDY_COLUMNS: tuple[str, ...] = tuple(FactorDesignEffect.__dataclass_fields__)
+#: Columns of :meth:`DesignEffectResult.tidy`: the result contract's
+#: :data:`~evalmix.tidy.RESULT_COLUMNS` (``estimate`` is ``deff``, ``lo``/``hi`` NaN),
+#: then every field of :class:`FactorDesignEffect`.
+TIDY_COLUMNS: tuple[str, ...] = RESULT_COLUMNS + tuple(
+    f for f in FactorDesignEffect.__dataclass_fields__ if f not in RESULT_COLUMNS)
 
 
 @dataclass(frozen=True)
@@ -184,8 +204,15 @@ class DesignEffectResult:
         raise KeyError(cluster)
 
     def tidy(self) -> pd.DataFrame:
-        """One row per cluster factor (columns: :data:`TIDY_COLUMNS`)."""
-        return pd.DataFrame([asdict(f) for f in self.factors], columns=list(TIDY_COLUMNS))
+        """One row per cluster factor (columns: :data:`TIDY_COLUMNS`): ``estimand``
+        ``"design_effect"``, ``method="anova"`` (the ICC's), ``estimate`` the design
+        effect ``deff``."""
+        rows = [{**asdict(f), "estimate": f.deff} for f in self.factors]
+        frame = tidy_rows(pd.DataFrame(rows, columns=[*FactorDesignEffect.__dataclass_fields__,
+                                                      "estimate"]),
+                          estimand="design_effect", method="anova", scale="identity",
+                          reps=0, seed=None, note="")
+        return frame[list(TIDY_COLUMNS)]
 
     def __str__(self) -> str:
         lines = ["design effects (ICC by one-way ANOVA):"]

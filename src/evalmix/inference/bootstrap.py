@@ -26,7 +26,9 @@ doi:10.1111/j.1467-9868.2007.00593.x
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Literal
 
 import numpy as np
@@ -40,6 +42,7 @@ from evalmix.errors import (
     check_option,
 )
 from evalmix.sim._common import SeedLike, as_generator, seed_record
+from evalmix.tidy import PicklableProxies, tidy_rows
 
 __all__ = [
     "BootstrapResult",
@@ -64,7 +67,7 @@ FEW_CLUSTERS = 20
 
 # ----------------------------------------------------------------------------- result
 @dataclass(frozen=True)
-class BootstrapResult:
+class BootstrapResult(PicklableProxies):
     """A pairs cluster bootstrap of one coefficient.
 
     Attributes
@@ -106,16 +109,23 @@ class BootstrapResult:
     n_failed: int = 0
     se_cr1: float = float("nan")
     t_draws: np.ndarray | None = field(default=None, repr=False)
-    details: dict[str, Any] = field(default_factory=dict)
+    details: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
 
     def tidy(self) -> pd.DataFrame:
-        """One row: estimate, se, lo, hi, level, reps, seed, ci_type, n_clusters, ..."""
+        """One row in the result contract (:data:`evalmix.tidy.RESULT_COLUMNS`):
+        ``estimand="coef"``, ``method="bootstrap"``, ``scale`` ``"log-odds"`` for a logit
+        coefficient else ``"identity"``; then ``ci_type, family, nested, n_failed, bias``."""
         row = {"estimate": self.estimate, "se": self.se, "lo": self.lo, "hi": self.hi,
                "level": self.level, "reps": self.reps, "seed": self.seed,
-               "ci_type": self.ci_type, "n_clusters": self.n_clusters,
+               "n_clusters": self.n_clusters, "ci_type": self.ci_type,
                "family": self.family, "nested": self.nested, "n_failed": self.n_failed,
                "bias": self.details.get("bias", float("nan"))}
-        return pd.DataFrame([row])
+        return tidy_rows([row], estimand="coef", method="bootstrap",
+                         scale="log-odds" if self.family == "logit" else "identity",
+                         note="")
 
     def __str__(self) -> str:
         return (f"cluster bootstrap ({self.ci_type}, {self.reps} reps, "

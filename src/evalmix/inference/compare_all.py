@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -40,19 +41,60 @@ from scipy import stats
 from evalmix.errors import EvalmixError, FewClustersWarning, check_option
 from evalmix.inference.bootstrap import MIN_CLUSTERS, cluster_weights, norm_inter
 from evalmix.sim._common import SeedLike, as_generator, seed_record
+from evalmix.tidy import RESULT_COLUMNS
 
-__all__ = ["compare_all", "holm", "cell_means_vcov"]
+__all__ = ["compare_all", "ComparisonResult", "holm", "cell_means_vcov"]
 
 Method = Literal["CR0", "CR1", "CR2", "CR3"]
 METHODS: tuple[str, ...] = ("CR0", "CR1", "CR2", "CR3")
 CHUNK_ENTRIES = 4_000_000
 
-COLUMNS: tuple[str, ...] = (
-    "estimand", "contrast", "group_a", "group_b", "estimate_a", "estimate_b", "estimate",
-    "se", "df", "t", "p_value", "p_holm", "lo", "hi", "se_cr1", "crit", "sim_lo",
-    "sim_hi", "p_maxt", "se_boot", "level", "method", "cluster", "n_clusters", "n_obs",
-    "reps", "seed", "n_failed",
+#: Columns of :meth:`ComparisonResult.tidy`: the result contract's
+#: :data:`~evalmix.tidy.RESULT_COLUMNS`, then the comparison's own.
+COLUMNS: tuple[str, ...] = RESULT_COLUMNS + (
+    "group_a", "group_b", "estimate_a", "estimate_b", "t", "p_value", "p_holm", "se_cr1",
+    "crit", "sim_lo", "sim_hi", "p_maxt", "se_boot", "n_obs", "n_failed",
 )
+
+
+@dataclass(frozen=True, eq=False)
+class ComparisonResult:
+    """Every pairwise difference of :func:`compare_all`, one row per pair.
+
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        One row per pair ``group_b - group_a``, columns :data:`COLUMNS` (see
+        :func:`compare_all`).
+    estimand, method, cluster : str
+    level : float
+    n_clusters, reps : int
+    seed : int, str or None
+    crit : float
+        Max-t critical value of the simultaneous intervals (NaN with too few clusters).
+    """
+
+    table: pd.DataFrame
+    estimand: str
+    method: str
+    cluster: str
+    level: float
+    n_clusters: int
+    reps: int
+    seed: int | str | None
+    crit: float
+
+    def tidy(self) -> pd.DataFrame:
+        """The pairs (a copy), columns :data:`COLUMNS`."""
+        return self.table.copy()
+
+    def __str__(self) -> str:
+        head = (f"{len(self.table)} pairwise differences of {self.estimand} ({self.method}, "
+                f"cluster: {self.cluster or 'none'}, {self.n_clusters} clusters); "
+                f"{self.level:.0%} intervals per pair and simultaneous (max-t, critical "
+                f"value {self.crit:.3f})")
+        show = self.table[["contrast", "estimate", "lo", "hi", "sim_lo", "sim_hi", "p_holm"]]
+        return head + "\n" + show.to_string(index=False, float_format="{:.4g}".format)
 
 
 def holm(p: np.ndarray) -> np.ndarray:
@@ -208,7 +250,7 @@ def compare_all(
     reps: int = 2000,
     seed: SeedLike = None,
     method: Method = "CR2",
-) -> pd.DataFrame:
+) -> ComparisonResult:
     """Every pairwise difference between conditions (scores) or models (pairwise).
 
     Parameters
@@ -227,9 +269,9 @@ def compare_all(
 
     Returns
     -------
-    pandas.DataFrame
-        One row per pair ``group_b - group_a`` (groups in sorted order), columns
-        :data:`COLUMNS`: ``estimate``, ``se``, ``df``, ``t``, ``p_value``, ``p_holm``
+    ComparisonResult
+        ``.tidy()``: one row per pair ``group_b - group_a`` (groups in sorted order),
+        columns :data:`COLUMNS`: ``estimate``, ``se``, ``df``, ``t``, ``p_value``, ``p_holm``
         (Holm), ``lo``/``hi`` (per comparison, ``method``), ``sim_lo``/``sim_hi``
         (simultaneous at ``level``: estimate -+ ``crit`` x ``se_cr1``, ``crit`` the
         bootstrap quantile of max |t*|), ``p_maxt`` (single-step max-t adjusted p),
@@ -244,7 +286,7 @@ def compare_all(
     --------
     >>> from evalmix.sim import pairwise_judges
     >>> table = pairwise_judges(n_scenarios=30, seed=1).table()
-    >>> out = compare_all(table, cluster="scenario", reps=500, seed=1)
+    >>> out = compare_all(table, cluster="scenario", reps=500, seed=1).tidy()
     >>> list(out["contrast"])
     ['reference - control', 'treatment - control', 'treatment - reference']
     """
@@ -301,6 +343,9 @@ def compare_all(
         "sim_lo": est - crit * se1, "sim_hi": est + crit * se1, "p_maxt": p_maxt,
         "se_boot": se_boot, "level": level, "method": method,
         "cluster": roles[0] if roles else "", "n_clusters": g, "n_obs": table.n_obs,
-        "reps": reps, "seed": seed_record(seed), "n_failed": n_failed,
+        "reps": reps, "seed": seed_record(seed), "n_failed": n_failed, "scale": "identity",
+        "note": "",
     }, columns=list(COLUMNS))
-    return out
+    return ComparisonResult(table=out, estimand=estimand, method=method,
+                            cluster=roles[0] if roles else "", level=level, n_clusters=g,
+                            reps=reps, seed=seed_record(seed), crit=float(crit))

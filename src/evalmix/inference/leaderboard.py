@@ -63,6 +63,7 @@ from evalmix.inference.ranking import (
 )
 from evalmix.inference.sandwich import _one_blas_thread, intersect_codes, vcov_cluster
 from evalmix.sim._common import SeedLike, as_generator, seed_record
+from evalmix.tidy import RESULT_COLUMNS
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -80,10 +81,11 @@ ESTIMANDS: tuple[str, ...] = ("auto", "mean", "win_rate", "bradley_terry")
 #: Fewer clusters than this: warn that cluster-robust intervals may under-cover.
 FEW_CLUSTERS = 20
 
-MODEL_COLUMNS: tuple[str, ...] = (
-    "stratum", "model", "estimand", "estimate", "se", "lo", "hi", "df", "rank", "rank_lo",
-    "rank_hi", "tier", "n_obs", "method", "cluster", "level", "adjust", "crit",
-    "n_clusters", "reps", "seed",
+#: The board's columns: the result contract's :data:`~evalmix.tidy.RESULT_COLUMNS`
+#: (``contrast`` is the model, prefixed ``"<stratum>: "`` on a stratum's board), then
+#: the board's own.
+MODEL_COLUMNS: tuple[str, ...] = RESULT_COLUMNS + (
+    "stratum", "model", "rank", "rank_lo", "rank_hi", "tier", "n_obs", "adjust", "crit",
 )
 PAIR_COLUMNS: tuple[str, ...] = (
     "stratum", "contrast", "model_a", "model_b", "estimand", "estimate", "se", "df", "t",
@@ -337,6 +339,8 @@ def _board(rows: _Rows, codes: np.ndarray, stratum: str, pairs, opts: dict, rng
     se_m = np.sqrt(np.maximum(np.diag(V), 0.0))
     q = stats.t.ppf(0.5 + level / 2, df_m)
     models = pd.DataFrame({
+        "contrast": [f"{stratum}: {m}" if stratum else m for m in labels],
+        "scale": "log-odds" if rows.estimand == "bradley_terry" else "identity", "note": "",
         "stratum": stratum, "model": labels, "estimate": est, "se": se_m,
         "lo": est - q * se_m, "hi": est + q * se_m, "df": df_m, "rank": rank,
         "rank_lo": rank_lo, "rank_hi": rank_hi, "tier": tier, "n_obs": n_model,

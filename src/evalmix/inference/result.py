@@ -4,23 +4,26 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from evalmix.tidy import RESULT_COLUMNS, PicklableProxies
+
 __all__ = ["IntervalResult", "TIDY_COLUMNS", "tidy_frame"]
 
-#: Fixed columns of a tidy interval row (one estimand x contrast x method x cluster level).
-TIDY_COLUMNS: tuple[str, ...] = (
-    "estimand", "contrast", "method", "cluster", "estimate", "se", "lo", "hi", "level",
-    "df", "n_clusters", "n_obs", "reps", "seed", "p_value", "null", "ci_type", "paired",
-    "scale", "note",
+#: Fixed columns of a tidy interval row (one estimand x contrast x method x cluster
+#: level x scale): the result contract's :data:`~evalmix.tidy.RESULT_COLUMNS`, then the
+#: interval's own columns.
+TIDY_COLUMNS: tuple[str, ...] = RESULT_COLUMNS + (
+    "n_obs", "p_value", "null", "ci_type", "paired",
 )
 
 
 @dataclass(frozen=True)
-class IntervalResult:
+class IntervalResult(PicklableProxies):
     """One interval: an estimand, by one method, at one cluster level.
 
     Attributes
@@ -60,7 +63,8 @@ class IntervalResult:
     note : str
         Why there is no interval (NaN bounds) when it is not estimable at this level.
     details : Mapping
-        Method-specific extras (e.g. bootstrap draws summary, weights type).
+        Method-specific extras (e.g. bootstrap draws summary, weights type); a read-only
+        mapping (a dict passed in is copied).
     """
 
     estimand: str
@@ -83,7 +87,10 @@ class IntervalResult:
     paired: bool | None = None
     scale: str = "identity"
     note: str = ""
-    details: Mapping[str, Any] = field(default_factory=dict)
+    details: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
 
     @property
     def width(self) -> float:

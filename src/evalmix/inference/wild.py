@@ -37,6 +37,7 @@ from scipy import stats
 
 from evalmix.errors import EvalmixError, TooFewClustersError, check_option
 from evalmix.sim._common import SeedLike, as_generator, seed_record
+from evalmix.tidy import tidy_rows
 
 __all__ = ["WildResult", "wild_cluster_bootstrap", "wild_weights", "WEBB_VALUES"]
 
@@ -96,13 +97,16 @@ class WildResult:
     t_draws: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False)
 
     def tidy(self) -> pd.DataFrame:
-        """One row: estimate, se (CR1), t_obs, p_value, lo, hi, level, reps, seed, ..."""
-        return pd.DataFrame([{
-            "estimate": self.estimate, "se": self.se_cr1, "t_obs": self.t_obs,
-            "p_value": self.p_value, "lo": self.lo, "hi": self.hi, "level": self.level,
-            "null": self.null, "reps": self.reps, "seed": self.seed,
-            "weights": self.weights, "n_clusters": self.n_clusters,
-            "enumerated": self.enumerated, "ci_type": "test-inversion"}])
+        """One row in the result contract (:data:`evalmix.tidy.RESULT_COLUMNS`):
+        ``estimand="coef"``, ``method="wild"``, ``se`` the CR1 SE; then ``t_obs, p_value,
+        null, weights, enumerated, ci_type``."""
+        return tidy_rows([{
+            "estimate": self.estimate, "se": self.se_cr1, "lo": self.lo, "hi": self.hi,
+            "level": self.level, "reps": self.reps, "seed": self.seed,
+            "n_clusters": self.n_clusters, "t_obs": self.t_obs, "p_value": self.p_value,
+            "null": self.null, "weights": self.weights, "enumerated": self.enumerated,
+            "ci_type": "test-inversion"}], estimand="coef", method="wild",
+            scale="identity", note="")
 
     def __str__(self) -> str:
         return (f"wild cluster bootstrap-t ({self.weights}, {self.reps} reps, "

@@ -24,13 +24,22 @@ import pandas as pd
 from scipy import stats
 
 from evalmix.models._crossed import CrossedFit, _z
-from evalmix.models.result import VARIANCE_COLUMNS
+from evalmix.models.result import (
+    POPULATION as _POPULATION,
+)
+from evalmix.models.result import (
+    PROBABILITY,
+    PROBABILITY_TYPICAL,
+    VARIANCE_COLUMNS,
+    probability_term,
+)
+from evalmix.models.result import (
+    TYPICAL as _TYPICAL,
+)
 from evalmix.models.spec import ModelSpec, RandomTerm
 
 __all__ = ["containment_df"]
 
-_TYPICAL = "typical cluster (random effects at 0)"
-_POPULATION = "population-averaged (random effects integrated out)"
 _NOTES = {
     "vb": ("approximate: mean-field variational Bayes (statsmodels BinomialBayesMixedGLM."
            "fit_vb). Point estimates are usually close to glmer's, but the posterior SDs of "
@@ -218,27 +227,28 @@ def _probability_rows(fit: CrossedFit, spec: ModelSpec, terms: Sequence[RandomTe
     est_s = np.where(fit.vc_sd > 0, fit.vc_sd, 0.0)[None, :]
     lo_q, hi_q = 100 * (0.5 - fit.level / 2), 100 * (0.5 + fit.level / 2)
     for population, label in ((False, _TYPICAL), (True, _POPULATION)):
+        pscale = PROBABILITY if population else PROBABILITY_TYPICAL
         p0_hat = prob(None, est_b, est_s, population)[0]
         p0 = prob(None, beta, sd, population)
         ref = spec.reference or "reference"
-        rows.append(dict(term=f"p[{ref}]", estimate=p0_hat, se=float(np.std(p0, ddof=1)),
-                         lo=float(np.percentile(p0, lo_q)), hi=float(np.percentile(p0, hi_q)),
-                         scale="probability", label=label))
+        rows.append(_draw_row(probability_term(ref), p0_hat, p0, lo_q, hi_q, pscale, label))
         for c in spec.condition_terms:
             p1_hat = prob(c, est_b, est_s, population)[0]
             p1 = prob(c, beta, sd, population)
             lev = c[c.index("[") + 1:-1] if "[" in c else c
-            rows.append(dict(term=f"p[{lev}]", estimate=p1_hat,
-                             se=float(np.std(p1, ddof=1)),
-                             lo=float(np.percentile(p1, lo_q)),
-                             hi=float(np.percentile(p1, hi_q)), scale="probability",
-                             label=label))
-            d = p1 - p0
-            rows.append(dict(term=f"p[{lev}] - p[{ref}]", estimate=p1_hat - p0_hat,
-                             se=float(np.std(d, ddof=1)), lo=float(np.percentile(d, lo_q)),
-                             hi=float(np.percentile(d, hi_q)), scale="probability",
-                             label=label))
+            rows.append(_draw_row(probability_term(lev), p1_hat, p1, lo_q, hi_q, pscale,
+                                  label))
+            rows.append(_draw_row(probability_term(lev, ref), p1_hat - p0_hat, p1 - p0, lo_q,
+                                  hi_q, pscale, label))
     return rows
+
+
+def _draw_row(term: str, estimate: float, draws: np.ndarray, lo_q: float, hi_q: float,
+              scale: str, label: str) -> dict[str, Any]:
+    """A probability row: the plug-in estimate, SD and percentile interval of draws."""
+    return dict(term=term, estimate=estimate, se=float(np.std(draws, ddof=1)),
+                lo=float(np.percentile(draws, lo_q)), hi=float(np.percentile(draws, hi_q)),
+                scale=scale, label=label)
 
 
 def _term_label(t: RandomTerm) -> str:
@@ -256,10 +266,11 @@ def _variance_frame(fit: CrossedFit, terms: Sequence[RandomTerm], backend: str,
     for j, t in enumerate(terms):
         share = var[j] / total if intercept[j] else np.nan
         rows.append(dict(factor=_term_label(t), sd=fit.vc_sd[j], variance=var[j], share=share,
-                         icc=share, lo=fit.vc_lo[j], hi=fit.vc_hi[j]))
+                         icc=share, sd_lo=fit.vc_lo[j], sd_hi=fit.vc_hi[j],
+                         var_lo=fit.vc_lo[j] ** 2, var_hi=fit.vc_hi[j] ** 2))
     rows.append(dict(factor=residual_label, sd=fit.resid_sd, variance=fit.resid_sd**2,
-                     share=fit.resid_sd**2 / total, icc=np.nan, lo=fit.resid_lo,
-                     hi=fit.resid_hi))
+                     share=fit.resid_sd**2 / total, icc=np.nan, sd_lo=fit.resid_lo,
+                     sd_hi=fit.resid_hi, var_lo=fit.resid_lo ** 2, var_hi=fit.resid_hi ** 2))
     out = pd.DataFrame(rows)
     out["level"] = fit.level
     out["backend"] = backend

@@ -4,25 +4,46 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 import pandas as pd
 
-from evalmix.errors import EvalmixError, check_option
+from evalmix.errors import EvalmixError, InvalidOptionError, check_option
 from evalmix.models.result import ModelFit
-from evalmix.models.spec import build_spec
+from evalmix.models.spec import ModelSpec, build_spec
 
 if TYPE_CHECKING:
     from evalmix.models.frequentist import Method
 
-__all__ = ["fit", "BACKENDS"]
+__all__ = ["fit", "BACKENDS", "BACKEND_OPTIONS"]
 
 BACKENDS = ("bayes", "statsmodels")
 
+#: Options that build the model from a table's roles (ignored when a spec is given).
+_SPEC_DEFAULTS: dict[str, Any] = {
+    "formula": None, "slopes": (), "position": True, "judge_position": True, "fixed": (),
+    "random": None, "reference": None, "family": None,
+}
+#: Options of one back end only, with their defaults (another value for the other back
+#: end raises instead of being ignored).
+_BAYES_DEFAULTS: dict[str, Any] = {
+    "engine": "auto", "sampler": "auto", "draws": None, "tune": 400, "chains": 2,
+    "prior_scale": 1.0, "sensitivity": None, "sensitivity_method": "auto",
+    "target_accept": None, "retry_divergent": True,
+}
+_STATSMODELS_DEFAULTS: dict[str, Any] = {
+    "method": "auto", "vc_prior_sd": 1.0, "fe_prior_sd": 2.0, "n_draws": 4000,
+    "df": "containment",
+}
+#: Back end -> the options of :func:`fit` that only it takes.
+BACKEND_OPTIONS: dict[str, tuple[str, ...]] = {
+    "bayes": tuple(_BAYES_DEFAULTS), "statsmodels": tuple(_STATSMODELS_DEFAULTS)}
+
 
 def fit(
-    table,
+    data,
     *,
     backend: Literal["bayes", "statsmodels"] = "bayes",
     formula: str | None = None,
@@ -30,28 +51,39 @@ def fit(
     position: bool = True,
     judge_position: bool = True,
     fixed: Iterable[str] = (),
+    random: Iterable[str] | None = None,
     reference: str | None = None,
     family: str | None = None,
     strata: str | None = None,
+    level: float = 0.95,
+    seed: int | np.random.Generator | None = None,
+    progress: bool = True,
     engine: Literal["auto", "kernel", "pymc", "bambi"] = "auto",
     sampler: Literal["auto", "nutpie", "pymc"] = "auto",
-    method: str = "auto",
-    seed=None,
     draws: int | None = None,
     tune: int = 400,
     chains: int = 2,
     prior_scale: float = 1.0,
     sensitivity: float | None = None,
-    level: float = 0.95,
-    progress: bool = True,
-    **backend_kwargs: Any,
+    sensitivity_method: Literal["auto", "psis", "refit"] = "auto",
+    target_accept: float | None = None,
+    retry_divergent: bool = True,
+    method: str = "auto",
+    vc_prior_sd: float = 1.0,
+    fe_prior_sd: float = 2.0,
+    n_draws: int = 4000,
+    df: Literal["containment", "none"] = "containment",
+    **unknown: Any,
 ) -> ModelFit:
-    """Fit a crossed random-effects model to an eval table.
+    """Fit a crossed random-effects model to an eval table (or to a built spec).
 
     Parameters
     ----------
-    table : EvalTable
-        From :func:`evalmix.read`.
+    data : EvalTable or ModelSpec
+        A table from :func:`evalmix.read` (the model is built from its roles with the
+        options below), or a :class:`~evalmix.models.spec.ModelSpec` from
+        :func:`~evalmix.models.spec.build_spec` (then the model options must be left at
+        their defaults and ``strata`` is not available).
     backend : {"bayes", "statsmodels"}
         ``"bayes"``: NUTS (nutpie) on the model of :mod:`evalmix.models.pymc_model`;
         ``"statsmodels"``: :func:`evalmix.models.frequentist.fit_statsmodels`
@@ -63,22 +95,46 @@ def fit(
         position bias.
     slopes : iterable of str
         Factors with random condition slopes, e.g. ``("judge",)``.
+    position, judge_position : bool
+        The position term and judge-specific position bias (see
+        :func:`~evalmix.models.spec.build_spec`).
     fixed : iterable of str
         Cluster roles entered as fixed effects (alternative for factors with few levels).
+    random : iterable of str, optional
+        Cluster roles with random intercepts (default: every role not in ``fixed``).
+    reference : str, optional
+        Reference level of the condition / model abilities.
     family : {None, "ordinal"}
         ``"ordinal"``: a cumulative-logit model for numeric scores (1-10 ratings) instead
         of the Gaussian one (Bayesian back end; see :func:`~evalmix.models.spec.build_spec`).
     strata : str, optional
         Fit separately within each level of this cluster role (e.g. ``"judge"``); the
-        tables are stacked with ``"<role>=<level>: "`` prefixed to terms and factors.
-    seed, draws, tune, chains, prior_scale, sensitivity, level, engine, sampler
-        Bayesian options, see :func:`evalmix.models.bayes.fit_bayes`.
+        tables are stacked with ``"<role>=<level>: "`` prefixed to terms and factors, and
+        the per-stratum fits are in :attr:`ModelFit.strata`. Inside a stratum the role is
+        constant, so its random terms (``(1|role)``, slopes by it, judge position bias
+        when it is the judge) are left out. Each stratum gets its own seed drawn from
+        ``seed`` (recorded in ``provenance["stratum_seeds"]``).
+    level : float
+        Interval level.
+    seed : int or numpy.random.Generator, optional
+        Seeds the sampler (Bayesian) or the starting values and probability-scale draws
+        (statsmodels); recorded in the provenance.
     progress : bool
-        Show the sampler's progress bar.
+        Show the sampler's progress bar (Bayesian back end).
+    engine, sampler, draws, tune, chains, prior_scale, sensitivity, sensitivity_method, target_accept, retry_divergent
+        Bayesian back end only, see :func:`evalmix.models.bayes.fit_bayes`.
+    method, vc_prior_sd, fe_prior_sd, n_draws, df
+        statsmodels back end only, see :func:`evalmix.models.frequentist.fit_statsmodels`.
 
     Returns
     -------
     ModelFit
+
+    Raises
+    ------
+    InvalidOptionError
+        An unknown keyword, an unknown ``backend``, or an option of the other back end
+        set to a value other than its default.
 
     Examples
     --------
@@ -88,57 +144,96 @@ def fit(
     >>> f = evalmix.fit(t, seed=1, draws=200, tune=200, progress=False)  # doctest: +SKIP
     >>> f.fixed_effects.query("term == 'condition[treatment]'")        # doctest: +SKIP
     """
+    if unknown:
+        names = ", ".join(sorted(unknown))
+        raise InvalidOptionError(
+            f"fit() got unknown keyword(s) {names}; the options are listed in "
+            "help(evalmix.fit) (model: formula, slopes, fixed, random, ...; Bayesian: "
+            "draws, tune, chains, ...; statsmodels: method, vc_prior_sd, ...)")
     check_option("backend", backend, BACKENDS)
+    spec_options: dict[str, Any] = {"formula": formula, "slopes": tuple(slopes), "position": position,
+                    "judge_position": judge_position, "fixed": tuple(fixed),
+                    "random": None if random is None else tuple(random),
+                    "reference": reference, "family": family}
+    bayes_options: dict[str, Any] = {"engine": engine, "sampler": sampler, "draws": draws, "tune": tune,
+                     "chains": chains, "prior_scale": prior_scale,
+                     "sensitivity": sensitivity, "sensitivity_method": sensitivity_method,
+                     "target_accept": target_accept, "retry_divergent": retry_divergent}
+    sm_options: dict[str, Any] = {"method": method, "vc_prior_sd": vc_prior_sd, "fe_prior_sd": fe_prior_sd,
+                  "n_draws": n_draws, "df": df}
+    other = _STATSMODELS_DEFAULTS if backend == "bayes" else _BAYES_DEFAULTS
+    given = sm_options if backend == "bayes" else bayes_options
+    wrong = [k for k, v in given.items() if v != other[k]]
+    if wrong:
+        owner = "statsmodels" if backend == "bayes" else "bayes"
+        raise InvalidOptionError(
+            f"{', '.join(f'{k}={given[k]!r}' for k in wrong)} applies to backend="
+            f"{owner!r} only, not backend={backend!r}; drop it or change the back end")
+    common = {"level": level, "seed": seed, "progress": progress}
+    if isinstance(data, ModelSpec):
+        set_ = [k for k, v in spec_options.items() if v != _SPEC_DEFAULTS[k]]
+        if set_ or strata is not None:
+            bad = set_ + (["strata"] if strata is not None else [])
+            raise InvalidOptionError(
+                f"{', '.join(bad)} build a model from a table; with a ModelSpec, build the "
+                "spec with those options (build_spec(table, ...)) or pass the table")
+        return _fit_spec(data, backend, common, bayes_options, sm_options)
     if strata is not None:
-        return _fit_strata(table, strata, backend=backend, formula=formula, slopes=slopes,
-                           position=position, judge_position=judge_position, fixed=fixed,
-                           reference=reference, family=family, engine=engine,
-                           sampler=sampler,
-                           method=method, seed=seed, draws=draws, tune=tune, chains=chains,
-                           prior_scale=prior_scale, sensitivity=sensitivity, level=level,
-                           progress=progress, **backend_kwargs)
-    spec = build_spec(table, formula=formula, slopes=tuple(slopes), position=position,
-                      judge_position=judge_position, fixed=tuple(fixed), reference=reference,
-                      family=family)
+        return _fit_strata(data, strata, backend=backend, spec_options=spec_options,
+                           common=common, bayes_options=bayes_options,
+                           sm_options=sm_options)
+    return _fit_spec(build_spec(data, **spec_options), backend, common, bayes_options,
+                     sm_options)
+
+
+def _fit_spec(spec: ModelSpec, backend: str, common: dict[str, Any],
+              bayes_options: dict[str, Any], sm_options: dict[str, Any]) -> ModelFit:
     if backend == "statsmodels":
         from evalmix.models.frequentist import fit_statsmodels
 
+        opts = dict(sm_options)
         # ``method`` stays a plain str here; fit_statsmodels validates it
-        return fit_statsmodels(table, spec, method=cast("Method", method), level=level, seed=seed,
-                               **backend_kwargs)
+        return fit_statsmodels(None, spec, method=cast("Method", opts.pop("method")),
+                               level=common["level"], seed=common["seed"], **opts)
     from evalmix.models.bayes import fit_bayes
 
-    return fit_bayes(spec, engine=engine, sampler=sampler, draws=draws, tune=tune,
-                     chains=chains, seed=seed, prior_scale=prior_scale,
-                     sensitivity=sensitivity, level=level, progress=progress,
-                     **backend_kwargs)
+    return fit_bayes(spec, **common, **bayes_options)
 
 
-def _fit_strata(table, strata: str, **kw) -> ModelFit:
+def _fit_strata(table, strata: str, *, backend: str, spec_options: dict[str, Any],
+                common: dict[str, Any], bayes_options: dict[str, Any],
+                sm_options: dict[str, Any]) -> ModelFit:
     role = table.check_cluster(strata)[0]
     labels = table.data[role].astype(str).to_numpy()
-    fits, fixed, var, diag = {}, [], [], []
-    formula = kw.pop("formula")
-    if formula is not None:
+    if spec_options["formula"] is not None:
         raise EvalmixError("strata=... builds one default model per stratum; pass the "
                            "formula without strata, or fit table.subset(...) yourself")
-    judge_position = kw.pop("judge_position") and role != "judge"
-    slopes = tuple(s for s in kw.pop("slopes") if s.rpartition("|")[2].strip() != role)
-    fixed_roles = tuple(f for f in kw.pop("fixed") if f != role)
-    others = [c for c in table.clusters if c != role and c not in fixed_roles]
-    seed = kw.pop("seed")
-    rng = np.random.default_rng(seed if not isinstance(seed, np.random.Generator) else None)
+    # the role is constant inside a stratum: none of its random terms is identified
+    fixed_roles = tuple(f for f in spec_options["fixed"] if f != role)
+    given_random = spec_options["random"]
+    random = tuple(c for c in (table.clusters if given_random is None else given_random)
+                   if c != role and c not in fixed_roles)
+    if not random:
+        raise EvalmixError(f"strata={role!r} leaves no other cluster factor with a random "
+                           "intercept; fit without strata or add a cluster role")
+    options = {**spec_options, "fixed": fixed_roles, "random": random,
+               "judge_position": spec_options["judge_position"] and role != "judge",
+               "slopes": tuple(s for s in spec_options["slopes"]
+                               if s.rpartition("|")[2].strip() != role)}
+    seed = common["seed"]
+    rng = np.random.default_rng(seed)   # an int, a Generator (advanced here) or None
+    fits: dict[str, ModelFit] = {}
+    seeds: dict[str, int] = {}
+    fixed, var, diag = [], [], []
     for lev in sorted(set(labels)):
         sub = table.subset(labels == lev)
+        seeds[lev] = int(rng.integers(2**31 - 1))
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            f = fit(sub, formula=None, slopes=slopes, judge_position=judge_position,
-                    fixed=fixed_roles, seed=int(rng.integers(2**31 - 1)), **kw,
-                    ) if others else None
-        if f is None:
-            raise EvalmixError(f"strata={role!r} leaves no other cluster factor")
+            f = _fit_spec(build_spec(sub, **options), backend,
+                          {**common, "seed": seeds[lev]}, bayes_options, sm_options)
         for w in caught:
-            warnings.warn(f"[{role}={lev}] {w.message}", w.category, stacklevel=2)
+            warnings.warn(f"[{role}={lev}] {w.message}", w.category, stacklevel=3)
         fits[lev] = f
         p = f"{role}={lev}: "
         fixed.append(f.fixed_effects.assign(term=p + f.fixed_effects["term"]))
@@ -150,9 +245,12 @@ def _fit_strata(table, strata: str, **kw) -> ModelFit:
         fixed_effects=pd.concat(fixed, ignore_index=True),
         variance=pd.concat(var, ignore_index=True),
         diagnostics=pd.concat(diag, ignore_index=True),
-        divergences=sum(f.divergences for f in fits.values()), idata=None, results=fits,
-        approximate=first.approximate,
-        provenance={"strata": role, "levels": list(fits), "seed": seed,
+        divergences=sum(f.divergences for f in fits.values()), idata=None, results=None,
+        strata=MappingProxyType(fits), approximate=first.approximate,
+        provenance={"strata": role, "levels": list(fits),
+                    "seed": seed if seed is None or isinstance(seed, int | np.integer)
+                    else "Generator",
+                    "stratum_seeds": seeds,
                     "fits": {k: dict(v.provenance) for k, v in fits.items()}},
         warnings=tuple(f"[{role}={k}] {w}" for k, v in fits.items() for w in v.warnings),
     )

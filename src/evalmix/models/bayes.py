@@ -489,7 +489,7 @@ def _check(spec: ModelSpec, diag: pd.DataFrame, divergences: int, var: pd.DataFr
         if r.n_levels < FEW_LEVELS and r.factor not in seen:
             seen.add(r.factor)
             row = var[var["factor"] == r.factor]
-            rng = (f" (SD interval {row['lo'].iloc[0]:.2f}-{row['hi'].iloc[0]:.2f})"
+            rng = (f" (SD interval {row['sd_lo'].iloc[0]:.2f}-{row['sd_hi'].iloc[0]:.2f})"
                    if len(row) else "")
             msgs.append((
                 f"factor {r.factor!r} has only {r.n_levels} levels: its variance is barely "
@@ -539,8 +539,9 @@ def sensitivity_table(fixed: pd.DataFrame, var: pd.DataFrame, alt_fixed: pd.Data
     cols = ["estimate", "lo", "hi"]
     fa = fixed[fixed["scale"].isin(["log-odds", "identity"])].set_index("term")[cols]
     fb = alt_fixed[alt_fixed["scale"].isin(["log-odds", "identity"])].set_index("term")[cols]
-    va = var.set_index("factor").rename(columns={"sd": "estimate"})[cols]
-    vb = alt_var.set_index("factor").rename(columns={"sd": "estimate"})[cols]
+    sd_cols = {"sd": "estimate", "sd_lo": "lo", "sd_hi": "hi"}
+    va = var.set_index("factor").rename(columns=sd_cols)[cols]
+    vb = alt_var.set_index("factor").rename(columns=sd_cols)[cols]
     a = pd.concat([fa, va.rename(index=lambda s: f"sd[{s}]")])
     b = pd.concat([fb, vb.rename(index=lambda s: f"sd[{s}]")])
     out = a.add_suffix(f"@{scale_a:g}").join(b.add_suffix(f"@{scale_b:g}"), how="outer")

@@ -4,15 +4,20 @@ Column contracts (tidy DataFrames):
 
 ``fixed_effects``
     ``term, estimate, se, lo, hi, level, scale, label`` -- ``se`` is the posterior SD
-    for Bayesian fits; ``scale`` is ``"log-odds"``, ``"odds-ratio"``, ``"probability"``
-    or ``"identity"``; ``label`` says e.g. ``"typical cluster (random effects at 0)"`` or
-    ``"population-averaged (random effects integrated out)"``. Extra rows carry
-    position bias per judge (``term = "position[judge=gpt-4]"``) and per-judge
-    condition effects when slopes are in.
+    for Bayesian fits; ``term`` + ``scale`` identify a row. ``scale`` is
+    ``"log-odds"``, ``"odds-ratio"``, ``"identity"``, ``"probability"`` (population-
+    averaged: random effects integrated out, what design-based intervals estimate),
+    ``"probability-typical"`` (a typical cluster: random effects at 0), and for ordinal
+    scores ``"score"`` / ``"score-typical"``; ``label`` says it in words. Probability
+    terms are spelled by :func:`probability_term` (``"P[gpt-4]"``,
+    ``"P[gpt-4] - P[gpt-3.5]"``) on every back end. Extra rows carry position bias per
+    judge (``term = "position[judge=gpt-4]"``) and per-judge condition effects when
+    slopes are in.
 ``variance``
-    ``factor, sd, variance, share, icc, lo, hi, level, backend`` -- one row per factor
-    on the latent scale (``lo``/``hi`` bound the SD) plus a ``Residual`` row
-    (pi^2/3 for logit links).
+    ``factor, sd, variance, share, icc, sd_lo, sd_hi, var_lo, var_hi, level, backend``
+    -- one row per factor on the latent scale plus a ``Residual`` row (pi^2/3 for logit
+    links); ``sd_lo``/``sd_hi`` bound the SD, ``var_lo``/``var_hi`` the variance (their
+    squares: both are quantiles, or Wald bounds on the log-SD, of a monotone function).
 ``diagnostics``
     ArviZ names: ``parameter, mean, sd, r_hat, ess_bulk, ess_tail`` (empty for
     statsmodels back ends).
@@ -22,19 +27,51 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-__all__ = ["ModelFit", "FIXED_COLUMNS", "VARIANCE_COLUMNS", "DIAGNOSTIC_COLUMNS"]
+from evalmix.tidy import PicklableProxies, tidy_rows
+
+__all__ = ["ModelFit", "FIXED_COLUMNS", "VARIANCE_COLUMNS", "DIAGNOSTIC_COLUMNS",
+           "FIXED_KEY", "probability_term", "PROBABILITY", "PROBABILITY_TYPICAL",
+           "SCORE", "SCORE_TYPICAL", "TYPICAL", "POPULATION"]
 
 FIXED_COLUMNS = ("term", "estimate", "se", "lo", "hi", "level", "scale", "label")
-VARIANCE_COLUMNS = ("factor", "sd", "variance", "share", "icc", "lo", "hi", "level", "backend")
+#: Columns that identify a fixed-effects row.
+FIXED_KEY = ("term", "scale")
+VARIANCE_COLUMNS = ("factor", "sd", "variance", "share", "icc", "sd_lo", "sd_hi", "var_lo",
+                    "var_hi", "level", "backend")
 DIAGNOSTIC_COLUMNS = ("parameter", "mean", "sd", "r_hat", "ess_bulk", "ess_tail")
+
+#: Scales of the probability / expected-score rows: population-averaged (random
+#: effects integrated out) and at a typical cluster (random effects at 0).
+PROBABILITY, PROBABILITY_TYPICAL = "probability", "probability-typical"
+SCORE, SCORE_TYPICAL = "score", "score-typical"
+#: The ``label`` of those rows.
+TYPICAL = "typical cluster (random effects at 0)"
+POPULATION = "population-averaged (random effects integrated out)"
+
+
+def probability_term(level: str, reference: str | None = None) -> str:
+    """The term label of a probability row, the same on every back end.
+
+    ``P[level]`` (win rate of ``model_b = level``, or the mean of a condition) and, with
+    ``reference``, the difference ``P[level] - P[reference]``.
+
+    Examples
+    --------
+    >>> probability_term("gpt-4"), probability_term("gpt-4", "gpt-3.5")
+    ('P[gpt-4]', 'P[gpt-4] - P[gpt-3.5]')
+    """
+    one = f"P[{level}]"
+    return one if reference is None else f"{one} - P[{reference}]"
 
 
 @dataclass(frozen=True, eq=False)
-class ModelFit:
+class ModelFit(PicklableProxies):
     """A fitted crossed random-effects model.
 
     Attributes
@@ -47,7 +84,11 @@ class ModelFit:
     idata : arviz.InferenceData or None
         Posterior (Bayesian back end), with provenance in ``idata.attrs``.
     results : object or None
-        The statsmodels results object (frequentist back ends).
+        The statsmodels results object (frequentist back ends; None otherwise and for a
+        stratified fit).
+    strata : Mapping of str to ModelFit
+        A stratified fit (``fit(..., strata=role)``): the fit of each level (read-only;
+        empty otherwise).
     fixed_effects, variance, diagnostics : pandas.DataFrame
         See the module docstring for their columns.
     divergences : int
@@ -72,6 +113,42 @@ class ModelFit:
     approximate: bool = False
     provenance: Mapping[str, Any] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    strata: Mapping[str, ModelFit] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "strata", MappingProxyType(dict(self.strata)))
+
+    def tidy(self) -> pd.DataFrame:
+        """Fixed effects and SDs in the result contract (:data:`evalmix.tidy.RESULT_COLUMNS`).
+
+        One row per fixed-effects row (``estimand="fixed_effect"``, ``contrast`` the
+        term, ``scale`` its scale) and per variance component (``estimand="sd"``,
+        ``contrast`` the factor, ``scale="sd"``, ``lo``/``hi`` the SD interval);
+        ``method`` is the back end and ``cluster`` is ``"model"``; ``df`` is the t
+        reference of a fixed effect's Wald interval where the back end used one
+        (``provenance["df"]``), NaN otherwise. Extra columns: ``label``, ``variance``,
+        ``share``, ``icc``.
+        """
+        fe = self.fixed_effects
+        dfs = self.provenance.get("df") or {}
+        wald = ~fe["scale"].isin([PROBABILITY, PROBABILITY_TYPICAL])
+        fixed = pd.DataFrame({
+            "estimand": "fixed_effect", "contrast": fe["term"].astype(str),
+            "scale": fe["scale"].astype(str), "estimate": fe["estimate"], "se": fe["se"],
+            "lo": fe["lo"], "hi": fe["hi"], "level": fe["level"],
+            "df": [float(dfs[t]) if w and t in dfs else np.nan
+                   for t, w in zip(fe["term"], wald, strict=True)],
+            "label": fe["label"]})
+        v = self.variance
+        sd = pd.DataFrame({
+            "estimand": "sd", "contrast": v["factor"].astype(str), "scale": "sd",
+            "estimate": v["sd"], "se": np.nan, "lo": v["sd_lo"], "hi": v["sd_hi"],
+            "level": v["level"], "label": "SD on the latent scale", "variance": v["variance"],
+            "share": v["share"], "icc": v["icc"]})
+        seed = self.provenance.get("seed")
+        return tidy_rows(pd.concat([fixed, sd], ignore_index=True), method=self.backend,
+                         cluster="model", reps=0, note="",
+                         seed=seed if isinstance(seed, int | str) else None)
 
     @property
     def prior_sensitivity(self) -> pd.DataFrame | None:

@@ -12,7 +12,17 @@ import pandas as pd
 from scipy.special import expit
 
 from evalmix.models.pymc_model import TermInfo
-from evalmix.models.result import FIXED_COLUMNS, VARIANCE_COLUMNS
+from evalmix.models.result import (
+    FIXED_COLUMNS,
+    POPULATION,
+    PROBABILITY,
+    PROBABILITY_TYPICAL,
+    SCORE,
+    SCORE_TYPICAL,
+    TYPICAL,
+    VARIANCE_COLUMNS,
+    probability_term,
+)
 from evalmix.models.spec import ModelSpec
 
 __all__ = ["fixed_table", "variance_table", "LOGIT_RESIDUAL_VARIANCE"]
@@ -22,8 +32,6 @@ LOGIT_RESIDUAL_VARIANCE = float(np.pi ** 2 / 3)
 _GH_NODES, _GH_WEIGHTS = np.polynomial.hermite_e.hermegauss(40)
 _GH_WEIGHTS = _GH_WEIGHTS / _GH_WEIGHTS.sum()
 
-TYPICAL = "typical cluster (random effects at 0)"
-POPULATION = "population-averaged (random effects integrated out)"
 
 
 def _row(term, draws, level, scale, label, transform=None):
@@ -118,36 +126,38 @@ def fixed_table(spec: ModelSpec, terms: list[TermInfo], b: np.ndarray,
         ib = names.index("Intercept")
         pos = b[:, names.index("position")] if "position" in names else None
         balance = True  # average over the two presentation orders (x_pos = +-1/2)
-        for label, use_var in ((TYPICAL, False), (POPULATION, True)):
+        for label, use_var, pscale in ((TYPICAL, False, PROBABILITY_TYPICAL),
+                                       (POPULATION, True, PROBABILITY)):
             var0 = _latent_variance(spec, terms, sd, {}) if use_var else None
             eta0 = b[:, ib]
             p0 = _p_balanced(eta0, pos, var0, balance)
-            rows.append(_row(f"P[{spec.reference}]", p0, level, "probability", label))
+            ref = str(spec.reference)
+            rows.append(_row(probability_term(ref), p0, level, pscale, label))
             for c in spec.condition_terms:
                 j = names.index(c)
                 var1 = _latent_variance(spec, terms, sd, {c: 1.0}) if use_var else None
                 p1 = _p_balanced(eta0 + b[:, j], pos, var1, balance)
                 lev = c[c.index("[") + 1:-1] if "[" in c else c
-                rows.append(_row(f"P[{lev}]", p1, level, "probability", label))
-                rows.append(_row(f"P[{lev}] - P[{spec.reference}]", p1 - p0, level,
-                                 "probability", label))
+                rows.append(_row(probability_term(lev), p1, level, pscale, label))
+                rows.append(_row(probability_term(lev, ref), p1 - p0, level, pscale, label))
     # ordinal scores: expected score per condition and its difference from the reference
     values = _numeric_categories(spec) if spec.family == "cumulative" else None
     if (values is not None and cut is not None and spec.condition_terms
             and "position" not in names):
-        for label, use_var in ((TYPICAL, False), (POPULATION, True)):
+        for label, use_var, sscale in ((TYPICAL, False, SCORE_TYPICAL),
+                                       (POPULATION, True, SCORE)):
             var0 = _latent_variance(spec, terms, sd, {}) if use_var else None
             zero = np.zeros(cut.shape[0])
             m0 = _mean_score(zero, cut, values, var0)
-            rows.append(_row(f"E[score | {spec.reference}]", m0, level, "score", label))
+            rows.append(_row(f"E[score | {spec.reference}]", m0, level, sscale, label))
             for c in spec.condition_terms:
                 j = names.index(c)
                 var1 = _latent_variance(spec, terms, sd, {c: 1.0}) if use_var else None
                 m1 = _mean_score(b[:, j], cut, values, var1)
                 lev = c[c.index("[") + 1:-1] if "[" in c else c
-                rows.append(_row(f"E[score | {lev}]", m1, level, "score", label))
+                rows.append(_row(f"E[score | {lev}]", m1, level, sscale, label))
                 rows.append(_row(f"E[score | {lev}] - E[score | {spec.reference}]",
-                                 m1 - m0, level, "score", label))
+                                 m1 - m0, level, sscale, label))
     # per-level slopes: realised judge-specific effects = fixed + level deviation
     for t in terms:
         if t.term == "1" or t.term not in names:
@@ -158,6 +168,12 @@ def fixed_table(spec: ModelSpec, terms: list[TermInfo], b: np.ndarray,
             rows.append(_row(f"{t.term}[{t.factor}={lev}]", b[:, j] + u[t.var][:, g], level,
                              scale, f"{t.factor}-specific (realised level: fixed + deviation)"))
     return pd.DataFrame(rows, columns=list(FIXED_COLUMNS))
+
+
+def _bounds(sd_lo: float, sd_hi: float) -> dict[str, float]:
+    """SD bounds and the variance bounds they imply (quantiles of a monotone map)."""
+    return {"sd_lo": float(sd_lo), "sd_hi": float(sd_hi), "var_lo": float(sd_lo) ** 2,
+            "var_hi": float(sd_hi) ** 2}
 
 
 def variance_table(spec: ModelSpec, terms: list[TermInfo], sd: dict[str, np.ndarray],
@@ -193,11 +209,10 @@ def variance_table(spec: ModelSpec, terms: list[TermInfo], sd: dict[str, np.ndar
                      "variance": float(np.median(s ** 2)),
                      "share": float(np.median(contrib[t.var] / total)),
                      "icc": float(np.median(s ** 2 / icc_den)) if t.term == "1" else np.nan,
-                     "lo": float(lo), "hi": float(hi), "level": level, "backend": backend})
+                     **_bounds(lo, hi), "level": level, "backend": backend})
     rs = np.sqrt(resid)
     lo, hi = np.quantile(rs, [a, 1 - a])
     rows.append({"factor": "Residual", "sd": float(np.median(rs)),
                  "variance": float(np.median(resid)), "share": float(np.median(resid / total)),
-                 "icc": np.nan, "lo": float(lo), "hi": float(hi), "level": level,
-                 "backend": backend})
+                 "icc": np.nan, **_bounds(lo, hi), "level": level, "backend": backend})
     return pd.DataFrame(rows, columns=list(VARIANCE_COLUMNS))

@@ -25,6 +25,7 @@ import pandas as pd
 
 from evalmix.errors import EvalmixError
 from evalmix.sim.designs import Factor, crossed_scores
+from evalmix.tidy import tidy_rows
 
 __all__ = ["DESIGNS", "StudyDesign", "HeadlineCoverage", "headline_coverage",
            "HEADLINE_COLUMNS"]
@@ -160,7 +161,17 @@ class HeadlineCoverage:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def tidy(self) -> pd.DataFrame:
-        return self.table.copy()
+        """One row per design x contrast x interval in the result contract
+        (:data:`evalmix.tidy.RESULT_COLUMNS`): ``contrast`` is ``"<design>: <contrast>
+        (<interval>)"`` (the key: the headline row repeats another row's method and
+        cluster), ``estimate`` the coverage and ``se`` its Monte Carlo SE
+        (``scale="coverage"``); then the :attr:`table`'s columns."""
+        t = self.table
+        key = (t["design"].astype(str) + ": " + t["contrast"].astype(str) + " ("
+               + t["interval"].astype(str) + ")")
+        frame = t.drop(columns=["contrast"]).assign(
+            contrast=key, estimate=t["coverage"], se=t["mcse"], level=self.level)
+        return tidy_rows(frame, scale="coverage", note="")
 
     def __str__(self) -> str:
         h = self.table[self.table["interval"] == "headline"]

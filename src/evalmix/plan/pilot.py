@@ -31,6 +31,7 @@ from scipy.special import expit
 
 from evalmix.errors import EvalmixError, check_option
 from evalmix.sim._common import SeedLike, as_generator, seed_record
+from evalmix.tidy import tidy_rows
 
 __all__ = ["PilotPowerResult", "bootstrap_power", "pilot_power", "parametric_power",
            "components_from_fit"]
@@ -69,7 +70,17 @@ class PilotPowerResult:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def tidy(self) -> pd.DataFrame:
-        return self.table.copy()
+        """One row per plan in the result contract (:data:`evalmix.tidy.RESULT_COLUMNS`):
+        ``estimand="power"``, ``contrast`` the plan, ``cluster`` the factor varied,
+        ``estimate`` the power and ``se`` its Monte Carlo SE (``scale="power"``); then
+        the :attr:`table`'s columns."""
+        t = self.table
+        core = pd.DataFrame({"contrast": t["plan"].astype(str),
+                             "cluster": t["factor"].astype(str), "estimate": t["power"],
+                             "se": t["power_mcse"]})
+        return tidy_rows(pd.concat([core, t.drop(columns=[c for c in core if c in t])],
+                                   axis=1),
+                         estimand="power", scale="power", note="")
 
     def __str__(self) -> str:
         cols = [c for c in ("plan", "n_clusters", "power", "power_mcse", "mde", "mde_mcse")

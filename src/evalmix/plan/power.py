@@ -27,6 +27,7 @@ import pandas as pd
 from scipy import optimize, stats
 
 from evalmix.errors import EvalmixError, check_option
+from evalmix.tidy import RESULT_COLUMNS, tidy_rows
 
 __all__ = ["PowerResult", "power", "mde", "n_clusters_for_power", "design_variance",
            "power_from_ncp"]
@@ -39,11 +40,16 @@ ESTIMANDS: tuple[str, ...] = ("mean", "win_rate", "difference")
 ALTERNATIVES: tuple[str, ...] = ("two-sided", "larger", "smaller")
 DISTRIBUTIONS: tuple[str, ...] = ("t", "normal")
 
-TIDY_COLUMNS: tuple[str, ...] = (
-    "estimand", "effect", "n_clusters", "cluster_size", "size_cv", "icc", "sd", "level",
-    "alternative", "distribution", "deff", "n_eff", "se", "df", "ncp", "power", "target_power",
-    "solved_for",
+#: Columns of :meth:`PowerResult.tidy`: the result contract's
+#: :data:`~evalmix.tidy.RESULT_COLUMNS` (``contrast`` names the design, ``estimate`` is
+#: the effect and ``se`` its standard error under the design), then the design's own.
+TIDY_COLUMNS: tuple[str, ...] = RESULT_COLUMNS + (
+    "effect", "cluster_size", "size_cv", "icc", "sd", "alternative", "distribution", "deff",
+    "n_eff", "ncp", "power", "target_power", "solved_for",
 )
+#: The design columns that name a row (``contrast``).
+_DESIGN = ("n_clusters", "cluster_size", "size_cv", "icc", "sd", "effect", "level",
+           "target_power")
 
 
 @dataclass(frozen=True, eq=False)
@@ -103,21 +109,33 @@ class PowerResult:
         return self.effect
 
     def tidy(self) -> pd.DataFrame:
-        """One row per design in the broadcast grid, columns :data:`TIDY_COLUMNS`."""
-        arrays = {k: np.ravel(getattr(self, k)) for k in TIDY_COLUMNS
-                  if k not in ("estimand", "alternative", "distribution", "solved_for")}
+        """One row per design in the broadcast grid, columns :data:`TIDY_COLUMNS`.
+
+        In the result contract a row is the estimator under one design: ``estimate`` the
+        effect, ``se``/``df`` its standard error and degrees of freedom, ``method``
+        ``"analytic"``; ``contrast`` names the design (``"n_clusters=20, cluster_size=5,
+        ..."``), so it is the row's key within the grid.
+        """
+        names = [k for k in TIDY_COLUMNS if k not in (
+            "estimand", "contrast", "method", "cluster", "scale", "estimate", "lo", "hi",
+            "n_clusters", "reps", "seed", "note", "alternative", "distribution",
+            "solved_for")] + ["n_clusters"]
+        arrays = {k: np.ravel(getattr(self, k)) for k in names}
         n = max(a.size for a in arrays.values())
         frame = pd.DataFrame({k: np.broadcast_to(a, (n,)) if a.size == 1 else a
                               for k, a in arrays.items()})
-        frame["estimand"] = self.estimand
+        frame["estimate"] = frame["effect"]
+        frame["contrast"] = [", ".join(f"{k}={v:.6g}" for k, v in zip(_DESIGN, r, strict=True))
+                             for r in frame[list(_DESIGN)].itertuples(index=False)]
         frame["alternative"] = self.alternative
         frame["distribution"] = self.distribution
         frame["solved_for"] = self.solved_for
         for name, (icc_f, levels_f) in self.crossed.items():
             frame[f"icc_{name}"] = icc_f
             frame[f"levels_{name}"] = levels_f
-        cols = list(TIDY_COLUMNS) + [c for c in frame.columns if c not in TIDY_COLUMNS]
-        return frame[cols]
+        frame = tidy_rows(frame, estimand=self.estimand, method="analytic", cluster="",
+                          scale="identity", reps=0, seed=None, note="")
+        return frame[list(TIDY_COLUMNS) + [c for c in frame.columns if c not in TIDY_COLUMNS]]
 
     def __str__(self) -> str:
         head = (f"PowerResult({self.estimand}, {self.alternative}, {self.distribution}"

@@ -27,6 +27,7 @@ import pandas as pd
 
 from evalmix.errors import EvalmixError, InvalidOptionError, check_seed
 from evalmix.plan._cells import CELL_DEFAULTS, FAST_METHODS, check_cell, run_cell
+from evalmix.tidy import tidy_rows
 
 __all__ = ["coverage", "CoverageResult", "DEFAULT_GRID", "COVERAGE_COLUMNS", "expand_grid"]
 
@@ -81,8 +82,14 @@ class CoverageResult:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def tidy(self) -> pd.DataFrame:
-        """The coverage table (a copy)."""
-        return self.table.copy()
+        """One row per cell x method in the result contract
+        (:data:`evalmix.tidy.RESULT_COLUMNS`): ``contrast`` is ``"cell <i>"``,
+        ``estimate`` the coverage and ``se`` its Monte Carlo SE (``scale="coverage"``);
+        then the coverage table's columns (:data:`COVERAGE_COLUMNS`)."""
+        t = self.table
+        return tidy_rows(t.assign(contrast="cell " + t["cell"].astype(str),
+                                  estimate=t["coverage"], se=t["mcse"]),
+                         cluster="", scale="coverage", note="")
 
     def __str__(self) -> str:
         cols = ["cell", "estimand", "n_clusters", "cluster_size", "icc", "method", "coverage",

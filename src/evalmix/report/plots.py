@@ -202,8 +202,8 @@ def variance_plot(variance: pd.DataFrame) -> Figure:
         ax.errorbar(share[ok], y[ok], xerr=err[:, ok], fmt="none", ecolor="black",
                     capsize=3, lw=1)
         sd = np.array([float(part["sd"].get(f, np.nan)) for f in factors])
-        slo = np.array([float(part["lo"].get(f, np.nan)) for f in factors])
-        shi = np.array([float(part["hi"].get(f, np.nan)) for f in factors])
+        slo = np.array([float(part["sd_lo"].get(f, np.nan)) for f in factors])
+        shi = np.array([float(part["sd_hi"].get(f, np.nan)) for f in factors])
         okk = np.isfinite(sd)
         ax2.plot(sd[okk], y[okk], "o", color=colors[k % len(colors)], label=b)
         both = okk & np.isfinite(slo) & np.isfinite(shi)
@@ -254,14 +254,22 @@ def position_plot(position: pd.DataFrame) -> Figure:
     return fig
 
 
-def controlled_plot(intervals: pd.DataFrame, *, method: str, cluster: str) -> Figure | None:
-    """Uncontrolled vs AB/BA-controlled win rate per contrast (recommended method)."""
-    plt = _plt()
+def controlled_rows(intervals: pd.DataFrame, *, method: str, cluster: str
+                    ) -> pd.DataFrame | None:
+    """The rows :func:`controlled_plot` draws (None: no figure): finite win rates and
+    controlled win rates of one method and cluster level, both present."""
     f = intervals[(intervals["method"] == method) & (intervals["cluster"] == cluster)
                   & intervals["estimand"].isin(["win_rate", "controlled_win_rate"])]
     f = f[np.isfinite(f["estimate"].astype(float))]
-    if f.empty or f["estimand"].nunique() < 2:
+    return None if f.empty or f["estimand"].nunique() < 2 else f
+
+
+def controlled_plot(intervals: pd.DataFrame, *, method: str, cluster: str) -> Figure | None:
+    """Uncontrolled vs AB/BA-controlled win rate per contrast (recommended method)."""
+    f = controlled_rows(intervals, method=method, cluster=cluster)
+    if f is None:
         return None
+    plt = _plt()
     contrasts = list(dict.fromkeys(f["contrast"]))
     fig, ax = plt.subplots(figsize=(7.5, 0.3 * len(contrasts) + 1.5))
     ys = np.arange(len(contrasts))[::-1]

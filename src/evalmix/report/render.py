@@ -449,7 +449,7 @@ def design_markdown(rep: Report) -> str:
 
 def _figure_names(rep: Report) -> list[tuple[str, None]]:
     """Names of the figures :meth:`Report.write` saves (without drawing them)."""
-    from evalmix.report.plots import forest_order
+    from evalmix.report.plots import controlled_rows, forest_order
 
     names = []
     if not rep.headline.empty:
@@ -459,7 +459,9 @@ def _figure_names(rep: Report) -> list[tuple[str, None]]:
         names.append("variance")
     if not rep.position.empty:
         names.append("position")
-    iv = rep.intervals
-    if iv["estimand"].eq("controlled_win_rate").any():
+    # the same test as all_figures: the recommended method's finite rows of both kinds
+    rec = rep.recommendation
+    if controlled_rows(rep.intervals, method=rec.get("method", "CR2"),
+                       cluster=rec.get("cluster", "")) is not None:
         names.append("controlled")
     return [(n, None) for n in names]

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from evalmix.errors import EvalmixError, check_out_dir
+from evalmix.tidy import tidy_rows
 
 __all__ = ["Report", "check_report_dir", "REPORT_MARKER"]
 
@@ -119,7 +120,7 @@ class Report:
         paired, source, note``. Win rates are those of ``model_b`` against ``model_a``.
     variance : pandas.DataFrame
         Variance components by factor and back end: ``factor, sd, variance, share, icc,
-        lo, hi, level, backend`` (+ ``share_lo, share_hi``).
+        sd_lo, sd_hi, var_lo, var_hi, level, backend`` (+ ``share_lo, share_hi``).
     judges : pandas.DataFrame
         Judge-stratified estimates (``judge, estimand, contrast, method, cluster,
         estimate, lo, hi, ...``) and per-judge position bias rows (estimands
@@ -161,6 +162,13 @@ class Report:
     prior_sensitivity: pd.DataFrame | None = None
     leaderboard: pd.DataFrame | None = None
     leaderboard_pairs: pd.DataFrame | None = None
+
+    def tidy(self) -> pd.DataFrame:
+        """The interval table in the result contract: :data:`evalmix.tidy.RESULT_COLUMNS`
+        first (``scale`` is ``""``: the report's intervals are on the estimand's own scale),
+        then the rest of :attr:`intervals`'
+        columns (``n_obs, decision, fragile, null, p_value, ...``)."""
+        return tidy_rows(self.intervals)
 
     # ------------------------------------------------------------------ helpers
     def with_truth(self, truth: pd.DataFrame | None, note: str | None = None) -> Report:

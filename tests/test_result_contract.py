@@ -1,0 +1,187 @@
+"""The result contract (issue 16): every public result is a frozen dataclass with
+``__str__`` and ``.tidy()``; ``.tidy()`` starts with :data:`evalmix.tidy.RESULT_COLUMNS`
+and its rows are unique on :data:`evalmix.tidy.KEY_COLUMNS`.
+
+Each result is built from small, fast inputs (the MCMC fit has 60 draws): these tests
+check the shape of the contract, the numbers are checked by each method's own tests.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import evalmix
+from evalmix.design.effect import design_effect, icc_anova
+from evalmix.inference.bootstrap import cluster_bootstrap
+from evalmix.inference.compare import compare_all
+from evalmix.inference.leaderboard import leaderboard
+from evalmix.inference.wild import wild_cluster_bootstrap
+from evalmix.plan.headline import DESIGNS, headline_coverage
+from evalmix.plan.pilot import parametric_power, pilot_power
+from evalmix.plan.power import mde, power
+from evalmix.sim import baseline_leaderboard, clustered_scores, pairwise_judges
+from evalmix.sim.study import coverage
+from evalmix.tidy import KEY_COLUMNS, RESULT_COLUMNS, tidy_rows
+
+
+def _quiet(fn, *args, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(*args, **kw)
+
+
+@pytest.fixture(scope="module")
+def scores():
+    return clustered_scores(30, 6, p=0.7, icc=0.2, seed=1).table()
+
+
+@pytest.fixture(scope="module")
+def judged():
+    return _quiet(pairwise_judges(8, 3, 3, 2, tie_threshold=0, seed=1).table)
+
+
+def _xy(table):
+    return np.ones((table.n_obs, 1)), table.y, table.codes("cluster")
+
+
+BUILDERS = {
+    "IntervalResult": lambda s, j: evalmix.interval(s, "mean", method="CR2",
+                                                    cluster="cluster"),
+    "BootstrapResult": lambda s, j: cluster_bootstrap(*_xy(s), reps=199, seed=1),
+    "WildResult": lambda s, j: wild_cluster_bootstrap(*_xy(s), target=0, reps=199,
+                                                      null=0.7, seed=1),
+    "ComparisonResult": lambda s, j: compare_all(j, cluster="scenario", reps=199, seed=1),
+    "LeaderboardResult": lambda s, j: _quiet(
+        leaderboard, baseline_leaderboard(6, 30, seed=2).table(), cluster="item",
+        by="judge", seed=1, draws=500),
+    "ICCResult": lambda s, j: icc_anova(s.y, s.codes("cluster")),
+    "DesignEffectResult": lambda s, j: design_effect(j),
+    "PowerResult": lambda s, j: power([0.05, 0.1], n_clusters=[[10], [20], [40]],
+                                      cluster_size=5, icc=0.1, sd=0.5),
+    "PowerResult (mde)": lambda s, j: mde(0.8, n_clusters=[10, 20], cluster_size=5, icc=0.1,
+                                          sd=0.5),
+    "PilotPowerResult": lambda s, j: pilot_power(s, n_clusters=[10, 20], null=0.5, reps=100,
+                                                 seed=1),
+    "PilotPowerResult (parametric)": lambda s, j: parametric_power(
+        {"scenario": 0.4, "item": 0.0}, levels={"scenario": 8, "item": 4},
+        vary={"scenario": [8, 16]}, estimand="mean", family="gaussian", residual_sd=1.0,
+        effect=0.3, reps=100, seed=3),
+    "HeadlineCoverage": lambda s, j: headline_coverage([next(iter(DESIGNS))], reps=4,
+                                                       progress=False),
+    "CoverageResult": lambda s, j: coverage(
+        ["naive", "CR1"], [{"n_clusters": 20, "cluster_size": 5, "icc": 0.1},
+                           {"n_clusters": 30, "cluster_size": 5, "icc": 0.2}],
+        reps=50, seed=1, progress=False),
+    "SimResult": lambda s, j: pairwise_judges(4, 2, 2, 2, seed=1),
+    "ModelFit (statsmodels)": lambda s, j: _quiet(evalmix.fit, j, backend="statsmodels",
+                                                  seed=1),
+    "ModelFit (strata)": lambda s, j: _quiet(evalmix.fit, j, backend="statsmodels",
+                                             strata="judge", seed=1),
+    "Report": lambda s, j: _quiet(evalmix.analyze, j, methods=["naive", "CR2",
+                                                               "glmm_laplace"],
+                                  reps=199, seed=3, progress=False),
+}
+
+
+@pytest.fixture(scope="module", params=sorted(BUILDERS))
+def result(request, scores, judged):
+    return _quiet(BUILDERS[request.param], scores, judged)
+
+
+def _check_contract(r) -> pd.DataFrame:
+    assert dataclasses.is_dataclass(r) and type(r).__dataclass_params__.frozen
+    first = dataclasses.fields(r)[0].name
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(r, first, None)
+    assert any("__str__" in vars(c) for c in type(r).__mro__[:-1]), "no own __str__"
+    assert str(r).strip()
+    t = r.tidy()
+    assert isinstance(t, pd.DataFrame) and len(t) > 0
+    assert tuple(t.columns[:len(RESULT_COLUMNS)]) == RESULT_COLUMNS
+    keys = t[list(KEY_COLUMNS)]
+    assert keys.notna().all().all(), "a key column holds NaN"
+    dup = t.duplicated(list(KEY_COLUMNS), keep=False)
+    assert not dup.any(), t.loc[dup, list(KEY_COLUMNS)]
+    # selecting any row by its key returns exactly that row
+    for i in (0, len(t) - 1):
+        row = t.iloc[i]
+        hit = t[(keys == row[list(KEY_COLUMNS)]).all(axis=1)]
+        assert len(hit) == 1
+    return t
+
+
+def test_every_public_result_follows_the_contract(result):
+    _check_contract(result)
+
+
+@pytest.mark.mcmc
+def test_bayesian_model_fit_follows_the_contract(judged):
+    f = _quiet(evalmix.fit, judged, seed=1, draws=60, tune=60, progress=False)
+    t = _check_contract(f)
+    assert set(t["estimand"]) == {"fixed_effect", "sd"} and (t["method"] == "bayes").all()
+
+
+def test_model_fit_tidy_rows_are_its_tables(judged):
+    f = _quiet(evalmix.fit, judged, backend="statsmodels", seed=1)
+    t = f.tidy().set_index(["estimand", "contrast", "scale"])
+    fe = f.fixed_effects.set_index(["term", "scale"])
+    for (term, scale), row in fe.iterrows():
+        got = t.loc[("fixed_effect", term, scale)]
+        np.testing.assert_equal([got["estimate"], got["lo"], got["hi"]],
+                                [row["estimate"], row["lo"], row["hi"]])
+    v = f.variance.set_index("factor")
+    for factor, row in v.iterrows():
+        got = t.loc[("sd", factor, "sd")]
+        np.testing.assert_equal([got["estimate"], got["lo"], got["hi"]],
+                                [row["sd"], row["sd_lo"], row["sd_hi"]])
+        np.testing.assert_allclose([row["var_lo"], row["var_hi"]],
+                                   [row["sd_lo"] ** 2, row["sd_hi"] ** 2])
+    assert not f.fixed_effects.duplicated(["term", "scale"]).any()
+    assert (f.tidy()["cluster"] == "model").all() and f.strata == {}
+
+
+def test_interval_details_are_read_only_and_survive_pickling(scores):
+    r = evalmix.interval(scores, "mean", method="bootstrap", cluster="cluster", reps=199,
+                         seed=1)
+    assert r.details
+    with pytest.raises(TypeError):
+        r.details["extra"] = 1       # type: ignore[index]
+    back = pickle.loads(pickle.dumps(r))
+    assert dict(back.details) == dict(r.details)
+    with pytest.raises(TypeError):
+        back.details["extra"] = 1    # type: ignore[index]
+    boot = cluster_bootstrap(*_xy(scores), reps=99, seed=1)
+    with pytest.raises(TypeError):
+        boot.details["bias"] = 0.0   # type: ignore[index]
+
+
+def test_strata_are_read_only_and_pickle(judged):
+    f = _quiet(evalmix.fit, judged, backend="statsmodels", strata="judge", seed=1)
+    with pytest.raises(TypeError):
+        f.strata["judge9"] = f       # type: ignore[index]
+    back = pickle.loads(pickle.dumps(dataclasses.replace(f, idata=None)))
+    assert list(back.strata) == list(f.strata)
+    pd.testing.assert_frame_equal(back.tidy(), f.tidy())
+
+
+def test_report_tidy_is_its_interval_table(judged):
+    rep = _quiet(evalmix.analyze, judged, methods=["naive", "CR2"], fast=True, reps=199,
+                 seed=3, progress=False)
+    t = rep.tidy()
+    assert len(t) == len(rep.intervals)
+    assert set(rep.intervals.columns) <= set(t.columns)
+    pd.testing.assert_frame_equal(t[list(rep.intervals.columns)], rep.intervals,
+                                  check_dtype=False)
+
+
+def test_tidy_rows_fills_the_schema():
+    f = tidy_rows([{"estimate": 1.0, "cluster": None, "extra": "x"}], estimand="mean")
+    assert tuple(f.columns) == RESULT_COLUMNS + ("extra",)
+    assert f.loc[0, "cluster"] == "" and f.loc[0, "contrast"] == ""
+    assert np.isnan(f.loc[0, "se"])
