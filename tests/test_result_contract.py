@@ -19,14 +19,14 @@ import pytest
 import evalmix
 from evalmix.design.effect import design_effect, icc_anova
 from evalmix.inference.bootstrap import cluster_bootstrap
-from evalmix.inference.compare import compare_all
+from evalmix.inference.compare_all import compare_all
 from evalmix.inference.leaderboard import leaderboard
 from evalmix.inference.wild import wild_cluster_bootstrap
 from evalmix.plan.headline import DESIGNS, headline_coverage
 from evalmix.plan.pilot import parametric_power, pilot_power
 from evalmix.plan.power import mde, power
+from evalmix.plan.study import coverage
 from evalmix.sim import baseline_leaderboard, clustered_scores, pairwise_judges
-from evalmix.sim.study import coverage
 from evalmix.tidy import KEY_COLUMNS, RESULT_COLUMNS, tidy_rows
 
 
