@@ -8,7 +8,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from evalmix.cli._common import (
     nonnegative_float,
@@ -17,7 +17,7 @@ from evalmix.cli._common import (
     positive_int,
     stop_if_interrupted,
 )
-from evalmix.data.readers import FORMATS
+from evalmix.data.readers import FORMATS, Format
 from evalmix.errors import DroppedRowsWarning, EvalmixError
 
 __all__ = ["add_parser", "run_report", "run_demo"]
@@ -132,7 +132,7 @@ def _read_log(args: argparse.Namespace, fmt: str) -> Any:
     extra = {"clusters": parse_cluster(args.cluster) or None, "ties": args.ties,
              "replicate": args.replicate}
     kwargs.update({k: v for k, v in extra.items() if v is not None})
-    return read_log(args.data, format=fmt, **kwargs)
+    return read_log(args.data, format=cast(Format, fmt), **kwargs)
 
 
 def _read(args: argparse.Namespace) -> Any:

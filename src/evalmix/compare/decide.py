@@ -124,7 +124,8 @@ def headline(frame: pd.DataFrame, *, cluster: str, method: str = "CR2",
         if estimable and few_levels:
             msg += (f"; wide because the design has few independent levels of "
                     f"{few_levels}: add levels of it to narrow the interval")
-        estimate = rec["estimate"] if rec is not None else naive["estimate"]
+        estimate = (rec["estimate"] if rec is not None
+                    else naive["estimate"] if naive is not None else float("nan"))
         rows.append({
             "estimand": est, "contrast": con, "estimate": float(estimate),
             "naive_lo": nlo, "naive_hi": nhi,
@@ -133,8 +134,9 @@ def headline(frame: pd.DataFrame, *, cluster: str, method: str = "CR2",
             "n_clusters": rec["n_clusters"] if rec is not None else n_levels,
             "width_ratio": ratio if estimable else float("nan"),
             "naive_decision": naive["decision"] if naive is not None else pd.NA,
-            "decision": rec["decision"] if estimable else pd.NA,
+            "decision": rec["decision"] if estimable and rec is not None else pd.NA,
             "fragile": bool(part["fragile"].any()), "message": msg,
-            "disagreeing": _disagreeing(part, rec["decision"]) if estimable else "",
+            "disagreeing": (_disagreeing(part, rec["decision"])
+                            if estimable and rec is not None else ""),
         })
     return pd.DataFrame(rows, columns=cols)

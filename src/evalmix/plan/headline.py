@@ -18,7 +18,7 @@ import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -192,7 +192,7 @@ def _one_rep(design: StudyDesign, seed: np.random.SeedSequence, level: float,
     """
     from evalmix.compare.recommend import contrasts, output_cell, recommend_cluster, select_rows
     from evalmix.inference.api import interval
-    from evalmix.inference.estimands import build_problem
+    from evalmix.inference.estimands import Estimand, build_problem
 
     table, truth = design.simulate(np.random.default_rng(seed))
     rec = recommend_cluster(table)
@@ -215,10 +215,10 @@ def _one_rep(design: StudyDesign, seed: np.random.SeedSequence, level: float,
                 kw["conditions"] = c.levels
             if c.model is not None:
                 kw["model"] = c.model
-            problem = build_problem(sub, c.estimand, **{k: v for k, v in kw.items()
+            problem = build_problem(sub, cast(Estimand, c.estimand), **{k: v for k, v in kw.items()
                                                         if k != "level"})
             value = truth[c.key]
-            res = {("naive", ()): interval(sub, c.estimand, method="naive", problem=problem,
+            res: dict[tuple[str, tuple[str, ...]], Any] = {("naive", ()): interval(sub, c.estimand, method="naive", problem=problem,
                                            **kw)}
             for lv in levels:
                 res[("CR2", lv)] = interval(sub, c.estimand, method="CR2", problem=problem,

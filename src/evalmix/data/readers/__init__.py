@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -35,7 +36,7 @@ __all__ = ["FORMATS", "detect_format", "read_log", "read_inspect", "read_lm_eval
 
 Format = Literal["auto", "table", "inspect", "lm_eval", "alpaca_eval", "battles"]
 FORMATS: tuple[str, ...] = ("auto", "table", "inspect", "lm_eval", "alpaca_eval", "battles")
-_READERS = {"inspect": read_inspect, "lm_eval": read_lm_eval,
+_READERS: dict[str, Callable[..., EvalTable]] = {"inspect": read_inspect, "lm_eval": read_lm_eval,
             "alpaca_eval": read_alpaca_eval, "battles": read_battles}
 
 

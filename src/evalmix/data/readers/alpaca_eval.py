@@ -100,8 +100,10 @@ def read_alpaca_eval(source: Source, *, failures: Literal["tie", "drop"] = "tie"
         pref = np.where(failed, 1.5, pref)
     p_a = 2.0 - pref
     frame["y_a"] = p_a
-    frame["verdict"] = np.select([p_a > 0.5, p_a < 0.5, p_a == 0.5], ["a", "b", "tie"],
-                                 default=None)
+    p = np.asarray(p_a, dtype=float)
+    verdict = np.full(p.shape, None, dtype=object)  # None: no preference recorded
+    verdict[p > 0.5], verdict[p < 0.5], verdict[p == 0.5] = "a", "b", "tie"
+    frame["verdict"] = verdict
     clusters = {"item": "instruction"}
     for role, col in (("item_group", "dataset"), ("judge", "annotator")):
         if col in frame.columns and frame[col].nunique() > 1:

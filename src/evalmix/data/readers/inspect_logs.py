@@ -32,6 +32,7 @@ Sample metadata are columns ``metadata.<key>`` (usable as clusters, e.g.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +92,7 @@ def _value(v: Any, scorer: str) -> float:
 
 def _logs(source: Source) -> tuple[list[Any], list[Path]]:
     log = _inspect_log()
-    items = [source] if isinstance(source, str | Path) else list(source)
+    items = [source] if isinstance(source, str | os.PathLike) else list(source)
     files: list[Path] = []
     for item in items:
         path = Path(item)
