@@ -24,7 +24,6 @@ __all__ = [
     "SingularFitWarning",
     "NotEstimableWarning",
     "check_option",
-    "check_seed",
     "check_out_dir",
 ]
 
@@ -88,27 +87,6 @@ def check_option(name: str, value: object, allowed: Sequence[object]) -> None:
     if value not in allowed:
         choices = ", ".join(repr(a) for a in allowed)
         raise InvalidOptionError(f"{name}={value!r} is not allowed; choose one of {choices}")
-
-
-def check_seed(seed: object) -> None:
-    """Raise :class:`InvalidOptionError` unless ``seed`` is None, a non-negative int or a
-    ``numpy.random.Generator`` (numpy seeds are non-negative integers).
-
-    Examples
-    --------
-    >>> check_seed(2026)
-    """
-    import numpy as np
-
-    if seed is None or isinstance(seed, np.random.Generator):
-        return
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
-        raise InvalidOptionError(
-            f"seed must be an int >= 0 or a numpy.random.Generator, got {seed!r}")
-    if seed < 0:
-        raise InvalidOptionError(
-            f"seed={int(seed)} is negative; numpy seeds are non-negative integers "
-            "(e.g. seed=1)")
 
 
 def check_out_dir(path: str | os.PathLike[str], *, what: str = "--out") -> Path:

@@ -43,9 +43,10 @@ from evalmix.compare.plan import (
 )
 from evalmix.compare.position import position_bias
 from evalmix.design.effect import design_effect
-from evalmix.errors import EvalmixError, check_option, check_seed
+from evalmix.errors import EvalmixError, check_option
 from evalmix.inference.api import interval
 from evalmix.inference.estimands import build_problem
+from evalmix.seeding import child_seed, resolve_seed
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -90,10 +91,6 @@ def _applicable(table: EvalTable, c: Contrast, method: str, level: tuple[str, ..
     if len(level) > 1 and method not in _MULTIWAY:
         return False
     return True
-
-
-def _seed_for(base: int, i: int) -> int:
-    return int(np.random.SeedSequence([base, i]).generate_state(1)[0])
 
 
 def _row_from(res: Any, job: _Job, n_obs: int) -> dict[str, Any]:
@@ -316,12 +313,7 @@ def analyze(
         raise EvalmixError(f"level must be between 0 and 1, got {level}")
     if reps < 1:
         raise EvalmixError(f"reps must be a positive integer, got {reps}")
-    check_seed(seed)
-    if isinstance(seed, np.random.Generator):
-        seed = int(seed.integers(2**31))
-    if seed is None:
-        seed = int(np.random.SeedSequence().generate_state(1)[0] % (2**31))
-    seed = int(seed)
+    seed = resolve_seed(seed)
     chosen = check_methods(methods)
     design_methods = [m for m in ALL_METHODS if m in chosen]
     model_methods = [m for m in MODEL_METHODS if m in chosen] if methods is not None \
@@ -401,7 +393,7 @@ def analyze(
                     row, w, err = _empty_row(job, sub.n_obs, level, perr), [], perr
                 else:
                     row, w, err = _call_interval(sub, job, level=level, reps=reps,
-                                                 seed=_seed_for(seed, i), problem=problem)
+                                                 seed=child_seed(seed, i), problem=problem)
             raw_warn += w
             if err:
                 errors.append((job.method, job.contrast.contrast, err))

@@ -39,7 +39,7 @@ from evalmix.errors import (
     TooFewClustersError,
     check_option,
 )
-from evalmix.sim._common import SeedLike, as_generator, seed_record
+from evalmix.seeding import SeedLike, seeded_rng
 
 __all__ = [
     "BootstrapResult",
@@ -523,7 +523,7 @@ def cluster_bootstrap(
     if nested is not None and ci == "studentized":
         raise EvalmixError("ci='studentized' is not available with nested resampling; use "
                            "ci='percentile' or 'bca'")
-    rng = as_generator(seed)
+    rng, seed = seeded_rng(seed)
     studentized = ci == "studentized"
 
     if nested is None:
@@ -610,7 +610,7 @@ def cluster_bootstrap(
         lo, hi = studentized_interval(estimate, se_cr1, t_draws[finite], level)
     return BootstrapResult(
         estimate=estimate, se=float(good.std(ddof=1)), lo=float(lo), hi=float(hi),
-        draws=draws, reps=int(reps), seed=seed_record(seed), ci_type=ci, n_clusters=g,
+        draws=draws, reps=int(reps), seed=seed, ci_type=ci, n_clusters=g,
         level=level, family=family, nested=nested is not None, n_failed=n_failed,
         se_cr1=se_cr1, t_draws=t_draws, details=details)
 

@@ -39,7 +39,7 @@ from scipy import stats
 
 from evalmix.errors import EvalmixError, FewClustersWarning, check_option
 from evalmix.inference.bootstrap import MIN_CLUSTERS, cluster_weights, norm_inter
-from evalmix.sim._common import SeedLike, as_generator, seed_record
+from evalmix.seeding import SeedLike, seeded_rng
 
 __all__ = ["compare_all", "holm", "cell_means_vcov"]
 
@@ -280,6 +280,7 @@ def compare_all(
     q = stats.t.ppf(0.5 + level / 2, df)
     crit, p_maxt, se_boot, n_failed = (np.nan, np.full(len(pairs), np.nan),
                                        np.full(len(pairs), np.nan), 0)
+    rng, seed = seeded_rng(seed)
     if g < MIN_CLUSTERS:
         warnings.warn(f"only {g} clusters: no simultaneous bootstrap intervals (the "
                       f"cluster bootstrap needs at least {MIN_CLUSTERS}); use the Holm "
@@ -287,7 +288,7 @@ def compare_all(
                       stacklevel=2)
     else:
         crit, maxabs, se_boot, n_failed = _bootstrap_maxt(
-            count, total, pairs, est, reps, level, as_generator(seed))
+            count, total, pairs, est, reps, level, rng)
         with np.errstate(divide="ignore", invalid="ignore"):
             t1 = np.abs(est / se1)
         p_maxt = np.array([np.mean(maxabs >= x) for x in t1])
@@ -301,6 +302,6 @@ def compare_all(
         "sim_lo": est - crit * se1, "sim_hi": est + crit * se1, "p_maxt": p_maxt,
         "se_boot": se_boot, "level": level, "method": method,
         "cluster": roles[0] if roles else "", "n_clusters": g, "n_obs": table.n_obs,
-        "reps": reps, "seed": seed_record(seed), "n_failed": n_failed,
+        "reps": reps, "seed": seed, "n_failed": n_failed,
     }, columns=list(COLUMNS))
     return out

@@ -62,7 +62,7 @@ from evalmix.inference.ranking import (
     rank_intervals,
 )
 from evalmix.inference.sandwich import _one_blas_thread, intersect_codes, vcov_cluster
-from evalmix.sim._common import SeedLike, as_generator, seed_record
+from evalmix.seeding import SeedLike, seeded_rng
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -456,9 +456,9 @@ def leaderboard(
                 f"pairs name models that are not on the board: {unknown[:5]}; the models "
                 f"are e.g. {sorted(known)[:5]} (a win-rate board does not rank its "
                 f"baseline {rows.baseline!r})")
-    rng = as_generator(seed)
+    rng, seed = seeded_rng(seed)
     opts = {"method": method, "cluster": label, "level": level, "adjust": adjust,
-            "draws": int(draws), "seed": seed_record(seed)}
+            "draws": int(draws), "seed": seed}
     strata: list[tuple[str, np.ndarray]] = [("", np.ones(table.n_obs, dtype=bool))]
     empty = pd.DataFrame({"by": pd.Series(dtype=str), "model": pd.Series(dtype=str)})
     if by is not None:
@@ -501,4 +501,4 @@ def leaderboard(
         pairs=pd.concat(pair_frames, ignore_index=True),
         estimand=rows.estimand, method=method, cluster=label, level=level, adjust=adjust,
         baseline=rows.baseline, by=by, empty_cells=empty, skipped_strata=tuple(skipped),
-        seed=seed_record(seed))
+        seed=seed)

@@ -36,7 +36,7 @@ import pandas as pd
 from scipy import stats
 
 from evalmix.errors import EvalmixError, TooFewClustersError, check_option
-from evalmix.sim._common import SeedLike, as_generator, seed_record
+from evalmix.seeding import SeedLike, seeded_rng
 
 __all__ = ["WildResult", "wild_cluster_bootstrap", "wild_weights", "WEBB_VALUES"]
 
@@ -296,7 +296,7 @@ def wild_cluster_bootstrap(
     if not parts.se > 0:
         raise EvalmixError("the CR1 standard error is zero; the coefficient has no "
                            "within-sample variation to test")
-    rng = as_generator(seed)
+    rng, seed = seeded_rng(seed)
     enumerated = weights == "rademacher" and 2**g <= reps
     if enumerated:
         V = np.array(list(itertools.product((1.0, -1.0), repeat=g)))
@@ -309,5 +309,5 @@ def wild_cluster_bootstrap(
     return WildResult(
         estimate=parts.beta, t_obs=(parts.beta - null) / parts.se,
         p_value=_p_value(m, null, parts), lo=float(lo), hi=float(hi), reps=int(V.shape[0]),
-        seed=seed_record(seed), weights=weights, n_clusters=g, level=level, null=null,
+        seed=seed, weights=weights, n_clusters=g, level=level, null=null,
         se_cr1=parts.se, enumerated=enumerated, t_draws=_t_star(m, null, parts.adj))

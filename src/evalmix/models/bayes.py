@@ -56,6 +56,7 @@ from evalmix.models.pymc_model import (
 from evalmix.models.result import DIAGNOSTIC_COLUMNS, ModelFit
 from evalmix.models.spec import ModelSpec, collapse
 from evalmix.models.summaries import fixed_table, variance_table
+from evalmix.seeding import resolve_seed
 
 __all__ = ["fit_bayes", "ENGINES", "SAMPLERS", "RHAT_MAX", "ESS_MIN", "FEW_LEVELS"]
 
@@ -71,14 +72,6 @@ RETRY_TARGET_ACCEPT = 0.95
 
 def _has(mod: str) -> bool:
     return importlib.util.find_spec(mod) is not None
-
-
-def _seed_int(seed) -> int:
-    if seed is None:
-        return int(np.random.SeedSequence().generate_state(1)[0] % (2**31 - 1))
-    if isinstance(seed, np.random.Generator):
-        return int(seed.integers(0, 2**31 - 1))
-    return int(seed)
 
 
 def _stack(idata, name: str) -> np.ndarray:
@@ -338,7 +331,7 @@ def fit_bayes(
         raise EvalmixError(f"draws={draws}, tune={tune}, chains={chains}: need draws >= 50, "
                            "tune >= 0 and chains >= 1")
     t0 = time.perf_counter()
-    seed_i = _seed_int(seed)
+    seed_i = resolve_seed(seed)
     data = collapse(spec)
     if engine == "bambi":
         from evalmix.models.bambi_engine import fit_bambi

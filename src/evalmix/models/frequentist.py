@@ -82,6 +82,7 @@ from evalmix.models._tidy_frequentist import (
 )
 from evalmix.models.result import FIXED_COLUMNS, ModelFit
 from evalmix.models.spec import ModelSpec, RandomTerm, build_spec, collapse
+from evalmix.seeding import resolve_seed
 
 __all__ = [
     "METHODS",
@@ -211,16 +212,6 @@ def fit_glmm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
                               if method == "vb" else
                               "mode +- z Laplace SD (joint mode incl. random effects)")},
     )
-
-
-def _seed_int(seed: int | np.random.Generator | None) -> int:
-    if seed is None:
-        return int(np.random.SeedSequence().generate_state(1)[0])
-    if isinstance(seed, np.random.Generator):
-        return int(seed.integers(0, 2**32))
-    if isinstance(seed, int | np.integer):
-        return int(seed)
-    raise EvalmixError(f"seed must be an int or numpy.random.Generator, got {seed!r}")
 
 
 def _versions() -> dict[str, str]:
@@ -353,7 +344,7 @@ def fit_statsmodels(
         raise EvalmixError(
             f"method={method!r} fits a logit model for binary outcomes, but the outcome is "
             f"{spec.family} ({spec.response}); use method='mixedlm' for numeric scores")
-    seed_used = _seed_int(seed)
+    seed_used = resolve_seed(seed)
     rng = np.random.default_rng(seed_used)
     terms = list(spec.random)
     if method == "mixedlm":

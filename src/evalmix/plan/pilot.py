@@ -30,7 +30,7 @@ from scipy import stats
 from scipy.special import expit
 
 from evalmix.errors import EvalmixError, check_option
-from evalmix.sim._common import SeedLike, as_generator, seed_record
+from evalmix.seeding import SeedLike, seeded_rng
 
 __all__ = ["PilotPowerResult", "bootstrap_power", "pilot_power", "parametric_power",
            "components_from_fit"]
@@ -157,7 +157,7 @@ def bootstrap_power(
     xty = np.zeros((g, k))
     np.add.at(xty, codes, X * y[:, None])
     n_g = np.bincount(codes, minlength=g).astype(float)
-    rng = as_generator(seed)
+    rng, seed = seeded_rng(seed)
     ks = np.atleast_1d(np.asarray(n_clusters, dtype=int))
     if (ks < 2).any():
         raise EvalmixError(f"n_clusters must be at least 2, got {ks.tolist()}")
@@ -183,13 +183,13 @@ def bootstrap_power(
     table["null"] = null
     table["effect"] = beta_hat[target] - null if effect is None else effect
     table["level"], table["target_power"] = level, power
-    table["method"], table["seed"] = "cluster bootstrap", seed_record(seed)
+    table["method"], table["seed"] = "cluster bootstrap", seed
     notes: tuple[str, ...] = ()
     if g < 10:
         notes = (f"the pilot has only {g} clusters: its between-cluster spread is itself very "
                  "uncertain, which these Monte Carlo SEs do not include",)
     return PilotPowerResult(table=table[list(PILOT_COLUMNS)], method="cluster bootstrap",
-                            reps=reps, seed=seed_record(seed), level=level, notes=notes)
+                            reps=reps, seed=seed, level=level, notes=notes)
 
 
 Estimand = Literal["mean", "win_rate", "controlled_win_rate", "difference"]
@@ -483,7 +483,7 @@ def parametric_power(
         for v in values:
             if int(v) != levels[f]:
                 plans.append((f"{f}={int(v)}", f, {**levels, f: int(v)}))
-    rng = as_generator(seed)
+    rng, seed = seeded_rng(seed)
     rows = []
     for label, factor, lv in plans:
         if min(lv[c] for c in clusters) < 2:
@@ -502,7 +502,7 @@ def parametric_power(
     table = pd.DataFrame(rows)
     table["null"], table["effect"] = null_value, effect
     table["level"], table["target_power"] = level, power
-    table["method"], table["seed"] = "parametric", seed_record(seed)
+    table["method"], table["seed"] = "parametric", seed
     extra = [c for c in table.columns if c.startswith("levels_")]
     return PilotPowerResult(table=table[list(PILOT_COLUMNS) + extra], method="parametric",
-                            reps=reps, seed=seed_record(seed), level=level)
+                            reps=reps, seed=seed, level=level)
