@@ -27,9 +27,9 @@ from evalmix.sim.leaderboard import baseline_leaderboard
 
 def _data(seed=0):
     rng = np.random.default_rng(seed)
-    g = np.repeat(np.arange(16), 5)
-    X = np.column_stack([np.ones(80), rng.integers(0, 2, 80)])
-    y = 0.3 * X[:, 1] + rng.normal(size=16)[g] + rng.normal(size=80)
+    g = np.repeat(np.arange(24), 4)
+    X = np.column_stack([np.ones(96), rng.integers(0, 2, 96)])
+    y = 0.3 * X[:, 1] + rng.normal(size=24)[g] + rng.normal(size=96)
     return X, y, g
 
 

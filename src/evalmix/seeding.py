@@ -32,7 +32,7 @@ __all__ = [
 SeedLike = int | np.integer | np.random.Generator | None
 #: Recorded seeds drawn from entropy or a Generator lie in ``[0, SEED_BOUND)``: they fit
 #: a signed 32-bit integer, which every back end (PyMC, numba, JSON readers) accepts.
-SEED_BOUND = 2**31 - 1
+SEED_BOUND = 2**31
 
 
 def check_seed(seed: object) -> None:
@@ -81,7 +81,7 @@ def resolve_seed(seed: SeedLike) -> int:
     if seed is None:
         return int(np.random.SeedSequence().generate_state(1)[0] % SEED_BOUND)
     if isinstance(seed, np.random.Generator):
-        return int(seed.integers(0, SEED_BOUND))
+        return int(seed.integers(SEED_BOUND))
     return int(seed)
 
 
