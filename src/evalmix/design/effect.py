@@ -26,6 +26,7 @@ import pandas as pd
 from scipy import stats
 
 from evalmix.errors import EvalmixError
+from evalmix.inference.sandwich import cr1_factor
 
 __all__ = [
     "ICCResult",
@@ -143,7 +144,7 @@ def deff_empirical(y: np.ndarray, clusters: np.ndarray) -> float:
     ss = np.sum(dev**2)
     if ss == 0 or g < 2:
         return float("nan")
-    cr1 = g / (g - 1) * np.sum(np.bincount(codes, weights=dev, minlength=g) ** 2) / n**2
+    cr1 = cr1_factor(g, n, 1) * np.sum(np.bincount(codes, weights=dev, minlength=g) ** 2) / n**2
     return float(cr1 / (ss / (n - 1) / n))
 
 

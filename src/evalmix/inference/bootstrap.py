@@ -39,6 +39,7 @@ from evalmix.errors import (
     TooFewClustersError,
     check_option,
 )
+from evalmix.inference.sandwich import cr1_factor
 from evalmix.seeding import SeedLike, seeded_rng
 
 __all__ = [
@@ -348,8 +349,7 @@ def _linear_cr1(W: np.ndarray, sums: dict[str, np.ndarray], H: np.ndarray,
             + np.einsum("bi,bj,bl,bm,bijlm->b", q, beta, q, beta, HH))
     n_cl = W.sum(axis=1) if W.shape[1] == g else np.full(W.shape[0], g)
     n_obs = W @ sums["n"]
-    adj = n_cl / (n_cl - 1) * (n_obs - 1) / (n_obs - k)
-    return np.maximum(meat, 0) * adj
+    return np.maximum(meat, 0) * cr1_factor(n_cl, n_obs, k)
 
 
 def _linear_from_gather(idx: np.ndarray, columns: np.ndarray, k: int,
@@ -422,7 +422,7 @@ def _logit_fit(W: np.ndarray, cells: _Cells, target: int, start: np.ndarray,
     n_cl = W.sum(axis=1)
     n_obs = W @ np.bincount(cells.block, weights=cells.n, minlength=n_blocks)
     k = Xc.shape[1]
-    var = meat * n_cl / (n_cl - 1) * (n_obs - 1) / (n_obs - k)
+    var = meat * cr1_factor(n_cl, n_obs, k)
     return est, np.where(ok, var, np.nan)
 
 

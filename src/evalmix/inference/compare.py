@@ -39,6 +39,7 @@ from scipy import stats
 
 from evalmix.errors import EvalmixError, FewClustersWarning, check_option
 from evalmix.inference.bootstrap import MIN_CLUSTERS, cluster_weights, norm_inter
+from evalmix.inference.sandwich import cr1_factor
 from evalmix.seeding import SeedLike, seeded_rng
 
 __all__ = ["compare_all", "holm", "cell_means_vcov"]
@@ -114,7 +115,7 @@ def cell_means_vcov(count: np.ndarray, total: np.ndarray, *, method: Method = "C
     vcov = scores.T @ scores
     if method == "CR1":
         n = count.sum()
-        vcov *= g / (g - 1) * (n - 1) / (n - m)
+        vcov *= cr1_factor(g, n, m)
     return means, vcov, factor
 
 
@@ -190,7 +191,7 @@ def _bootstrap_maxt(count: np.ndarray, total: np.ndarray, pairs: np.ndarray, est
             i, j = pairs[:, 0], pairs[:, 1]
             var = Q[:, i, i] + Q[:, j, j] - 2 * Q[:, i, j]
             n_star = W @ n_cell
-            var *= (g / (g - 1) * (n_star - 1) / (n_star - m))[:, None]
+            var *= cr1_factor(g, n_star, m)[:, None]
             d = mw @ C.T
             diffs[a:a + W.shape[0]] = d
             tstat[a:a + W.shape[0]] = (d - est) / np.sqrt(var)

@@ -70,6 +70,7 @@ __all__ = [
     "MultiwayVcov",
     "cluster_codes",
     "cluster_sums",
+    "cr1_factor",
     "vcov_cluster",
     "satterthwaite_df",
     "vcov_multiway",
@@ -280,8 +281,18 @@ def _one_blas_thread():
     return threadpool_limits(1)
 
 
-def _cr1_factor(G: int, n: int, k: int) -> float:
-    return G / (G - 1) * (n - 1) / (n - k)
+def cr1_factor(n_clusters, n_obs, n_coef):  # noqa: ANN001, ANN201 (float or array)
+    """The CR1 small-sample factor ``G/(G-1) * (N-1)/(N-k)`` (elementwise for arrays).
+
+    ``sandwich::vcovCL(type="HC1")`` and Stata's ``vce(cluster)``; for a mean (``k = 1``)
+    it is ``G/(G-1)``. Every CR1 variance in evalmix uses this function.
+
+    Examples
+    --------
+    >>> cr1_factor(10, 100, 2)
+    1.1337868480725624
+    """
+    return n_clusters / (n_clusters - 1) * (n_obs - 1) / (n_obs - n_coef)
 
 
 def _check_residual_df(n: int, k: int) -> None:
@@ -343,7 +354,7 @@ def vcov_cluster(
     V = pieces.L @ meat @ pieces.L.T
     if type == "CR1":
         n, k = wh.Z.shape
-        V = V * _cr1_factor(pieces.n_clusters, n, k)
+        V = V * cr1_factor(pieces.n_clusters, n, k)
     return (V + V.T) / 2
 
 
@@ -385,7 +396,7 @@ def _vcov_and_df_dense(X, resid, clusters, *, type, working_weights=None):
     V = pieces.L @ (pieces.t.T @ pieces.t) @ pieces.L.T
     if type == "CR1":
         n, k = wh.Z.shape
-        V = V * _cr1_factor(pieces.n_clusters, n, k)
+        V = V * cr1_factor(pieces.n_clusters, n, k)
     return (V + V.T) / 2, _satterthwaite(pieces.d, pieces.omega)
 
 
@@ -484,12 +495,9 @@ def vcov_multiway(
     meat = np.zeros((k, k))
     for sign, _, cc, G in _inclusion_exclusion(codes):
         sums = cluster_sums(s, cc, G)
-        adj = G / (G - 1) if (type == "CR1" and G > 1) else 1.0
+        adj = cr1_factor(G, n, k) if (type == "CR1" and G > 1) else 1.0
         meat += sign * adj * (sums.T @ sums)
-    V = wh.L @ meat @ wh.L.T
-    if type == "CR1":
-        V = V * (n - 1) / (n - k)
-    return _psd(V, n_levels)
+    return _psd(wh.L @ meat @ wh.L.T, n_levels)
 
 
 def multiway_df(

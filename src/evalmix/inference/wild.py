@@ -36,6 +36,7 @@ import pandas as pd
 from scipy import stats
 
 from evalmix.errors import EvalmixError, TooFewClustersError, check_option
+from evalmix.inference.sandwich import cr1_factor
 from evalmix.seeding import SeedLike, seeded_rng
 
 __all__ = ["WildResult", "wild_cluster_bootstrap", "wild_weights", "WEBB_VALUES"]
@@ -147,7 +148,7 @@ def _parts(X: np.ndarray, y: np.ndarray, codes: np.ndarray, g: int, target: int)
         raise EvalmixError("X'X is singular; drop collinear columns of X") from err
     beta = A @ (X.T @ y)
     q = A[:, target]
-    adj = g / (g - 1) * (n - 1) / (n - k)
+    adj = cr1_factor(g, n, k)
     # CR1 standard error of the unrestricted fit
     resid = y - X @ beta
     score = _segsum(X * resid[:, None], codes, g) @ q

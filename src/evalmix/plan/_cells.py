@@ -32,6 +32,7 @@ import numpy as np
 from scipy import stats
 
 from evalmix.errors import EvalmixError
+from evalmix.inference.sandwich import cr1_factor
 
 __all__ = ["FAST_METHODS", "CELL_DEFAULTS", "simulate_cell", "run_cell", "cell_truth"]
 
@@ -146,7 +147,7 @@ def stacked_intervals(methods, s, n, q, *, level, boot_reps, rng):
     est = s.sum(axis=1) / n_tot
     r = s - n * est[:, None]
     out: dict[str, tuple[np.ndarray, ...]] = {}
-    se_cr1 = np.sqrt(g / (g - 1) * (r**2).sum(axis=1)) / n_tot
+    se_cr1 = np.sqrt(cr1_factor(g, n_tot, 1) * (r**2).sum(axis=1)) / n_tot
     if "naive" in methods:
         var_item = (q.sum(axis=1) - n_tot * est**2) / (n_tot - 1)
         se = np.sqrt(np.maximum(var_item, 0) / n_tot)
@@ -202,7 +203,7 @@ def _bootstrap_block(methods, s, n, est, se_cr1, w, level):
         # the expansion cancels to rounding error when every drawn cluster has the same
         # mean: that resample's se is 0
         ss = np.where(ss > 1e-10 * s2, ss, 0.0)
-        se_b = np.sqrt(g / (g - 1) * ss) / n_b
+        se_b = np.sqrt(cr1_factor(g, n_b, 1) * ss) / n_b
         with np.errstate(divide="ignore", invalid="ignore"):
             t_b = (theta - est[:, None]) / se_b
         alpha_t = (1 + np.array([level, -level])) / 2
