@@ -290,7 +290,7 @@ def cr1_factor(n_clusters, n_obs, n_coef):  # noqa: ANN001, ANN201 (float or arr
     Examples
     --------
     >>> cr1_factor(10, 100, 2)
-    1.1337868480725624
+    1.1224489795918366
     """
     return n_clusters / (n_clusters - 1) * (n_obs - 1) / (n_obs - n_coef)
 
