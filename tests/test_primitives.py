@@ -97,3 +97,46 @@ def test_cell_means_cr1_equals_the_sandwich_on_group_dummies():
     X = np.eye(m)[group]
     ref = vcov_cluster(X, y - X @ means, codes, type="CR1")
     assert np.allclose(vcov, ref, rtol=RTOL, atol=1e-15)
+
+
+# ----------------------------------------------------------------- dense cluster codes
+@pytest.mark.parametrize("labels", [
+    np.array([5, 3, 3, 9, 0, 5]),  # small non-negative range: presence-table fast path
+    np.array([10**9, 7, 7, 10**12]),  # wide range: hashing
+    np.array([-2, 4, -2, 1]),
+    np.array(["item-b", "item-a", "item-b", "c"], dtype=object),
+    np.array([0.5, 0.25, 0.5]),
+])
+def test_dense_codes_equal_sorted_factorize(labels):
+    import pandas as pd
+
+    from evalmix.data.table import dense_codes
+
+    ref = pd.factorize(labels, sort=True)[0]
+    assert np.array_equal(dense_codes(labels), ref)
+    assert dense_codes(labels).dtype == np.int64
+
+
+def test_intersect_codes_equal_groupby_and_unique_rows():
+    import pandas as pd
+
+    from evalmix.data.table import intersect_codes
+
+    rng = np.random.default_rng(6)
+    a, b, c = (rng.integers(-1, k, size=200) for k in (4, 7, 3))  # -1: a missing label
+    ref = pd.DataFrame({"a": a, "b": b, "c": c}).groupby(["a", "b", "c"]).ngroup()
+    assert np.array_equal(intersect_codes(a, b, c), ref.to_numpy())
+    rows = np.unique(np.column_stack([a, b, c]), axis=0, return_inverse=True)[1]
+    assert np.array_equal(intersect_codes(a, b, c), rows.ravel())
+
+
+def test_cluster_codes_refuse_missing_labels():
+    from evalmix.errors import EvalmixError
+    from evalmix.inference.sandwich import cluster_codes
+
+    codes, g = cluster_codes(np.array(["b", "a", "b"]))
+    assert codes.tolist() == [1, 0, 1] and g == 2
+    with pytest.raises(EvalmixError, match="missing"):
+        cluster_codes(np.array([1.0, np.nan, 2.0]))
+    with pytest.raises(EvalmixError, match="missing"):
+        cluster_bootstrap(np.ones(3), np.ones(3), np.array([1.0, np.nan, 2.0]))

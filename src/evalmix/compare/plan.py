@@ -12,7 +12,6 @@ from itertools import combinations
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from evalmix.data.summary import factor_relation
 from evalmix.data.table import INTERACTION_SEP, is_judge_role
@@ -350,4 +349,4 @@ def level_label(level: tuple[str, ...]) -> str:
 def cluster_counts(table: EvalTable, level: tuple[str, ...]) -> int:
     if not level:
         return table.n_obs
-    return int(min(pd.factorize(table.data[r])[0].max() + 1 for r in level))
+    return min(table.n_levels(r) for r in level)

@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from evalmix.inference.sandwich import cr1_factor
+from evalmix.inference.sandwich import cluster_codes, cr1_factor
 
 if TYPE_CHECKING:
     from evalmix.data.table import EvalTable
@@ -65,8 +65,7 @@ def mean_cr1(y: np.ndarray, clusters: np.ndarray, *, level: float = 0.95
     n = y.size
     if n == 0:
         return (np.nan, np.nan, np.nan, np.nan, 0)
-    codes = pd.factorize(np.asarray(clusters))[0]
-    g = int(codes.max()) + 1
+    codes, g = cluster_codes(np.asarray(clusters))
     m = float(y.mean())
     if g < 2 or n < 2:
         return (m, np.nan, np.nan, np.nan, g)

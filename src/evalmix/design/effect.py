@@ -26,7 +26,7 @@ import pandas as pd
 from scipy import stats
 
 from evalmix.errors import EvalmixError
-from evalmix.inference.sandwich import cr1_factor
+from evalmix.inference.sandwich import cluster_codes, cr1_factor
 
 __all__ = [
     "ICCResult",
@@ -56,13 +56,6 @@ class ICCResult:
     df_within: int
 
 
-def _codes(codes: np.ndarray) -> tuple[np.ndarray, int]:
-    c, _ = pd.factorize(np.asarray(codes), sort=True)
-    if (c < 0).any():
-        raise EvalmixError("cluster codes contain missing values")
-    return c.astype(np.int64), int(c.max()) + 1
-
-
 def icc_anova(y: np.ndarray, clusters: np.ndarray, *, level: float = 0.95) -> ICCResult:
     """ICC by one-way ANOVA, ``(MSB - MSW) / (MSB + (n0 - 1) MSW)``, with its interval.
 
@@ -83,7 +76,7 @@ def icc_anova(y: np.ndarray, clusters: np.ndarray, *, level: float = 0.95) -> IC
     0.5581
     """
     y = np.asarray(y, dtype=float)
-    codes, g = _codes(clusters)
+    codes, g = cluster_codes(clusters)
     n_total = y.size
     if codes.shape != y.shape:
         raise EvalmixError(f"y has {y.size} values but clusters has {codes.size}")
@@ -138,7 +131,7 @@ def deff_empirical(y: np.ndarray, clusters: np.ndarray) -> float:
     (N - 1)/(N - k) factor is 1) and ``var_naive = s^2 / N`` with ``s^2`` on N - 1 df.
     """
     y = np.asarray(y, dtype=float)
-    codes, g = _codes(clusters)
+    codes, g = cluster_codes(clusters)
     n = y.size
     dev = y - y.mean()
     ss = np.sum(dev**2)

@@ -39,7 +39,7 @@ from evalmix.errors import (
     TooFewClustersError,
     check_option,
 )
-from evalmix.inference.sandwich import cr1_factor
+from evalmix.inference.sandwich import cluster_codes, cluster_sums, cr1_factor
 from evalmix.seeding import SeedLike, seeded_rng
 
 __all__ = [
@@ -290,19 +290,14 @@ def _block_sums(X: np.ndarray, y: np.ndarray, block: np.ndarray, n_blocks: int,
     k = X.shape[1]
     xx = (X[:, :, None] * X[:, None, :]).reshape(len(y), k * k)
     out = {"n": np.bincount(block, minlength=n_blocks).astype(float),
-           "H": _segsum(xx, block, n_blocks).reshape(n_blocks, k, k),
-           "s": _segsum(X * y[:, None], block, n_blocks)}
+           "H": cluster_sums(xx, block, n_blocks).reshape(n_blocks, k, k),
+           "s": cluster_sums(X * y[:, None], block, n_blocks)}
     if studentized:
         s, H = out["s"], out["H"]
         out["ss"] = s[:, :, None] * s[:, None, :]
         out["sH"] = s[:, :, None, None] * H[:, None, :, :]
         out["HH"] = H[:, :, :, None, None] * H[:, None, None, :, :]
     return out
-
-
-def _segsum(values: np.ndarray, codes: np.ndarray, n: int) -> np.ndarray:
-    return np.stack([np.bincount(codes, weights=values[:, j], minlength=n)
-                     for j in range(values.shape[1])], axis=1)
 
 
 def _solve(A: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -509,7 +504,7 @@ def cluster_bootstrap(
         raise EvalmixError(f"level must be in (0, 1), got {level}")
     if reps < 2:
         raise EvalmixError(f"reps must be at least 2, got {reps}")
-    codes = _dense(codes)
+    codes = cluster_codes(codes)[0]
     g = int(codes.max()) + 1
     if g < MIN_CLUSTERS:
         raise TooFewClustersError(
@@ -529,7 +524,7 @@ def cluster_bootstrap(
     if nested is None:
         block, block_cluster = codes, np.arange(g)
     else:
-        units = _dense(np.asarray(nested))
+        units = cluster_codes(np.asarray(nested))[0]
         if units.shape != (n,):
             raise EvalmixError("nested must have one code per row")
         pairs = pd.DataFrame({"u": units, "c": codes}).drop_duplicates()
@@ -614,10 +609,3 @@ def cluster_bootstrap(
         level=level, family=family, nested=nested is not None, n_failed=n_failed,
         se_cr1=se_cr1, t_draws=t_draws, details=details)
 
-
-def _dense(codes: np.ndarray) -> np.ndarray:
-    """Codes 0..G-1 (relabelled densely) from any integer or label array."""
-    c, _ = pd.factorize(np.asarray(codes), sort=True)
-    if (c < 0).any():
-        raise EvalmixError("cluster codes contain missing values")
-    return c.astype(np.int64)

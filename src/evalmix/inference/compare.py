@@ -39,7 +39,7 @@ from scipy import stats
 
 from evalmix.errors import EvalmixError, FewClustersWarning, check_option
 from evalmix.inference.bootstrap import MIN_CLUSTERS, cluster_weights, norm_inter
-from evalmix.inference.sandwich import cr1_factor
+from evalmix.inference.sandwich import cluster_codes, cr1_factor
 from evalmix.seeding import SeedLike, seeded_rng
 
 __all__ = ["compare_all", "holm", "cell_means_vcov"]
@@ -257,8 +257,7 @@ def compare_all(
     m = len(levels)
     if m < 2:
         raise EvalmixError(f"compare_all needs at least 2 conditions/models, found {m}")
-    codes, _ = pd.factorize(codes, sort=True)
-    g = int(codes.max()) + 1
+    codes, g = cluster_codes(codes)
     if g < 2:
         raise EvalmixError("compare_all needs at least 2 clusters")
     count, total = _cells(y, group, codes, m, g)

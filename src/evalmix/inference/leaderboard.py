@@ -61,7 +61,12 @@ from evalmix.inference.ranking import (
     pairwise_satterthwaite,
     rank_intervals,
 )
-from evalmix.inference.sandwich import _one_blas_thread, intersect_codes, vcov_cluster
+from evalmix.inference.sandwich import (
+    _one_blas_thread,
+    cluster_codes,
+    intersect_codes,
+    vcov_cluster,
+)
 from evalmix.seeding import SeedLike, seeded_rng
 
 if TYPE_CHECKING:
@@ -237,8 +242,8 @@ def _rows(table: EvalTable, estimand: str) -> _Rows:
 # --------------------------------------------------------------------------- boards
 def _estimates_cells(rows: _Rows, codes: np.ndarray, method: str):  # noqa: ANN202
     group, labels = pd.factorize(rows.first, sort=True)
-    cl, _ = pd.factorize(codes, sort=True)
-    g, k = int(cl.max()) + 1, len(labels)
+    cl, g = cluster_codes(codes)
+    k = len(labels)
     count, total = _cells(rows.y, group, cl, k, g)
     means, vcov, factor = cell_means_vcov(count, total, method=method)
     if method == "CR2":
@@ -273,8 +278,7 @@ def _estimates_bt(rows: _Rows, codes: np.ndarray, method: str):  # noqa: ANN202
     X[np.arange(n), ib] = -1.0
     Xr = X[:, 1:]  # ability of labels[0] fixed at 0
     fit = fit_logit(Xr, rows.y)
-    cl, _ = pd.factorize(codes, sort=True)
-    g = int(cl.max()) + 1
+    cl, g = cluster_codes(codes)
     Vr = vcov_cluster(Xr, fit.resid, cl, type=method, working_weights=fit.working_weights)
     theta = np.concatenate([[0.0], fit.beta])
     V = np.zeros((k, k))

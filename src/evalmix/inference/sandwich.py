@@ -63,6 +63,7 @@ from typing import Literal
 import numpy as np
 from scipy import linalg
 
+from evalmix.data.table import dense_codes, intersect_codes
 from evalmix.errors import EvalmixError, check_option
 
 __all__ = [
@@ -90,20 +91,16 @@ DENSE_BATCH_ENTRIES = 2_000_000
 
 # --------------------------------------------------------------------------- helpers
 def cluster_codes(clusters: np.ndarray) -> tuple[np.ndarray, int]:
-    """Dense codes ``0..G-1`` of any label array, and ``G``."""
+    """Dense codes ``0..G-1`` of any label array (:func:`evalmix.data.table.dense_codes`),
+    and ``G``; missing labels are an error."""
     c = np.asarray(clusters)
     if c.ndim != 1:
         raise EvalmixError(f"clusters must be one-dimensional, got shape {c.shape}")
-    _, inv = np.unique(c, return_inverse=True)
-    inv = inv.reshape(-1).astype(np.int64)
-    return inv, int(inv.max()) + 1 if inv.size else 0
-
-
-def intersect_codes(*codes: np.ndarray) -> np.ndarray:
-    """Codes of the intersection of several cluster factors (one code per combination)."""
-    stacked = np.column_stack([np.asarray(c, dtype=np.int64) for c in codes])
-    _, inv = np.unique(stacked, axis=0, return_inverse=True)
-    return inv.reshape(-1).astype(np.int64)
+    codes = dense_codes(c)
+    if (codes < 0).any():
+        raise EvalmixError("cluster codes contain missing values; drop those rows or give "
+                           "them a cluster label")
+    return codes, int(codes.max()) + 1 if codes.size else 0
 
 
 def cluster_sums(values: np.ndarray, codes: np.ndarray, n_clusters: int) -> np.ndarray:

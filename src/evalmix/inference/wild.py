@@ -36,7 +36,7 @@ import pandas as pd
 from scipy import stats
 
 from evalmix.errors import EvalmixError, TooFewClustersError, check_option
-from evalmix.inference.sandwich import cr1_factor
+from evalmix.inference.sandwich import cluster_codes, cluster_sums, cr1_factor
 from evalmix.seeding import SeedLike, seeded_rng
 
 __all__ = ["WildResult", "wild_cluster_bootstrap", "wild_weights", "WEBB_VALUES"]
@@ -120,11 +120,6 @@ def wild_weights(n_clusters: int, reps: int, kind: WeightsType,
     return WEBB_VALUES[rng.integers(0, 6, size=(reps, n_clusters), dtype=np.int8)]
 
 
-def _segsum(values: np.ndarray, codes: np.ndarray, n: int) -> np.ndarray:
-    return np.stack([np.bincount(codes, weights=values[:, j], minlength=n)
-                     for j in range(values.shape[1])], axis=1)
-
-
 @dataclass(frozen=True)
 class _Parts:
     """Pieces of the bootstrap t as a function of the null value theta."""
@@ -151,7 +146,7 @@ def _parts(X: np.ndarray, y: np.ndarray, codes: np.ndarray, g: int, target: int)
     adj = cr1_factor(g, n, k)
     # CR1 standard error of the unrestricted fit
     resid = y - X @ beta
-    score = _segsum(X * resid[:, None], codes, g) @ q
+    score = cluster_sums(X * resid[:, None], codes, g) @ q
     se = float(np.sqrt(adj * np.sum(score**2)))
     # restricted residuals u_r(theta) = u0 - theta * u1
     xt = X[:, target]
@@ -161,10 +156,10 @@ def _parts(X: np.ndarray, y: np.ndarray, codes: np.ndarray, g: int, target: int)
         u = np.column_stack([y, xt]) - Xr @ proj
     else:
         u = np.column_stack([y, xt])
-    S0 = _segsum(X * u[:, :1], codes, g)
-    S1 = _segsum(X * u[:, 1:], codes, g)
+    S0 = cluster_sums(X * u[:, :1], codes, g)
+    S1 = cluster_sums(X * u[:, 1:], codes, g)
     xx = (X[:, :, None] * X[:, None, :]).reshape(n, k * k)
-    H = _segsum(xx, codes, g).reshape(g, k, k)
+    H = cluster_sums(xx, codes, g).reshape(g, k, k)
     R = np.einsum("i,gij,jl->gl", q, H, A)
     return _Parts(beta=float(beta[target]), se=se, adj=adj, a0=S0 @ q, a1=S1 @ q,
                   S0=S0, S1=S1, R=R)
@@ -280,20 +275,17 @@ def wild_cluster_bootstrap(
         X = X[:, None]
     y = np.asarray(y, dtype=float)
     n, k = X.shape
-    codes, _ = pd.factorize(np.asarray(clusters), sort=True)
+    codes, g = cluster_codes(np.asarray(clusters))
     if y.shape != (n,) or codes.shape != (n,):
         raise EvalmixError(f"X has {n} rows but y has shape {y.shape} and clusters "
                            f"{codes.shape}; they must match")
-    if (codes < 0).any():
-        raise EvalmixError("cluster codes contain missing values")
     if not 0 <= target < k:
         raise EvalmixError(f"target={target} is not a column of X (it has {k} columns)")
     if not 0 < level < 1:
         raise EvalmixError(f"level must be in (0, 1), got {level}")
-    g = int(codes.max()) + 1
     if g < 2:
         raise TooFewClustersError("the wild cluster bootstrap needs at least 2 clusters")
-    parts = _parts(X, y, codes.astype(np.int64), g, target)
+    parts = _parts(X, y, codes, g, target)
     if not parts.se > 0:
         raise EvalmixError("the CR1 standard error is zero; the coefficient has no "
                            "within-sample variation to test")

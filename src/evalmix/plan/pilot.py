@@ -30,6 +30,7 @@ from scipy import stats
 from scipy.special import expit
 
 from evalmix.errors import EvalmixError, check_option
+from evalmix.inference.sandwich import cluster_codes, intersect_codes
 from evalmix.seeding import SeedLike, seeded_rng
 
 __all__ = ["PilotPowerResult", "bootstrap_power", "pilot_power", "parametric_power",
@@ -146,8 +147,7 @@ def bootstrap_power(
     if X.ndim != 2 or y.shape != (X.shape[0],) or np.shape(clusters) != y.shape:
         raise EvalmixError(f"X must be (n, k) with y and clusters of length n; got X "
                            f"{X.shape}, y {y.shape}, clusters {np.shape(clusters)}")
-    _, codes = np.unique(np.asarray(clusters), return_inverse=True)
-    g = int(codes.max()) + 1
+    codes, g = cluster_codes(np.asarray(clusters))
     k = X.shape[1]
     beta_hat = np.linalg.lstsq(X, y, rcond=None)[0]
     if effect is not None:
@@ -325,10 +325,7 @@ def _multiway_var(resid: np.ndarray, codes: dict[str, np.ndarray]) -> tuple[np.n
     oneway = []
     for r in range(1, len(names) + 1):
         for subset in itertools.combinations(names, r):
-            combined = np.zeros(resid.shape[1], dtype=np.int64)
-            for name in subset:
-                combined = combined * (codes[name].max() + 1) + codes[name]
-            _, inter = np.unique(combined, return_inverse=True)
+            inter = intersect_codes(*(codes[name] for name in subset))
             g = int(inter.max()) + 1
             v = _cr1_intercept(resid, inter, g) if g > 1 else np.zeros(resid.shape[0])
             total += (-1) ** (r + 1) * v
