@@ -49,6 +49,7 @@ from scipy import stats
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
+from evalmix._blas import one_blas_thread
 from evalmix.errors import EvalmixError, FewClustersWarning, check_option
 from evalmix.inference.compare import _cells, cell_means_vcov, holm
 from evalmix.inference.estimands import fit_logit
@@ -61,12 +62,7 @@ from evalmix.inference.ranking import (
     pairwise_satterthwaite,
     rank_intervals,
 )
-from evalmix.inference.sandwich import (
-    _one_blas_thread,
-    cluster_codes,
-    intersect_codes,
-    vcov_cluster,
-)
+from evalmix.inference.sandwich import cluster_codes, intersect_codes, vcov_cluster
 from evalmix.seeding import SeedLike, seeded_rng
 
 if TYPE_CHECKING:
@@ -496,7 +492,7 @@ def leaderboard(
             continue
         # one BLAS thread: threaded gemm on tall (G x K) matrices stalls on a busy
         # machine (sandwich.py measured 30x; here 6.5 s against 0.01 s at G = 20,000)
-        with _one_blas_thread():
+        with one_blas_thread():
             m, p = _board(sub, codes[mask], name, pairs, opts, rng)
         boards.append(m)
         pair_frames.append(p)

@@ -55,7 +55,6 @@ inference. Journal of Human Resources 50, 317-372. doi:10.3368/jhr.50.2.317
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass
 from itertools import combinations
 from typing import Literal
@@ -63,6 +62,7 @@ from typing import Literal
 import numpy as np
 from scipy import linalg
 
+from evalmix._blas import one_blas_thread
 from evalmix.data.table import dense_codes, intersect_codes
 from evalmix.errors import EvalmixError, check_option
 
@@ -264,18 +264,8 @@ def _pieces(X, resid, clusters, type, working_weights, want_df, dense=False):
     use_dense = dense or (type == "CR2" and working_weights is not None)
     if not use_dense:
         return _fast_pieces(wh, codes, G, type, want_df), wh
-    with _one_blas_thread():
+    with one_blas_thread():
         return _dense_pieces(wh, codes, G, type, want_df), wh
-
-
-def _one_blas_thread():
-    """Many small eigen-decompositions run faster on one BLAS thread (8x measured on a
-    busy 2-core machine); threadpoolctl is optional."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover
-        return nullcontext()
-    return threadpool_limits(1)
 
 
 def cr1_factor(n_clusters, n_obs, n_coef):  # noqa: ANN001, ANN201 (float or array)

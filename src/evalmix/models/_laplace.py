@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, sparse
 
+from evalmix._blas import one_blas_thread
 from evalmix.errors import EvalmixError
 from evalmix.models._crossed import (
     LOGIT_RESIDUAL_VAR,
@@ -34,7 +35,7 @@ from evalmix.models._crossed import (
     _z,
     intercept_term,  # noqa: F401  (used by the docstring examples)
 )
-from evalmix.models._pls import CrossedDesign, one_blas_thread
+from evalmix.models._pls import CrossedDesign
 from evalmix.models._reml import joint_cov, slope_levels
 from evalmix.models.spec import RandomTerm
 

@@ -33,6 +33,7 @@ import numpy as np
 from scipy import optimize
 from scipy.linalg import cho_solve, cholesky
 
+from evalmix._blas import one_blas_thread
 from evalmix.models._crossed import (
     SINGULAR_TOL,
     CrossedFit,
@@ -41,7 +42,7 @@ from evalmix.models._crossed import (
     _z,
     intercept_term,  # noqa: F401  (used by the docstring examples)
 )
-from evalmix.models._pls import BlockFactor, CrossedDesign, one_blas_thread
+from evalmix.models._pls import BlockFactor, CrossedDesign
 from evalmix.models.spec import RandomTerm
 
 __all__ = ["fit_mixedlm_arrays", "reml_deviance"]
