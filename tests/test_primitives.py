@@ -140,3 +140,26 @@ def test_cluster_codes_refuse_missing_labels():
         cluster_codes(np.array([1.0, np.nan, 2.0]))
     with pytest.raises(EvalmixError, match="missing"):
         cluster_bootstrap(np.ones(3), np.ones(3), np.array([1.0, np.nan, 2.0]))
+
+
+# ------------------------------------------------------------- CR2 Satterthwaite df
+def test_cell_means_satterthwaite_fast_path_equals_the_sandwich():
+    from evalmix.inference.ranking import pairwise_satterthwaite
+    from evalmix.inference.sandwich import satterthwaite_df
+
+    rng = np.random.default_rng(7)
+    g, m = 9, 4
+    codes = np.repeat(np.arange(g), 12)
+    group = rng.integers(0, m, size=codes.size)
+    group[:m] = np.arange(m)
+    count = np.zeros((g, m))
+    np.add.at(count, (codes, group), 1.0)
+    _, _, factor = cell_means_vcov(count, np.zeros((g, m)), method="CR2")
+    means_df = pairwise_satterthwaite(count, factor)
+    assert np.allclose(means_df, satterthwaite_df(np.eye(m)[group], codes), rtol=1e-9)
+    for i in range(m):  # reference group i: coefficient j is mu_j - mu_i
+        others = [j for j in range(m) if j != i]
+        X = np.column_stack([np.ones(codes.size), np.eye(m)[group][:, others]])
+        ref = satterthwaite_df(X, codes)[1:]
+        fast = pairwise_satterthwaite(count, factor, np.full(m - 1, i), np.array(others))
+        assert np.allclose(fast, ref, rtol=1e-9)

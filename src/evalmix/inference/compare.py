@@ -39,6 +39,7 @@ from scipy import stats
 
 from evalmix.errors import EvalmixError, FewClustersWarning, check_option
 from evalmix.inference.bootstrap import MIN_CLUSTERS, cluster_weights, norm_inter
+from evalmix.inference.ranking import pairwise_satterthwaite
 from evalmix.inference.sandwich import cluster_codes, cr1_factor
 from evalmix.seeding import SeedLike, seeded_rng
 
@@ -117,23 +118,6 @@ def cell_means_vcov(count: np.ndarray, total: np.ndarray, *, method: Method = "C
         n = count.sum()
         vcov *= cr1_factor(g, n, m)
     return means, vcov, factor
-
-
-def _satterthwaite(count: np.ndarray, factor: np.ndarray, c: np.ndarray) -> float:
-    """Satterthwaite df of CR2 for contrast ``c`` of cell means (working model I).
-
-    With ``p_g = A_g X_g M c`` and ``Omega_gh = delta_gh p_g'p_g - p_g'X_g M X_h'p_h``,
-    ``df = tr(Omega)^2 / ||Omega||_F^2`` (Bell & McCaffrey 2002; Pustejovsky & Tipton
-    2018), evaluated in O(G M^2) from the cell structure.
-    """
-    n_m = count.sum(axis=0)
-    phi = c / n_m * factor  # (G, M): value of p_g on the rows of cell (g, m)
-    d = np.sum(count * phi**2, axis=1)  # p_g'p_g
-    F = count * phi / np.sqrt(n_m)  # Omega = diag(d) - F F'
-    f2 = np.sum(F**2, axis=1)
-    trace = d.sum() - f2.sum()
-    frob = np.sum(d**2) - 2 * np.sum(d * f2) + np.sum((F.T @ F) ** 2)
-    return float(trace**2 / frob) if frob > 0 else float("nan")
 
 
 def _stack(table, cluster: str | Sequence[str] | None):  # noqa: ANN001, ANN202
@@ -271,7 +255,7 @@ def compare_all(
     se = np.sqrt(np.einsum("pi,ij,pj->p", C, vcov, C))
     se1 = np.sqrt(np.einsum("pi,ij,pj->p", C, vcov1, C))
     if method == "CR2":
-        df = np.array([_satterthwaite(count, factor, c) for c in C])
+        df = pairwise_satterthwaite(count, factor, pairs[:, 0], pairs[:, 1])
     else:
         df = np.full(len(pairs), g - 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
