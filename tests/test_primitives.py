@@ -163,3 +163,25 @@ def test_cell_means_satterthwaite_fast_path_equals_the_sandwich():
         ref = satterthwaite_df(X, codes)[1:]
         fast = pairwise_satterthwaite(count, factor, np.full(m - 1, i), np.array(others))
         assert np.allclose(fast, ref, rtol=1e-9)
+
+
+# ------------------------------------------------------------ multiway terms, once
+@pytest.mark.parametrize("type_", ["CR0", "CR1", "CR2"])
+def test_multiway_terms_are_the_one_way_sandwiches(type_):
+    from evalmix.inference.sandwich import multiway_df, satterthwaite_df, vcov_multiway
+
+    rng = np.random.default_rng(8)
+    n = 240
+    a, b = rng.integers(0, 12, n), rng.integers(0, 9, n)
+    X = np.column_stack([np.ones(n), rng.normal(size=n)])
+    y = X @ [0.2, 0.5] + rng.normal(size=12)[a] + rng.normal(size=9)[b] + rng.normal(size=n)
+    e = y - X @ np.linalg.lstsq(X, y, rcond=None)[0]
+    mw = vcov_multiway(X, e, [a, b], type=type_)
+    for i, c in enumerate((a, b)):
+        assert np.allclose(mw.one_way(i), vcov_cluster(X, e, c, type=type_), rtol=1e-12)
+    assert len(mw.terms) == 3 and [t.sign for t in mw.terms] == [1, 1, -1]
+    if type_ == "CR2":
+        for i, c in enumerate((a, b)):
+            assert np.allclose(mw.terms[i].df, satterthwaite_df(X, c), rtol=1e-12)
+        assert multiway_df(X, e, [a, b], target=1, multiway=mw) == multiway_df(
+            X, e, [a, b], target=1)

@@ -277,7 +277,7 @@ def _interval(table: EvalTable, problem: LinearProblem, *, method: str,
         df: float = G - 1
         if method == "CR2":
             df, by = multiway_df(problem.X, f.resid, codes_list, target=k,
-                                 working_weights=f.working_weights)
+                                 working_weights=f.working_weights, multiway=mw)
             details["df_by_factor"] = dict(zip(roles, by, strict=True))
         details.update(n_clusters_by_factor=dict(zip(roles, mw.n_clusters, strict=True)),
                        eigenvalue_fix=mw.fixed)
@@ -285,9 +285,7 @@ def _interval(table: EvalTable, problem: LinearProblem, *, method: str,
             # The eigenvalue fix can leave the target's variance at (or near) zero: a
             # zero-width interval. Fall back, conservatively, to the largest one-way
             # variance of the same type (Cameron & Miller 2015, sec. VII.C).
-            one_way = [vcov_cluster(problem.X, f.resid, c, type=cast(Any, method),
-                                    working_weights=f.working_weights)[k, k]
-                       for c in codes_list]
+            one_way = [mw.one_way(i)[k, k] for i in range(len(codes_list))]
             if V[k, k] < max(one_way):
                 worst = int(np.argmax(one_way))
                 V = V.copy()
