@@ -185,3 +185,41 @@ def test_multiway_terms_are_the_one_way_sandwiches(type_):
             assert np.allclose(mw.terms[i].df, satterthwaite_df(X, c), rtol=1e-12)
         assert multiway_df(X, e, [a, b], target=1, multiway=mw) == multiway_df(
             X, e, [a, b], target=1)
+
+
+# ------------------------------------------------------------- confidence levels
+def _level_calls():
+    import evalmix
+    from evalmix.design.effect import design_effect
+    from evalmix.inference.ranking import maxt_critical
+    from evalmix.sim import clustered_scores, coverage, pairwise_judges
+
+    X, y, codes = _clustered(9)
+    scores = clustered_scores(20, 4, seed=1).table()
+    pairs = pairwise_judges(n_scenarios=12, seed=1).table()
+    grid = {"n_clusters": [5], "cluster_size": [2], "icc": [0.1]}
+    return {
+        "interval": lambda lv: evalmix.interval(scores, "mean", cluster="cluster", level=lv),
+        "cluster_bootstrap": lambda lv: cluster_bootstrap(X, y, codes, level=lv),
+        "wild": lambda lv: wild_cluster_bootstrap(X, y, codes, target=1, level=lv),
+        "compare_all": lambda lv: evalmix.compare_all(pairs, cluster="scenario", level=lv),
+        "leaderboard": lambda lv: evalmix.leaderboard(pairs, cluster="scenario", level=lv),
+        "maxt_critical": lambda lv: maxt_critical(np.eye(3), np.array([0]), np.array([1]),
+                                                  level=lv, rng=np.random.default_rng(0)),
+        "design_effect": lambda lv: design_effect(scores, level=lv),
+        "power": lambda lv: evalmix.power(0.05, n_clusters=[10], cluster_size=10, icc=0.1,
+                                          level=lv),
+        "coverage": lambda lv: coverage(["naive"], grid, reps=10, level=lv, progress=False),
+        "analyze": lambda lv: evalmix.analyze(scores, level=lv, fast=True, progress=False),
+    }
+
+
+@pytest.mark.parametrize("bad", [95, 0.0, 1.0, float("nan"), "high"])
+def test_every_level_check_has_one_class_and_one_wording(bad):
+    from evalmix.errors import InvalidOptionError, check_level
+
+    with pytest.raises(InvalidOptionError, match=r"level must be in \(0, 1\)"):
+        check_level(bad)
+    for call in _level_calls().values():
+        with pytest.raises(InvalidOptionError, match=r"level must be in \(0, 1\)"):
+            call(bad)

@@ -24,6 +24,7 @@ __all__ = [
     "SingularFitWarning",
     "NotEstimableWarning",
     "check_option",
+    "check_level",
     "check_out_dir",
 ]
 
@@ -87,6 +88,26 @@ def check_option(name: str, value: object, allowed: Sequence[object]) -> None:
     if value not in allowed:
         choices = ", ".join(repr(a) for a in allowed)
         raise InvalidOptionError(f"{name}={value!r} is not allowed; choose one of {choices}")
+
+
+def check_level(level: object) -> float:
+    """The confidence level as a float; :class:`InvalidOptionError` unless in (0, 1).
+
+    The one check of a confidence level (``level=95`` and NaN are refused).
+
+    Examples
+    --------
+    >>> check_level(0.9)
+    0.9
+    """
+    try:
+        value = float(level)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not 0 < value < 1:
+        raise InvalidOptionError(
+            f"level must be in (0, 1), got {level!r}: give a confidence level such as 0.95")
+    return value
 
 
 def check_out_dir(path: str | os.PathLike[str], *, what: str = "--out") -> Path:

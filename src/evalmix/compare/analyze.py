@@ -43,7 +43,7 @@ from evalmix.compare.plan import (
 )
 from evalmix.compare.position import position_bias
 from evalmix.design.effect import design_effect
-from evalmix.errors import EvalmixError, check_option
+from evalmix.errors import EvalmixError, check_level, check_option
 from evalmix.inference.api import interval
 from evalmix.inference.estimands import build_problem
 from evalmix.seeding import child_seed, resolve_seed
@@ -309,8 +309,7 @@ def analyze(
 
     if backend is not None:
         check_option("backend", backend, ("bayes", "statsmodels"))
-    if not 0 < level < 1:
-        raise EvalmixError(f"level must be between 0 and 1, got {level}")
+    level = check_level(level)
     if reps < 1:
         raise EvalmixError(f"reps must be a positive integer, got {reps}")
     seed = resolve_seed(seed)

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from evalmix.errors import EvalmixError
+from evalmix.errors import EvalmixError, check_level
 from evalmix.inference.sandwich import cluster_codes, cr1_factor
 
 __all__ = [
@@ -245,8 +245,7 @@ def design_effect(table, cluster: str | Sequence[str] | None = None, *,  # noqa:
     if not roles:
         raise EvalmixError("the table has no cluster factors; pass clusters= to "
                            "evalmix.read to name one (e.g. clusters={'item': 'item_id'})")
-    if not 0 < level < 1:
-        raise EvalmixError(f"level must be in (0, 1), got {level}")
+    level = check_level(level)
     y = table.y
     keys = _fixed_cells(table)
     centred = bool(keys)

@@ -32,6 +32,7 @@ from evalmix.errors import (
     InvalidOptionError,
     NotEstimableWarning,
     TooFewClustersError,
+    check_level,
     check_option,
 )
 from evalmix.inference.estimands import ESTIMANDS, LinearProblem, build_problem, fit
@@ -193,8 +194,7 @@ def interval(
     """
     check_option("estimand", estimand, ESTIMANDS)
     check_option("method", method, METHODS)
-    if not 0 < float(level) < 1:
-        raise InvalidOptionError(f"level={level!r}: give a confidence level in (0, 1)")
+    level = check_level(level)
     roles = table.check_cluster(cluster)
     if len(set(roles)) != len(roles):
         raise InvalidOptionError(f"cluster={cluster!r} names a role twice")

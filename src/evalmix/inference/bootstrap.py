@@ -37,6 +37,7 @@ from evalmix.errors import (
     EvalmixError,
     FewClustersWarning,
     TooFewClustersError,
+    check_level,
     check_option,
 )
 from evalmix.inference.sandwich import cluster_codes, cluster_sums, cr1_factor
@@ -500,8 +501,7 @@ def cluster_bootstrap(
                            f"{codes.shape}; they must match")
     if not 0 <= target < k:
         raise EvalmixError(f"target={target} is not a column of X (it has {k} columns)")
-    if not 0 < level < 1:
-        raise EvalmixError(f"level must be in (0, 1), got {level}")
+    level = check_level(level)
     if reps < 2:
         raise EvalmixError(f"reps must be at least 2, got {reps}")
     codes = cluster_codes(codes)[0]

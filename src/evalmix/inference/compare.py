@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from evalmix.errors import EvalmixError, FewClustersWarning, check_option
+from evalmix.errors import EvalmixError, FewClustersWarning, check_level, check_option
 from evalmix.inference.bootstrap import MIN_CLUSTERS, cluster_weights, norm_inter
 from evalmix.inference.ranking import pairwise_satterthwaite
 from evalmix.inference.sandwich import cluster_codes, cr1_factor
@@ -234,8 +234,7 @@ def compare_all(
     ['reference - control', 'treatment - control', 'treatment - reference']
     """
     check_option("method", method, METHODS)
-    if not 0 < level < 1:
-        raise EvalmixError(f"level must be in (0, 1), got {level}")
+    level = check_level(level)
     estimand, y, labels, codes, roles = _stack(table, cluster)
     group, levels = pd.factorize(labels, sort=True)
     m = len(levels)

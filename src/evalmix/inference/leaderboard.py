@@ -50,7 +50,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from evalmix._blas import one_blas_thread
-from evalmix.errors import EvalmixError, FewClustersWarning, check_option
+from evalmix.errors import EvalmixError, FewClustersWarning, check_level, check_option
 from evalmix.inference.compare import _cells, cell_means_vcov, holm
 from evalmix.inference.estimands import fit_logit
 from evalmix.inference.ranking import (
@@ -442,8 +442,7 @@ def leaderboard(
     check_option("method", method, METHODS)
     check_option("adjust", adjust, ADJUSTS)
     check_option("estimand", estimand, ESTIMANDS)
-    if not 0 < level < 1:
-        raise EvalmixError(f"level must be in (0, 1), got {level}")
+    level = check_level(level)
     codes, label = _cluster_codes(table, cluster)
     rows = _rows(table, estimand)
     if pairs is not None:

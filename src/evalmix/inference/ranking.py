@@ -44,7 +44,7 @@ from string import ascii_letters
 
 import numpy as np
 
-from evalmix.errors import EvalmixError
+from evalmix.errors import EvalmixError, check_level
 
 __all__ = [
     "MaxT",
@@ -146,8 +146,7 @@ def maxt_critical(
     ----------
     Hothorn, Bretz & Westfall (2008), doi:10.1002/bimj.200810425.
     """
-    if not 0 < level < 1:
-        raise EvalmixError(f"level must be in (0, 1), got {level}")
+    level = check_level(level)
     if draws < 100:
         raise EvalmixError(f"draws must be at least 100 for a max-t quantile, got {draws}")
     i = np.asarray(i, dtype=np.int64)

@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from evalmix.errors import EvalmixError, TooFewClustersError, check_option
+from evalmix.errors import EvalmixError, TooFewClustersError, check_level, check_option
 from evalmix.inference.sandwich import cluster_codes, cluster_sums, cr1_factor
 from evalmix.seeding import SeedLike, seeded_rng
 
@@ -281,8 +281,7 @@ def wild_cluster_bootstrap(
                            f"{codes.shape}; they must match")
     if not 0 <= target < k:
         raise EvalmixError(f"target={target} is not a column of X (it has {k} columns)")
-    if not 0 < level < 1:
-        raise EvalmixError(f"level must be in (0, 1), got {level}")
+    level = check_level(level)
     if g < 2:
         raise TooFewClustersError("the wild cluster bootstrap needs at least 2 clusters")
     parts = _parts(X, y, codes, g, target)

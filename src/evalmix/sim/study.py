@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalmix.errors import EvalmixError, InvalidOptionError
+from evalmix.errors import EvalmixError, InvalidOptionError, check_level
 from evalmix.plan._cells import CELL_DEFAULTS, FAST_METHODS, check_cell, run_cell
 from evalmix.seeding import keyed_seed_sequence, resolve_seed
 
@@ -311,8 +311,7 @@ def coverage(
     if isinstance(jobs, bool) or not isinstance(jobs, int | np.integer) or jobs == 0:
         raise InvalidOptionError(f"jobs={jobs!r}: give the number of worker processes (1 = "
                                  "in this process, -1 = all cores)")
-    if not 0 < level < 1:
-        raise EvalmixError(f"level must be in (0, 1), got {level}")
+    level = check_level(level)
     seed, reps, boot_reps = int(seed), int(reps), int(boot_reps)
     generic = [m for m in methods if m not in FAST_METHODS]
     if generic:
