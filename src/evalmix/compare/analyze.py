@@ -29,7 +29,6 @@ from evalmix.compare.models import model_rows
 from evalmix.compare.plan import (
     ALL_METHODS,
     MAX_DIFFERENCE_LEVELS,
-    MIN_CLUSTERS,
     MODEL_METHODS,
     Contrast,
     Recommendation,
@@ -46,6 +45,7 @@ from evalmix.design.effect import design_effect
 from evalmix.errors import EvalmixError, check_level, check_option
 from evalmix.inference.api import interval
 from evalmix.inference.estimands import build_problem
+from evalmix.inference.sandwich import FEW_CLUSTERS
 from evalmix.seeding import child_seed, resolve_seed
 
 if TYPE_CHECKING:
@@ -229,7 +229,7 @@ def analyze(
     seed: int | np.random.Generator | None = None,
     level: float = 0.95,
     progress: bool = True,
-    min_clusters: int = MIN_CLUSTERS,
+    min_clusters: int = FEW_CLUSTERS,
     draws: int | None = None,
     fit_options: dict[str, Any] | None = None,
     mcmc_timeout: float | None = None,

@@ -39,6 +39,8 @@ from evalmix.inference.estimands import ESTIMANDS, LinearProblem, build_problem,
 from evalmix.inference.naive import naive_se, wilson_interval
 from evalmix.inference.result import IntervalResult
 from evalmix.inference.sandwich import (
+    FEW_CLUSTERS,
+    MIN_BOOTSTRAP_CLUSTERS,
     intersect_codes,
     multiway_df,
     satterthwaite_df,
@@ -55,10 +57,6 @@ __all__ = ["interval", "METHODS", "FEW_CLUSTERS", "MIN_BOOTSTRAP_CLUSTERS"]
 Method = Literal["naive", "wilson", "CR0", "CR1", "CR2", "CR3", "bootstrap", "wild"]
 METHODS: tuple[str, ...] = ("naive", "wilson", "CR0", "CR1", "CR2", "CR3", "bootstrap", "wild")
 CI_TYPES: tuple[str, ...] = ("percentile", "expanded", "bca", "studentized")
-#: Below this many clusters CR0/CR1/CR3 and the pairs bootstrap under-cover: warn.
-FEW_CLUSTERS = 20
-#: Below this many clusters percentile/BCa bootstrap intervals are refused.
-MIN_BOOTSTRAP_CLUSTERS = 5
 DEFAULT_REPS = {"bootstrap": 2000, "wild": 9999}
 
 

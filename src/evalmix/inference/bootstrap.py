@@ -40,7 +40,13 @@ from evalmix.errors import (
     check_level,
     check_option,
 )
-from evalmix.inference.sandwich import cluster_codes, cluster_sums, cr1_factor
+from evalmix.inference.sandwich import (
+    FEW_CLUSTERS,
+    MIN_BOOTSTRAP_CLUSTERS,
+    cluster_codes,
+    cluster_sums,
+    cr1_factor,
+)
 from evalmix.seeding import SeedLike, seeded_rng
 
 __all__ = [
@@ -60,8 +66,6 @@ CI_TYPES: tuple[str, ...] = ("percentile", "expanded", "bca", "studentized")
 FAMILIES: tuple[str, ...] = ("linear", "logit")
 #: Largest number of weight entries (replicates x resampled units) held at once.
 CHUNK_ENTRIES = 2_000_000
-MIN_CLUSTERS = 5
-FEW_CLUSTERS = 20
 
 
 # ----------------------------------------------------------------------------- result
@@ -506,9 +510,9 @@ def cluster_bootstrap(
         raise EvalmixError(f"reps must be at least 2, got {reps}")
     codes = cluster_codes(codes)[0]
     g = int(codes.max()) + 1
-    if g < MIN_CLUSTERS:
+    if g < MIN_BOOTSTRAP_CLUSTERS:
         raise TooFewClustersError(
-            f"only {g} clusters; bootstrap intervals need at least {MIN_CLUSTERS}. Report "
+            f"only {g} clusters; bootstrap intervals need at least {MIN_BOOTSTRAP_CLUSTERS}. Report "
             "per-cluster (stratified) results, or use the wild cluster bootstrap "
             "(method='wild') or CR2 with Satterthwaite df.")
     if g < FEW_CLUSTERS:

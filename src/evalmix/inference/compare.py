@@ -38,9 +38,9 @@ import pandas as pd
 from scipy import stats
 
 from evalmix.errors import EvalmixError, FewClustersWarning, check_level, check_option
-from evalmix.inference.bootstrap import MIN_CLUSTERS, cluster_weights, norm_inter
+from evalmix.inference.bootstrap import cluster_weights, norm_inter
 from evalmix.inference.ranking import pairwise_satterthwaite
-from evalmix.inference.sandwich import cluster_codes, cr1_factor
+from evalmix.inference.sandwich import MIN_BOOTSTRAP_CLUSTERS, cluster_codes, cr1_factor
 from evalmix.seeding import SeedLike, seeded_rng
 
 __all__ = ["compare_all", "holm", "cell_means_vcov"]
@@ -264,9 +264,9 @@ def compare_all(
     crit, p_maxt, se_boot, n_failed = (np.nan, np.full(len(pairs), np.nan),
                                        np.full(len(pairs), np.nan), 0)
     rng, seed = seeded_rng(seed)
-    if g < MIN_CLUSTERS:
+    if g < MIN_BOOTSTRAP_CLUSTERS:
         warnings.warn(f"only {g} clusters: no simultaneous bootstrap intervals (the "
-                      f"cluster bootstrap needs at least {MIN_CLUSTERS}); use the Holm "
+                      f"cluster bootstrap needs at least {MIN_BOOTSTRAP_CLUSTERS}); use the Holm "
                       "p-values, or report per-cluster results", FewClustersWarning,
                       stacklevel=2)
     else:

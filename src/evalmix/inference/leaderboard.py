@@ -62,7 +62,12 @@ from evalmix.inference.ranking import (
     pairwise_satterthwaite,
     rank_intervals,
 )
-from evalmix.inference.sandwich import cluster_codes, intersect_codes, vcov_cluster
+from evalmix.inference.sandwich import (
+    FEW_CLUSTERS,
+    cluster_codes,
+    intersect_codes,
+    vcov_cluster,
+)
 from evalmix.seeding import SeedLike, seeded_rng
 
 if TYPE_CHECKING:
@@ -78,8 +83,6 @@ Estimand = Literal["auto", "mean", "win_rate", "bradley_terry"]
 METHODS: tuple[str, ...] = ("CR0", "CR1", "CR2", "CR3")
 ADJUSTS: tuple[str, ...] = ("max-t", "bonferroni", "none")
 ESTIMANDS: tuple[str, ...] = ("auto", "mean", "win_rate", "bradley_terry")
-#: Fewer clusters than this: warn that cluster-robust intervals may under-cover.
-FEW_CLUSTERS = 20
 
 MODEL_COLUMNS: tuple[str, ...] = (
     "stratum", "model", "estimand", "estimate", "se", "lo", "hi", "df", "rank", "rank_lo",

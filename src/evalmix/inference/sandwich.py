@@ -68,6 +68,8 @@ from evalmix.errors import EvalmixError, check_option
 
 __all__ = [
     "CR_TYPES",
+    "FEW_CLUSTERS",
+    "MIN_BOOTSTRAP_CLUSTERS",
     "MultiwayTerm",
     "MultiwayVcov",
     "cluster_codes",
@@ -85,6 +87,11 @@ CR_TYPES: tuple[str, ...] = ("CR0", "CR1", "CR2", "CR3")
 #: Eigenvalues of ``I - H_gg`` at or below this are treated as zero (clubSandwich's
 #: ``matrix_power`` uses the same 1e-12 cut-off).
 EIGEN_TOL = 1e-12
+#: Below this many clusters CR0/CR1/CR3 and the pairs bootstrap under-cover (Cameron &
+#: Miller 2015, doi:10.3368/jhr.50.2.317): evalmix warns, and analyze recommends CR2.
+FEW_CLUSTERS = 20
+#: Below this many clusters bootstrap intervals are refused (FEW_CLUSTERS only warns).
+MIN_BOOTSTRAP_CLUSTERS = 5
 #: Largest cluster for the per-cluster (m x m) path, and entries per batch of clusters.
 DENSE_MAX_SIZE = 3000
 DENSE_BATCH_ENTRIES = 2_000_000
