@@ -30,6 +30,7 @@ from scipy import stats
 from scipy.special import expit
 
 from evalmix.errors import EvalmixError, check_option
+from evalmix.inference.estimands import build_problem
 from evalmix.inference.sandwich import cluster_codes, intersect_codes
 from evalmix.seeding import SeedLike, seeded_rng
 
@@ -217,11 +218,9 @@ def pilot_power(
     :func:`evalmix.inference.estimands.build_problem` (``mean``, ``win_rate``,
     ``controlled_win_rate``, ``difference`` paired or unpaired as it decides; extra
     arguments in ``problem_kwargs``), so the power is that of the interval
-    :func:`evalmix.interval` would report with CR1. Without that module a small fallback
-    handles ``mean`` (null 0 unless given), ``win_rate`` (mean of the table's ``y``, null
-    0.5) and an unpaired ``difference`` (condition indicator; ``model_b`` names the
-    condition in pairwise tables). ``cluster`` names the resampling role (default: the
-    table's first cluster role). See :func:`bootstrap_power`.
+    :func:`evalmix.interval` would report with CR1; the null is the estimand's own
+    (0.5 for a win rate) unless given. ``cluster`` names the resampling role (default:
+    the table's first cluster role). See :func:`bootstrap_power`.
     """
     check_option("estimand", estimand, PILOT_ESTIMANDS)
     roles = table.check_cluster(cluster if cluster is not None else table.clusters[:1])
@@ -229,40 +228,13 @@ def pilot_power(
         raise EvalmixError(f"pilot_power resamples one cluster role, got {roles}")
     common: dict[str, Any] = dict(n_clusters=n_clusters, effect=effect, reps=reps,
                                   level=level, power=power, seed=seed)
-    build_problem: Any
-    try:
-        from evalmix.inference.estimands import build_problem
-    except ImportError:  # pragma: no cover - until the inference package provides it
-        build_problem = None
-    if build_problem is not None:
-        prob = build_problem(table, estimand, conditions=conditions, **dict(problem_kwargs or {}))
-        if prob.family != "linear":
-            raise EvalmixError("pilot_power bootstraps OLS estimands; use a linear family")
-        null_value = null if null is not None else (
-            float(prob.null) if np.isfinite(prob.null) else 0.0)
-        return bootstrap_power(prob.X, prob.y, prob.cluster_codes[roles[0]],
-                               target=prob.target, null=null_value, **common)
-    if estimand == "controlled_win_rate":
-        raise EvalmixError("controlled_win_rate needs evalmix.inference.estimands")
-    codes = table.codes(roles[0])
-    y = table.y
-    if estimand == "difference":
-        if table.has_condition:
-            cond = table.data["condition"].to_numpy().astype(str)
-        elif table.kind == "pairwise":  # one-baseline designs: model_b names the condition
-            cond = table.data["model_b"].to_numpy().astype(str)
-        else:
-            raise EvalmixError("estimand='difference' needs a table with a condition column")
-        levels = conditions or tuple(sorted(set(cond)))
-        if len(levels) != 2 or not set(levels) <= set(cond):
-            raise EvalmixError(f"difference needs two conditions, got {levels}; pass "
-                               "conditions=(control, treatment)")
-        keep = np.isin(cond, levels)
-        X = np.column_stack([np.ones(keep.sum()), (cond[keep] == levels[1]).astype(float)])
-        return bootstrap_power(X, y[keep], codes[keep], target=1,
-                               null=0.0 if null is None else null, **common)
-    null_value = (0.5 if estimand == "win_rate" else 0.0) if null is None else null
-    return bootstrap_power(np.ones((y.size, 1)), y, codes, target=0, null=null_value, **common)
+    prob = build_problem(table, estimand, conditions=conditions, **dict(problem_kwargs or {}))
+    if prob.family != "linear":
+        raise EvalmixError("pilot_power bootstraps OLS estimands; use a linear family")
+    null_value = null if null is not None else (
+        float(prob.null) if np.isfinite(prob.null) else 0.0)
+    return bootstrap_power(prob.X, prob.y, prob.cluster_codes[roles[0]],
+                           target=prob.target, null=null_value, **common)
 
 
 # ------------------------------------------------------------------ (b) parametric
