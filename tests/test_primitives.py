@@ -223,3 +223,23 @@ def test_every_level_check_has_one_class_and_one_wording(bad):
     for call in _level_calls().values():
         with pytest.raises(InvalidOptionError, match=r"level must be in \(0, 1\)"):
             call(bad)
+
+
+# ------------------------------------------------------------------------ versions
+def test_one_version_and_one_way_to_collect_versions():
+    import re
+    import sys
+    from pathlib import Path
+
+    import evalmix
+    from evalmix._version import __version__, package_versions
+
+    pyproject = (Path(__file__).parents[1] / "pyproject.toml").read_text()
+    assert re.search(r'^version = "([^"]+)"', pyproject, re.M).group(1) == __version__
+    assert evalmix.__version__ == __version__
+    v = package_versions("numpy", "surely-not-a-package")
+    assert v["evalmix"] == __version__ and v["numpy"] == np.__version__
+    assert "surely-not-a-package" not in v and v["python"] == ".".join(
+        map(str, sys.version_info[:3]))
+    loaded = package_versions("numpy", "bambi", loaded_only=True)
+    assert ("bambi" in loaded) == ("bambi" in sys.modules)

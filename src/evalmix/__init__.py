@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from evalmix._version import __version__
 from evalmix.data import EvalTable, read
 from evalmix.errors import (
     ConvergenceWarning,
@@ -25,8 +26,6 @@ from evalmix.errors import (
     SingularFitWarning,
     TooFewClustersError,
 )
-
-__version__ = "0.1.0"
 
 # public name -> module that defines it (imported on first access)
 _LAZY: dict[str, str] = {

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import pandas as pd
 
+from evalmix._version import package_versions
 from evalmix.compare._calls import guarded
 from evalmix.compare.decide import (
     INTERVAL_COLUMNS,
@@ -608,16 +609,8 @@ def _plain_warnings(table: EvalTable, design: dict[str, Any], rec: Recommendatio
 
 
 def _summary(table: EvalTable, **kw: Any) -> dict[str, Any]:
-    import platform
-
-    import evalmix
-
-    versions = {"evalmix": evalmix.__version__, "python": platform.python_version(),
-                "numpy": np.__version__, "pandas": pd.__version__}
-    for mod in ("scipy", "statsmodels", "pymc", "arviz", "nutpie", "matplotlib"):
-        m = sys.modules.get(mod)
-        if m is not None:
-            versions[mod] = getattr(m, "__version__", "?")
+    versions = package_versions("numpy", "pandas", "scipy", "statsmodels", "pymc", "arviz",
+                                "nutpie", "matplotlib", loaded_only=True)
     fits = kw.pop("fits")
     return {
         "versions": versions,

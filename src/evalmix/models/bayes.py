@@ -36,6 +36,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from evalmix._version import package_versions
 from evalmix.errors import (
     ConvergenceWarning,
     EvalmixError,
@@ -493,16 +494,8 @@ def _check(spec: ModelSpec, diag: pd.DataFrame, divergences: int, var: pd.DataFr
     return msgs
 
 
-def _versions() -> dict[str, str]:
-    import importlib.metadata as md
-
-    out = {}
-    for p in ("evalmix", "numpy", "numba", "nutpie", "pymc", "pytensor", "arviz", "bambi"):
-        try:
-            out[p] = md.version(p)
-        except md.PackageNotFoundError:
-            pass
-    return out
+#: Packages whose versions a Bayesian fit records.
+BAYES_PACKAGES = ("numpy", "numba", "nutpie", "pymc", "pytensor", "arviz", "bambi")
 
 
 def _provenance(spec, data, terms, engine, sampler, seed, draws, tune, chains, prior_scale,
@@ -521,7 +514,7 @@ def _provenance(spec, data, terms, engine, sampler, seed, draws, tune, chains, p
                                    else "")) for t in terms},
         "rows": spec.n_obs, "collapsed_rows": data.n_patterns,
         "wall_seconds": round(wall, 3), "sampling_seconds": round(t_sample, 3),
-        "versions": _versions(), "notes": list(spec.notes),
+        "versions": package_versions(*BAYES_PACKAGES), "notes": list(spec.notes),
     }
 
 

@@ -53,6 +53,7 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
+from evalmix._version import package_versions
 from evalmix.errors import (
     ConvergenceWarning,
     EvalmixError,
@@ -212,17 +213,6 @@ def fit_glmm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
                               if method == "vb" else
                               "mode +- z Laplace SD (joint mode incl. random effects)")},
     )
-
-
-def _versions() -> dict[str, str]:
-    import scipy
-    import statsmodels
-
-    import evalmix
-
-    return {"statsmodels": statsmodels.__version__, "numpy": np.__version__,
-            "scipy": scipy.__version__, "pandas": pd.__version__,
-            "evalmix": getattr(evalmix, "__version__", "unknown")}
 
 
 # ---------------------------------------------------------------------------- public
@@ -445,7 +435,7 @@ def fit_statsmodels(
             if df == "containment" else fit.details.get("interval", "")),
         "optimizer": fit.details.get("optimizer", ""), "converged": fit.converged,
         "df": dfs,
-        "versions": _versions(), "wall_s": time.perf_counter() - t0,
+        "versions": package_versions("numpy", "scipy", "pandas", "statsmodels"), "wall_s": time.perf_counter() - t0,
         "residual": ("pi^2/3 (logistic latent residual, fixed)" if method != "mixedlm"
                      else "estimated residual SD"),
         "share": "share and icc among random intercepts and the residual, covariates at 0",
