@@ -46,6 +46,7 @@ from evalmix.inference.sandwich import (
     cluster_codes,
     cluster_sums,
     cr1_factor,
+    regression_arrays,
 )
 from evalmix.seeding import SeedLike, seeded_rng
 
@@ -494,27 +495,16 @@ def cluster_bootstrap(
     """
     check_option("family", family, FAMILIES)
     check_option("ci", ci, CI_TYPES)
-    X = np.asarray(X, dtype=float)
-    if X.ndim == 1:
-        X = X[:, None]
-    y = np.asarray(y, dtype=float)
+    X, y, codes, g = regression_arrays(X, y, clusters, target=target)
     n, k = X.shape
-    codes = np.asarray(clusters)
-    if y.shape != (n,) or codes.shape != (n,):
-        raise EvalmixError(f"X has {n} rows but y has shape {y.shape} and clusters "
-                           f"{codes.shape}; they must match")
-    if not 0 <= target < k:
-        raise EvalmixError(f"target={target} is not a column of X (it has {k} columns)")
     level = check_level(level)
     if reps < 2:
         raise EvalmixError(f"reps must be at least 2, got {reps}")
-    codes = cluster_codes(codes)[0]
-    g = int(codes.max()) + 1
     if g < MIN_BOOTSTRAP_CLUSTERS:
         raise TooFewClustersError(
-            f"only {g} clusters; bootstrap intervals need at least {MIN_BOOTSTRAP_CLUSTERS}. Report "
-            "per-cluster (stratified) results, or use the wild cluster bootstrap "
-            "(method='wild') or CR2 with Satterthwaite df.")
+            f"only {g} clusters; bootstrap intervals need at least "
+            f"{MIN_BOOTSTRAP_CLUSTERS}. Report per-cluster (stratified) results, or use the "
+            "wild cluster bootstrap (method='wild') or CR2 with Satterthwaite df.")
     if g < FEW_CLUSTERS:
         warnings.warn(f"only {g} clusters: cluster bootstrap intervals may under-cover; "
                       "CR2 (Satterthwaite df) or the wild cluster bootstrap is the "

@@ -74,6 +74,7 @@ __all__ = [
     "MultiwayVcov",
     "cluster_codes",
     "cluster_sums",
+    "regression_arrays",
     "cr1_factor",
     "vcov_cluster",
     "satterthwaite_df",
@@ -109,6 +110,24 @@ def cluster_codes(clusters: np.ndarray) -> tuple[np.ndarray, int]:
         raise EvalmixError("cluster codes contain missing values; drop those rows or give "
                            "them a cluster label")
     return codes, int(codes.max()) + 1 if codes.size else 0
+
+
+def regression_arrays(X: np.ndarray, y: np.ndarray, clusters: np.ndarray, *, target: int
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Checked ``(X as (n, k) floats, y, dense cluster codes, G)`` for a method that
+    resamples or tests coefficient ``target`` of ``y ~ X`` clustered on ``clusters``."""
+    X = np.asarray(X, dtype=float)
+    if X.ndim == 1:
+        X = X[:, None]
+    y = np.asarray(y, dtype=float)
+    n, k = X.shape
+    codes, g = cluster_codes(np.asarray(clusters).reshape(-1))
+    if y.shape != (n,) or codes.shape != (n,):
+        raise EvalmixError(f"X has {n} rows but y has shape {y.shape} and clusters "
+                           f"{np.shape(clusters)}; they must match")
+    if not 0 <= target < k:
+        raise EvalmixError(f"target={target} is not a column of X (it has {k} columns)")
+    return X, y, codes, g
 
 
 def cluster_sums(values: np.ndarray, codes: np.ndarray, n_clusters: int) -> np.ndarray:

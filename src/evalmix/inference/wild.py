@@ -36,7 +36,7 @@ import pandas as pd
 from scipy import stats
 
 from evalmix.errors import EvalmixError, TooFewClustersError, check_level, check_option
-from evalmix.inference.sandwich import cluster_codes, cluster_sums, cr1_factor
+from evalmix.inference.sandwich import cluster_sums, cr1_factor, regression_arrays
 from evalmix.seeding import SeedLike, seeded_rng
 
 __all__ = ["WildResult", "wild_cluster_bootstrap", "wild_weights", "WEBB_VALUES"]
@@ -270,17 +270,7 @@ def wild_cluster_bootstrap(
     True
     """
     check_option("weights", weights, WEIGHTS)
-    X = np.asarray(X, dtype=float)
-    if X.ndim == 1:
-        X = X[:, None]
-    y = np.asarray(y, dtype=float)
-    n, k = X.shape
-    codes, g = cluster_codes(np.asarray(clusters))
-    if y.shape != (n,) or codes.shape != (n,):
-        raise EvalmixError(f"X has {n} rows but y has shape {y.shape} and clusters "
-                           f"{codes.shape}; they must match")
-    if not 0 <= target < k:
-        raise EvalmixError(f"target={target} is not a column of X (it has {k} columns)")
+    X, y, codes, g = regression_arrays(X, y, clusters, target=target)
     level = check_level(level)
     if g < 2:
         raise TooFewClustersError("the wild cluster bootstrap needs at least 2 clusters")
