@@ -22,14 +22,11 @@ follow from that one matrix (:mod:`evalmix.inference.ranking`).
 
 References
 ----------
-Hothorn, T., Bretz, F. & Westfall, P. (2008). Simultaneous inference in general
-parametric models. Biometrical Journal 50, 346-363. doi:10.1002/bimj.200810425
-Klein, M., Wright, T. & Wieczorek, J. (2020). A joint confidence region for an overall
-ranking of populations. JRSS C 69, 589-606. doi:10.1111/rssc.12402
-Mogstad, M., Romano, J. P., Shaikh, A. M. & Wilhelm, D. (2024). Inference for ranks.
-Review of Economic Studies 91, 476-518. doi:10.1093/restud/rdad006
-Piepho, H.-P. (2004). An algorithm for a letter-based representation of all-pairwise
-comparisons. JCGS 13, 456-466. doi:10.1198/1061860043515
+The max-t, rank-interval and letter methods are referenced in full in
+:mod:`evalmix.inference.ranking`: Hothorn, Bretz & Westfall (2008),
+doi:10.1002/bimj.200810425; Klein, Wright & Wieczorek (2020), doi:10.1111/rssc.12402;
+Mogstad, Romano, Shaikh & Wilhelm (2024), doi:10.1093/restud/rdad006; Piepho (2004),
+doi:10.1198/1061860043515.
 Bradley, R. A. & Terry, M. E. (1952). Rank analysis of incomplete block designs I.
 Biometrika 39, 324-345. doi:10.2307/2334029
 Holm, S. (1979). A simple sequentially rejective multiple test procedure. Scandinavian

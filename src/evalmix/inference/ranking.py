@@ -20,8 +20,8 @@ pair).
 * :func:`compact_letters`: compact letter display (Piepho 2004, insert-and-absorb): two
   models share a letter if and only if their difference is not significant.
 * :func:`pairwise_satterthwaite`: the CR2 Satterthwaite degrees of freedom of every
-  difference of two cell means at once (the closed form of
-  :func:`evalmix.inference.compare` vectorised over pairs through K x K Gram matrices).
+  difference of two cell means at once (vectorised over pairs through K x K Gram
+  matrices; :func:`evalmix.inference.compare.compare_all` uses it too).
 
 References
 ----------

@@ -151,9 +151,9 @@ def fit_glmm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     Examples
     --------
     >>> import numpy as np
-    >>> rng = np.random.default_rng(2)
-    >>> g = np.repeat(np.arange(20), 30)
-    >>> y = (rng.random(600) < 1 / (1 + np.exp(-rng.normal(0, 1, 20)[g]))).astype(float)
+    >>> from evalmix.sim import clustered_scores
+    >>> sim = clustered_scores(20, 30, p=0.5, icc=0.2, seed=2)
+    >>> y, g = sim.data["y"].to_numpy(float), np.repeat(np.arange(20), 30)
     >>> fit = fit_glmm_arrays(y, np.ones((600, 1)), ["Intercept"], [intercept_term("g", g)],
     ...                       method="vb", seed=1)
     >>> fit.method
