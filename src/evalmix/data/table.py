@@ -69,7 +69,7 @@ RESERVED_NAMES: frozenset[str] = frozenset(
 
 __all__ = ["EvalTable", "Roles", "Kind", "OutcomeType", "TiePolicy", "TIE_POLICIES",
            "default_sampled", "is_judge_role", "is_replicate_role", "INTERACTION_SEP",
-           "add_interactions", "dense_codes", "intersect_codes"]
+           "add_interactions", "cluster_codes", "dense_codes", "intersect_codes"]
 
 
 @dataclass(frozen=True)
@@ -157,6 +157,25 @@ def dense_codes(labels: np.ndarray | Sequence[Any]) -> np.ndarray:
             present = np.bincount(a, minlength=top) > 0
             return (np.cumsum(present) - 1)[a].astype(np.int64)
     return pd.factorize(a, sort=True)[0].astype(np.int64)
+
+
+def cluster_codes(clusters: np.ndarray | Sequence[Any]) -> tuple[np.ndarray, int]:
+    """Dense codes ``0..G-1`` of a one-dimensional label array (:func:`dense_codes`) and
+    ``G``; a missing label is an error (array functions take any labels through this).
+
+    Examples
+    --------
+    >>> cluster_codes(["b", "a", "b"])
+    (array([1, 0, 1]), 2)
+    """
+    c = np.asarray(clusters)
+    if c.ndim != 1:
+        raise EvalmixError(f"clusters must be one-dimensional, got shape {c.shape}")
+    codes = dense_codes(c)
+    if (codes < 0).any():
+        raise EvalmixError("cluster codes contain missing values; drop those rows or give "
+                           "them a cluster label")
+    return codes, int(codes.max()) + 1 if codes.size else 0
 
 
 def intersect_codes(*codes: np.ndarray) -> np.ndarray:

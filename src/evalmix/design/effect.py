@@ -25,8 +25,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from evalmix.data.table import cluster_codes
 from evalmix.errors import EvalmixError, check_level
-from evalmix.inference.sandwich import cluster_codes, cr1_factor
 
 __all__ = [
     "ICCResult",
@@ -137,7 +137,9 @@ def deff_empirical(y: np.ndarray, clusters: np.ndarray) -> float:
     ss = np.sum(dev**2)
     if ss == 0 or g < 2:
         return float("nan")
-    cr1 = cr1_factor(g, n, 1) * np.sum(np.bincount(codes, weights=dev, minlength=g) ** 2) / n**2
+    # the CR1 factor of a mean, G/(G-1) (inference.sandwich.cr1_factor with k = 1; design
+    # does not import inference: tests/test_primitives.py checks the two agree)
+    cr1 = g / (g - 1) * np.sum(np.bincount(codes, weights=dev, minlength=g) ** 2) / n**2
     return float(cr1 / (ss / (n - 1) / n))
 
 

@@ -63,7 +63,7 @@ import numpy as np
 from scipy import linalg
 
 from evalmix._blas import one_blas_thread
-from evalmix.data.table import dense_codes, intersect_codes
+from evalmix.data.table import cluster_codes, intersect_codes
 from evalmix.errors import EvalmixError, check_option
 
 __all__ = [
@@ -99,19 +99,6 @@ DENSE_BATCH_ENTRIES = 2_000_000
 
 
 # --------------------------------------------------------------------------- helpers
-def cluster_codes(clusters: np.ndarray) -> tuple[np.ndarray, int]:
-    """Dense codes ``0..G-1`` of any label array (:func:`evalmix.data.table.dense_codes`),
-    and ``G``; missing labels are an error."""
-    c = np.asarray(clusters)
-    if c.ndim != 1:
-        raise EvalmixError(f"clusters must be one-dimensional, got shape {c.shape}")
-    codes = dense_codes(c)
-    if (codes < 0).any():
-        raise EvalmixError("cluster codes contain missing values; drop those rows or give "
-                           "them a cluster label")
-    return codes, int(codes.max()) + 1 if codes.size else 0
-
-
 def regression_arrays(X: np.ndarray, y: np.ndarray, clusters: np.ndarray, *, target: int
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Checked ``(X as (n, k) floats, y, dense cluster codes, G)`` for a method that
