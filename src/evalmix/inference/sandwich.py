@@ -477,7 +477,7 @@ def _inclusion_exclusion(codes: Sequence[np.ndarray]
 
 def _psd(terms: list[MultiwayTerm], n_levels: Sequence[int], type: str) -> MultiwayVcov:
     """Sum the terms, symmetrise, and set negative eigenvalues to zero (CGM 2011, 2.3)."""
-    V = sum(t.sign * t.vcov for t in terms)
+    V = np.sum([t.sign * t.vcov for t in terms], axis=0)
     V = (V + V.T) / 2
     lam, Q = np.linalg.eigh(V)
     fixed = bool(lam.min() < 0)
