@@ -13,7 +13,6 @@ from scipy import stats
 
 import evalmix
 from evalmix.errors import EvalmixError, FewClustersWarning, InvalidOptionError
-from evalmix.inference.compare_all import _satterthwaite
 from evalmix.inference.leaderboard import MODEL_COLUMNS, PAIR_COLUMNS, leaderboard
 from evalmix.inference.ranking import (
     all_pairs,
@@ -86,6 +85,23 @@ def test_paired_difference_equals_interval():
         # interval's "B - A" is B's win rate minus A's; the pair row is A's minus B's
         assert res.estimate == pytest.approx(-r["estimate"], rel=1e-12)
         assert res.se == pytest.approx(r["se"], rel=R_TOL)
+
+
+def _satterthwaite(count: np.ndarray, factor: np.ndarray, c: np.ndarray) -> float:
+    """Satterthwaite df of CR2 for contrast ``c`` of cell means (working model I).
+
+    With ``p_g = A_g X_g M c`` and ``Omega_gh = delta_gh p_g'p_g - p_g'X_g M X_h'p_h``,
+    ``df = tr(Omega)^2 / ||Omega||_F^2`` (Bell & McCaffrey 2002), for any contrast (the
+    general form that compare_all used before it shared pairwise_satterthwaite).
+    """
+    n_m = count.sum(axis=0)
+    phi = c / n_m * factor  # (G, M): value of p_g on the rows of cell (g, m)
+    d = np.sum(count * phi**2, axis=1)  # p_g'p_g
+    F = count * phi / np.sqrt(n_m)  # Omega = diag(d) - F F'
+    f2 = np.sum(F**2, axis=1)
+    trace = d.sum() - f2.sum()
+    frob = np.sum(d**2) - 2 * np.sum(d * f2) + np.sum((F.T @ F) ** 2)
+    return float(trace**2 / frob) if frob > 0 else float("nan")
 
 
 def test_satterthwaite_for_all_pairs_equals_closed_form():

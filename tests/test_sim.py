@@ -51,8 +51,11 @@ def test_same_seed_same_table_different_seed_different():
 
 def test_generator_seed_is_recorded_and_bad_seed_rejected():
     res = clustered_scores(10, 3, seed=np.random.default_rng(3))
-    assert res.seed == "Generator"
-    assert clustered_scores(10, 3, seed=None).seed is None
+    assert isinstance(res.seed, int)  # the int drawn from the Generator reproduces it
+    pd.testing.assert_frame_equal(res.data, clustered_scores(10, 3, seed=res.seed).data)
+    fresh = clustered_scores(10, 3, seed=None)
+    assert isinstance(fresh.seed, int)
+    pd.testing.assert_frame_equal(fresh.data, clustered_scores(10, 3, seed=fresh.seed).data)
     with pytest.raises(EvalmixError, match="seed must be an int"):
         clustered_scores(10, 3, seed="abc")  # type: ignore[arg-type]
 

@@ -13,8 +13,9 @@ import pandas as pd
 import pytest
 
 import evalmix
-from evalmix.errors import EvalmixError, InvalidOptionError, check_seed
+from evalmix.errors import EvalmixError, InvalidOptionError
 from evalmix.inference.naive import wilson_interval
+from evalmix.seeding import check_seed
 
 
 def test_exact_fit_is_an_error_for_every_method():

@@ -24,7 +24,7 @@ __all__ = [
     "SingularFitWarning",
     "NotEstimableWarning",
     "check_option",
-    "check_seed",
+    "check_level",
     "check_out_dir",
 ]
 
@@ -90,25 +90,24 @@ def check_option(name: str, value: object, allowed: Sequence[object]) -> None:
         raise InvalidOptionError(f"{name}={value!r} is not allowed; choose one of {choices}")
 
 
-def check_seed(seed: object) -> None:
-    """Raise :class:`InvalidOptionError` unless ``seed`` is None, a non-negative int or a
-    ``numpy.random.Generator`` (numpy seeds are non-negative integers).
+def check_level(level: object) -> float:
+    """The confidence level as a float; :class:`InvalidOptionError` unless in (0, 1).
+
+    The one check of a confidence level (``level=95`` and NaN are refused).
 
     Examples
     --------
-    >>> check_seed(2026)
+    >>> check_level(0.9)
+    0.9
     """
-    import numpy as np
-
-    if seed is None or isinstance(seed, np.random.Generator):
-        return
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
+    try:
+        value = float(level)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not 0 < value < 1:
         raise InvalidOptionError(
-            f"seed must be an int >= 0 or a numpy.random.Generator, got {seed!r}")
-    if seed < 0:
-        raise InvalidOptionError(
-            f"seed={int(seed)} is negative; numpy seeds are non-negative integers "
-            "(e.g. seed=1)")
+            f"level must be in (0, 1), got {level!r}: give a confidence level such as 0.95")
+    return value
 
 
 def check_out_dir(path: str | os.PathLike[str], *, what: str = "--out") -> Path:

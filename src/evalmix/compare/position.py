@@ -35,6 +35,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from evalmix.inference.sandwich import cluster_codes, cr1_factor
+
 if TYPE_CHECKING:
     from evalmix.data.table import EvalTable
 
@@ -63,13 +65,12 @@ def mean_cr1(y: np.ndarray, clusters: np.ndarray, *, level: float = 0.95
     n = y.size
     if n == 0:
         return (np.nan, np.nan, np.nan, np.nan, 0)
-    codes = pd.factorize(np.asarray(clusters))[0]
-    g = int(codes.max()) + 1
+    codes, g = cluster_codes(np.asarray(clusters))
     m = float(y.mean())
     if g < 2 or n < 2:
         return (m, np.nan, np.nan, np.nan, g)
     sums = np.bincount(codes, weights=y - m, minlength=g)
-    var = (g / (g - 1)) * float(np.sum(sums**2)) / n**2
+    var = cr1_factor(g, n, 1) * float(np.sum(sums**2)) / n**2
     se = float(np.sqrt(var))
     t = float(stats.t.ppf(0.5 + level / 2, g - 1))
     return (m, se, m - t * se, m + t * se, g)

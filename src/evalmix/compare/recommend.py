@@ -12,17 +12,17 @@ from itertools import combinations
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from evalmix.data.summary import factor_relation
 from evalmix.data.table import INTERACTION_SEP, is_judge_role
 from evalmix.errors import EvalmixError, check_option
+from evalmix.inference.sandwich import FEW_CLUSTERS
 
 if TYPE_CHECKING:
     from evalmix.data.table import EvalTable
 
 __all__ = [
-    "ALL_METHODS", "MIN_CLUSTERS", "FEW_LEVELS", "Contrast", "Recommendation", "cluster_levels",
+    "ALL_METHODS", "FEW_LEVELS", "Contrast", "Recommendation", "cluster_levels",
     "contrasts", "recommend_cluster", "judge_role",
 ]
 
@@ -30,9 +30,6 @@ __all__ = [
 ALL_METHODS: tuple[str, ...] = ("naive", "wilson", "CR1", "CR2", "CR3", "bootstrap", "wild")
 #: Model-based methods (rows added from :func:`evalmix.fit`).
 MODEL_METHODS: tuple[str, ...] = ("mixedlm", "glmm_laplace", "glmm_vb", "glmm_map", "bayes")
-#: Fewest clusters for which CR1 and bootstrap intervals are trusted (below about 20
-#: they under-cover; Cameron & Miller 2015, doi:10.3368/jhr.50.2.317); CR2 is used below.
-MIN_CLUSTERS = 20
 #: Below this many levels a sampled factor makes the interval wide: the report says so.
 FEW_LEVELS = 10
 #: Pairwise tables with at most this many ``model_b`` levels also get all differences.
@@ -308,7 +305,7 @@ def recommend_cluster(table: EvalTable, *, sampled: Sequence[str] | None = None
         reason += ("; " + ", ".join(f"'{r}' has only {n[r]} levels" for r in few)
                    + ", so the interval is wide because the design has few independent "
                    "levels: add levels of " + " and ".join(few) + " to narrow it")
-    elif g_min < MIN_CLUSTERS:
+    elif g_min < FEW_CLUSTERS:
         reason += (f"; with {g_min} clusters CR2 is still close to nominal where CR1 and "
                    "the bootstrap are too narrow")
     return Recommendation(tuple(top), "CR2", g_min, reason + ".", samp, fixed, few)
@@ -350,4 +347,4 @@ def level_label(level: tuple[str, ...]) -> str:
 def cluster_counts(table: EvalTable, level: tuple[str, ...]) -> int:
     if not level:
         return table.n_obs
-    return int(min(pd.factorize(table.data[r])[0].max() + 1 for r in level))
+    return min(table.n_levels(r) for r in level)

@@ -69,7 +69,7 @@ RESERVED_NAMES: frozenset[str] = frozenset(
 
 __all__ = ["EvalTable", "Roles", "Kind", "OutcomeType", "TiePolicy", "TIE_POLICIES",
            "default_sampled", "is_judge_role", "is_replicate_role", "INTERACTION_SEP",
-           "add_interactions"]
+           "add_interactions", "cluster_codes", "dense_codes", "intersect_codes"]
 
 
 @dataclass(frozen=True)
@@ -135,6 +135,64 @@ def is_replicate_role(role: str) -> bool:
     """True for a role named like a replicate (``rep``, ``epoch``, ``run``, ...)."""
     words = [w for w in re.split(r"[^a-z]+", role.lower()) if w]
     return any(w in REPLICATE_WORDS or w.rstrip("s") in REPLICATE_WORDS for w in words)
+
+
+def dense_codes(labels: np.ndarray | Sequence[Any]) -> np.ndarray:
+    """Codes ``0..G-1`` of the distinct values of ``labels``, in sorted order (-1 missing).
+
+    The one implementation of dense cluster codes (``EvalTable.codes``, the sandwich and
+    the bootstraps all use it). Non-negative integers with a small range are numbered
+    with a presence table instead of hashing (same codes as ``pd.factorize(sort=True)``,
+    faster; tests/test_primitives.py checks the two agree).
+
+    Examples
+    --------
+    >>> dense_codes(np.array(["b", "a", "b"])).tolist()
+    [1, 0, 1]
+    """
+    a = np.asarray(labels)
+    if a.dtype.kind in "iu" and a.size and a.min() >= 0:
+        top = int(a.max()) + 1
+        if top <= 4 * a.size + 16:
+            present = np.bincount(a, minlength=top) > 0
+            return (np.cumsum(present) - 1)[a].astype(np.int64)
+    return pd.factorize(a, sort=True)[0].astype(np.int64)
+
+
+def cluster_codes(clusters: np.ndarray | Sequence[Any]) -> tuple[np.ndarray, int]:
+    """Dense codes ``0..G-1`` of a one-dimensional label array (:func:`dense_codes`) and
+    ``G``; a missing label is an error (array functions take any labels through this).
+
+    Examples
+    --------
+    >>> cluster_codes(["b", "a", "b"])
+    (array([1, 0, 1]), 2)
+    """
+    c = np.asarray(clusters)
+    if c.ndim != 1:
+        raise EvalmixError(f"clusters must be one-dimensional, got shape {c.shape}")
+    codes = dense_codes(c)
+    if (codes < 0).any():
+        raise EvalmixError("cluster codes contain missing values; drop those rows or give "
+                           "them a cluster label")
+    return codes, int(codes.max()) + 1 if codes.size else 0
+
+
+def intersect_codes(*codes: np.ndarray) -> np.ndarray:
+    """Dense codes of the intersection of several cluster factors given as codes: one
+    code per combination that occurs, in lexicographic order of the combinations.
+
+    Examples
+    --------
+    >>> intersect_codes(np.array([0, 0, 1, 1]), np.array([1, 0, 1, 1])).tolist()
+    [1, 0, 2, 2]
+    """
+    key = np.zeros(np.shape(codes[0])[0], dtype=np.int64)
+    for c in codes:
+        c = np.asarray(c, dtype=np.int64)
+        lo = int(c.min(initial=0))  # -1 (missing) sorts first, as groupby sorts it
+        key = dense_codes(key * (int(c.max(initial=0)) - lo + 1) + (c - lo))
+    return key
 
 
 def default_sampled(roles: Sequence[str]) -> tuple[str, ...]:
@@ -222,9 +280,7 @@ class EvalTable:
             )
         codes = {}
         for role in self.roles.clusters:
-            labels = self._frame[role].to_numpy()
-            c, _ = pd.factorize(labels, sort=True)
-            c = c.astype(np.int64)
+            c = dense_codes(self._frame[role].to_numpy())
             c.flags.writeable = False
             codes[role] = c
         object.__setattr__(self, "_codes", MappingProxyType(codes))
@@ -322,8 +378,7 @@ class EvalTable:
         if role in self._codes:
             return self._codes[role]
         parts = role.split(INTERACTION_SEP)
-        frame = pd.DataFrame({p: self._codes[p] for p in parts})
-        c = frame.groupby(parts, sort=True).ngroup().to_numpy(dtype=np.int64)
+        c = intersect_codes(*(self._codes[p] for p in parts))
         c.flags.writeable = False
         return c
 
@@ -384,8 +439,7 @@ class EvalTable:
         pid = self._frame["pair_id"].to_numpy()
         if (pid < 0).all():
             return np.arange(self.n_obs, dtype=np.int64)
-        c, _ = pd.factorize(pid, sort=True)
-        return c.astype(np.int64)
+        return dense_codes(pid)
 
     def check_pairs_within(self, cluster: str | Sequence[str] | None) -> None:
         """Raise if a cluster factor splits the AB and BA records of one comparison.

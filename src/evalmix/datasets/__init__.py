@@ -88,11 +88,9 @@ def devbench_repetition() -> pd.DataFrame:
     x 4 models against the human reference (``model_a = "human"``) x 9 judges x both
     orders x 3 runs (``rep``); no ties, 2 missing outcomes.
 
-    Source: Slimshilin/Position-Bias-Analyzer @ 9f8b7e8e83862cf1ffd9dd2c33f589262efc66ee,
-    ``judgment_data/data_DevBench_repetition/``. Licence: MIT (Copyright (c) 2024
-    Slimshilin). Reference: Shi et al. (2024), https://doi.org/10.48550/arXiv.2406.07791.
-
-    Default roles: as :func:`mtbench_position_bias`, with ``rep`` as the replicate.
+    Source, licence and reference: as :func:`mtbench_repetition` (same repository and
+    commit, ``judgment_data/data_DevBench_repetition/``). Default roles: as
+    :func:`mtbench_position_bias`, with ``rep`` as the replicate.
     """
     return _read("devbench_repetition")
 

@@ -25,7 +25,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from evalmix.errors import EvalmixError
+from evalmix.data.table import cluster_codes
+from evalmix.errors import EvalmixError, check_level
 from evalmix.tidy import RESULT_COLUMNS, tidy_rows
 
 __all__ = [
@@ -71,13 +72,6 @@ class ICCResult:
                 f"{self.df_within} df; n0 = {self.n0:.3g})")
 
 
-def _codes(codes: np.ndarray) -> tuple[np.ndarray, int]:
-    c, _ = pd.factorize(np.asarray(codes), sort=True)
-    if (c < 0).any():
-        raise EvalmixError("cluster codes contain missing values")
-    return c.astype(np.int64), int(c.max()) + 1
-
-
 def icc_anova(y: np.ndarray, clusters: np.ndarray, *, level: float = 0.95) -> ICCResult:
     """ICC by one-way ANOVA, ``(MSB - MSW) / (MSB + (n0 - 1) MSW)``, with its interval.
 
@@ -98,7 +92,7 @@ def icc_anova(y: np.ndarray, clusters: np.ndarray, *, level: float = 0.95) -> IC
     0.5581
     """
     y = np.asarray(y, dtype=float)
-    codes, g = _codes(clusters)
+    codes, g = cluster_codes(clusters)
     n_total = y.size
     if codes.shape != y.shape:
         raise EvalmixError(f"y has {y.size} values but clusters has {codes.size}")
@@ -153,12 +147,14 @@ def deff_empirical(y: np.ndarray, clusters: np.ndarray) -> float:
     (N - 1)/(N - k) factor is 1) and ``var_naive = s^2 / N`` with ``s^2`` on N - 1 df.
     """
     y = np.asarray(y, dtype=float)
-    codes, g = _codes(clusters)
+    codes, g = cluster_codes(clusters)
     n = y.size
     dev = y - y.mean()
     ss = np.sum(dev**2)
     if ss == 0 or g < 2:
         return float("nan")
+    # the CR1 factor of a mean, G/(G-1) (inference.sandwich.cr1_factor with k = 1; design
+    # does not import inference: tests/test_primitives.py checks the two agree)
     cr1 = g / (g - 1) * np.sum(np.bincount(codes, weights=dev, minlength=g) ** 2) / n**2
     return float(cr1 / (ss / (n - 1) / n))
 
@@ -278,8 +274,7 @@ def design_effect(table, cluster: str | Sequence[str] | None = None, *,  # noqa:
     if not roles:
         raise EvalmixError("the table has no cluster factors; pass clusters= to "
                            "evalmix.read to name one (e.g. clusters={'item': 'item_id'})")
-    if not 0 < level < 1:
-        raise EvalmixError(f"level must be in (0, 1), got {level}")
+    level = check_level(level)
     y = table.y
     keys = _fixed_cells(table)
     centred = bool(keys)

@@ -32,12 +32,15 @@ from evalmix.errors import (
     InvalidOptionError,
     NotEstimableWarning,
     TooFewClustersError,
+    check_level,
     check_option,
 )
 from evalmix.inference.estimands import ESTIMANDS, LinearProblem, build_problem, fit
 from evalmix.inference.naive import naive_se, wilson_interval
 from evalmix.inference.result import IntervalResult
 from evalmix.inference.sandwich import (
+    FEW_CLUSTERS,
+    MIN_BOOTSTRAP_CLUSTERS,
     intersect_codes,
     multiway_df,
     satterthwaite_df,
@@ -54,10 +57,6 @@ __all__ = ["interval", "METHODS", "FEW_CLUSTERS", "MIN_BOOTSTRAP_CLUSTERS"]
 Method = Literal["naive", "wilson", "CR0", "CR1", "CR2", "CR3", "bootstrap", "wild"]
 METHODS: tuple[str, ...] = ("naive", "wilson", "CR0", "CR1", "CR2", "CR3", "bootstrap", "wild")
 CI_TYPES: tuple[str, ...] = ("percentile", "expanded", "bca", "studentized")
-#: Below this many clusters CR0/CR1/CR3 and the pairs bootstrap under-cover: warn.
-FEW_CLUSTERS = 20
-#: Below this many clusters percentile/BCa bootstrap intervals are refused.
-MIN_BOOTSTRAP_CLUSTERS = 5
 DEFAULT_REPS = {"bootstrap": 2000, "wild": 9999}
 
 
@@ -193,8 +192,7 @@ def interval(
     """
     check_option("estimand", estimand, ESTIMANDS)
     check_option("method", method, METHODS)
-    if not 0 < float(level) < 1:
-        raise InvalidOptionError(f"level={level!r}: give a confidence level in (0, 1)")
+    level = check_level(level)
     roles = table.check_cluster(cluster)
     if len(set(roles)) != len(roles):
         raise InvalidOptionError(f"cluster={cluster!r} names a role twice")
@@ -277,7 +275,7 @@ def _interval(table: EvalTable, problem: LinearProblem, *, method: str,
         df: float = G - 1
         if method == "CR2":
             df, by = multiway_df(problem.X, f.resid, codes_list, target=k,
-                                 working_weights=f.working_weights)
+                                 working_weights=f.working_weights, multiway=mw)
             details["df_by_factor"] = dict(zip(roles, by, strict=True))
         details.update(n_clusters_by_factor=dict(zip(roles, mw.n_clusters, strict=True)),
                        eigenvalue_fix=mw.fixed)
@@ -285,9 +283,7 @@ def _interval(table: EvalTable, problem: LinearProblem, *, method: str,
             # The eigenvalue fix can leave the target's variance at (or near) zero: a
             # zero-width interval. Fall back, conservatively, to the largest one-way
             # variance of the same type (Cameron & Miller 2015, sec. VII.C).
-            one_way = [vcov_cluster(problem.X, f.resid, c, type=cast(Any, method),
-                                    working_weights=f.working_weights)[k, k]
-                       for c in codes_list]
+            one_way = [mw.one_way(i)[k, k] for i in range(len(codes_list))]
             if V[k, k] < max(one_way):
                 worst = int(np.argmax(one_way))
                 V = V.copy()

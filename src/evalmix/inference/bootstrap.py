@@ -39,9 +39,18 @@ from evalmix.errors import (
     EvalmixError,
     FewClustersWarning,
     TooFewClustersError,
+    check_level,
     check_option,
 )
-from evalmix.sim._common import SeedLike, as_generator, seed_record
+from evalmix.inference.sandwich import (
+    FEW_CLUSTERS,
+    MIN_BOOTSTRAP_CLUSTERS,
+    cluster_codes,
+    cluster_sums,
+    cr1_factor,
+    regression_arrays,
+)
+from evalmix.seeding import SeedLike, seeded_rng
 from evalmix.tidy import PicklableProxies, tidy_rows
 
 __all__ = [
@@ -61,8 +70,6 @@ CI_TYPES: tuple[str, ...] = ("percentile", "expanded", "bca", "studentized")
 FAMILIES: tuple[str, ...] = ("linear", "logit")
 #: Largest number of weight entries (replicates x resampled units) held at once.
 CHUNK_ENTRIES = 2_000_000
-MIN_CLUSTERS = 5
-FEW_CLUSTERS = 20
 
 
 # ----------------------------------------------------------------------------- result
@@ -299,19 +306,14 @@ def _block_sums(X: np.ndarray, y: np.ndarray, block: np.ndarray, n_blocks: int,
     k = X.shape[1]
     xx = (X[:, :, None] * X[:, None, :]).reshape(len(y), k * k)
     out = {"n": np.bincount(block, minlength=n_blocks).astype(float),
-           "H": _segsum(xx, block, n_blocks).reshape(n_blocks, k, k),
-           "s": _segsum(X * y[:, None], block, n_blocks)}
+           "H": cluster_sums(xx, block, n_blocks).reshape(n_blocks, k, k),
+           "s": cluster_sums(X * y[:, None], block, n_blocks)}
     if studentized:
         s, H = out["s"], out["H"]
         out["ss"] = s[:, :, None] * s[:, None, :]
         out["sH"] = s[:, :, None, None] * H[:, None, :, :]
         out["HH"] = H[:, :, :, None, None] * H[:, None, None, :, :]
     return out
-
-
-def _segsum(values: np.ndarray, codes: np.ndarray, n: int) -> np.ndarray:
-    return np.stack([np.bincount(codes, weights=values[:, j], minlength=n)
-                     for j in range(values.shape[1])], axis=1)
 
 
 def _solve(A: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -358,8 +360,7 @@ def _linear_cr1(W: np.ndarray, sums: dict[str, np.ndarray], H: np.ndarray,
             + np.einsum("bi,bj,bl,bm,bijlm->b", q, beta, q, beta, HH))
     n_cl = W.sum(axis=1) if W.shape[1] == g else np.full(W.shape[0], g)
     n_obs = W @ sums["n"]
-    adj = n_cl / (n_cl - 1) * (n_obs - 1) / (n_obs - k)
-    return np.maximum(meat, 0) * adj
+    return np.maximum(meat, 0) * cr1_factor(n_cl, n_obs, k)
 
 
 def _linear_from_gather(idx: np.ndarray, columns: np.ndarray, k: int,
@@ -432,7 +433,7 @@ def _logit_fit(W: np.ndarray, cells: _Cells, target: int, start: np.ndarray,
     n_cl = W.sum(axis=1)
     n_obs = W @ np.bincount(cells.block, weights=cells.n, minlength=n_blocks)
     k = Xc.shape[1]
-    var = meat * n_cl / (n_cl - 1) * (n_obs - 1) / (n_obs - k)
+    var = meat * cr1_factor(n_cl, n_obs, k)
     return est, np.where(ok, var, np.nan)
 
 
@@ -504,28 +505,16 @@ def cluster_bootstrap(
     """
     check_option("family", family, FAMILIES)
     check_option("ci", ci, CI_TYPES)
-    X = np.asarray(X, dtype=float)
-    if X.ndim == 1:
-        X = X[:, None]
-    y = np.asarray(y, dtype=float)
+    X, y, codes, g = regression_arrays(X, y, clusters, target=target)
     n, k = X.shape
-    codes = np.asarray(clusters)
-    if y.shape != (n,) or codes.shape != (n,):
-        raise EvalmixError(f"X has {n} rows but y has shape {y.shape} and clusters "
-                           f"{codes.shape}; they must match")
-    if not 0 <= target < k:
-        raise EvalmixError(f"target={target} is not a column of X (it has {k} columns)")
-    if not 0 < level < 1:
-        raise EvalmixError(f"level must be in (0, 1), got {level}")
+    level = check_level(level)
     if reps < 2:
         raise EvalmixError(f"reps must be at least 2, got {reps}")
-    codes = _dense(codes)
-    g = int(codes.max()) + 1
-    if g < MIN_CLUSTERS:
+    if g < MIN_BOOTSTRAP_CLUSTERS:
         raise TooFewClustersError(
-            f"only {g} clusters; bootstrap intervals need at least {MIN_CLUSTERS}. Report "
-            "per-cluster (stratified) results, or use the wild cluster bootstrap "
-            "(method='wild') or CR2 with Satterthwaite df.")
+            f"only {g} clusters; bootstrap intervals need at least "
+            f"{MIN_BOOTSTRAP_CLUSTERS}. Report per-cluster (stratified) results, or use the "
+            "wild cluster bootstrap (method='wild') or CR2 with Satterthwaite df.")
     if g < FEW_CLUSTERS:
         warnings.warn(f"only {g} clusters: cluster bootstrap intervals may under-cover; "
                       "CR2 (Satterthwaite df) or the wild cluster bootstrap is the "
@@ -533,13 +522,13 @@ def cluster_bootstrap(
     if nested is not None and ci == "studentized":
         raise EvalmixError("ci='studentized' is not available with nested resampling; use "
                            "ci='percentile' or 'bca'")
-    rng = as_generator(seed)
+    rng, seed = seeded_rng(seed)
     studentized = ci == "studentized"
 
     if nested is None:
         block, block_cluster = codes, np.arange(g)
     else:
-        units = _dense(np.asarray(nested))
+        units = cluster_codes(np.asarray(nested))[0]
         if units.shape != (n,):
             raise EvalmixError("nested must have one code per row")
         pairs = pd.DataFrame({"u": units, "c": codes}).drop_duplicates()
@@ -620,14 +609,7 @@ def cluster_bootstrap(
         lo, hi = studentized_interval(estimate, se_cr1, t_draws[finite], level)
     return BootstrapResult(
         estimate=estimate, se=float(good.std(ddof=1)), lo=float(lo), hi=float(hi),
-        draws=draws, reps=int(reps), seed=seed_record(seed), ci_type=ci, n_clusters=g,
+        draws=draws, reps=int(reps), seed=seed, ci_type=ci, n_clusters=g,
         level=level, family=family, nested=nested is not None, n_failed=n_failed,
         se_cr1=se_cr1, t_draws=t_draws, details=details)
 
-
-def _dense(codes: np.ndarray) -> np.ndarray:
-    """Codes 0..G-1 (relabelled densely) from any integer or label array."""
-    c, _ = pd.factorize(np.asarray(codes), sort=True)
-    if (c < 0).any():
-        raise EvalmixError("cluster codes contain missing values")
-    return c.astype(np.int64)

@@ -38,9 +38,11 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from evalmix.errors import EvalmixError, FewClustersWarning, check_option
-from evalmix.inference.bootstrap import MIN_CLUSTERS, cluster_weights, norm_inter
-from evalmix.sim._common import SeedLike, as_generator, seed_record
+from evalmix.errors import EvalmixError, FewClustersWarning, check_level, check_option
+from evalmix.inference.bootstrap import cluster_weights, norm_inter
+from evalmix.inference.ranking import pairwise_satterthwaite
+from evalmix.inference.sandwich import MIN_BOOTSTRAP_CLUSTERS, cluster_codes, cr1_factor
+from evalmix.seeding import SeedLike, seeded_rng
 from evalmix.tidy import RESULT_COLUMNS
 
 __all__ = ["compare_all", "ComparisonResult", "holm", "cell_means_vcov"]
@@ -156,25 +158,8 @@ def cell_means_vcov(count: np.ndarray, total: np.ndarray, *, method: Method = "C
     vcov = scores.T @ scores
     if method == "CR1":
         n = count.sum()
-        vcov *= g / (g - 1) * (n - 1) / (n - m)
+        vcov *= cr1_factor(g, n, m)
     return means, vcov, factor
-
-
-def _satterthwaite(count: np.ndarray, factor: np.ndarray, c: np.ndarray) -> float:
-    """Satterthwaite df of CR2 for contrast ``c`` of cell means (working model I).
-
-    With ``p_g = A_g X_g M c`` and ``Omega_gh = delta_gh p_g'p_g - p_g'X_g M X_h'p_h``,
-    ``df = tr(Omega)^2 / ||Omega||_F^2`` (Bell & McCaffrey 2002; Pustejovsky & Tipton
-    2018), evaluated in O(G M^2) from the cell structure.
-    """
-    n_m = count.sum(axis=0)
-    phi = c / n_m * factor  # (G, M): value of p_g on the rows of cell (g, m)
-    d = np.sum(count * phi**2, axis=1)  # p_g'p_g
-    F = count * phi / np.sqrt(n_m)  # Omega = diag(d) - F F'
-    f2 = np.sum(F**2, axis=1)
-    trace = d.sum() - f2.sum()
-    frob = np.sum(d**2) - 2 * np.sum(d * f2) + np.sum((F.T @ F) ** 2)
-    return float(trace**2 / frob) if frob > 0 else float("nan")
 
 
 def _stack(table, cluster: str | Sequence[str] | None):  # noqa: ANN001, ANN202
@@ -232,7 +217,7 @@ def _bootstrap_maxt(count: np.ndarray, total: np.ndarray, pairs: np.ndarray, est
             i, j = pairs[:, 0], pairs[:, 1]
             var = Q[:, i, i] + Q[:, j, j] - 2 * Q[:, i, j]
             n_star = W @ n_cell
-            var *= (g / (g - 1) * (n_star - 1) / (n_star - m))[:, None]
+            var *= cr1_factor(g, n_star, m)[:, None]
             d = mw @ C.T
             diffs[a:a + W.shape[0]] = d
             tstat[a:a + W.shape[0]] = (d - est) / np.sqrt(var)
@@ -291,15 +276,13 @@ def compare_all(
     ['reference - control', 'treatment - control', 'treatment - reference']
     """
     check_option("method", method, METHODS)
-    if not 0 < level < 1:
-        raise EvalmixError(f"level must be in (0, 1), got {level}")
+    level = check_level(level)
     estimand, y, labels, codes, roles = _stack(table, cluster)
     group, levels = pd.factorize(labels, sort=True)
     m = len(levels)
     if m < 2:
         raise EvalmixError(f"compare_all needs at least 2 conditions/models, found {m}")
-    codes, _ = pd.factorize(codes, sort=True)
-    g = int(codes.max()) + 1
+    codes, g = cluster_codes(codes)
     if g < 2:
         raise EvalmixError("compare_all needs at least 2 clusters")
     count, total = _cells(y, group, codes, m, g)
@@ -313,7 +296,7 @@ def compare_all(
     se = np.sqrt(np.einsum("pi,ij,pj->p", C, vcov, C))
     se1 = np.sqrt(np.einsum("pi,ij,pj->p", C, vcov1, C))
     if method == "CR2":
-        df = np.array([_satterthwaite(count, factor, c) for c in C])
+        df = pairwise_satterthwaite(count, factor, pairs[:, 0], pairs[:, 1])
     else:
         df = np.full(len(pairs), g - 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -322,14 +305,15 @@ def compare_all(
     q = stats.t.ppf(0.5 + level / 2, df)
     crit, p_maxt, se_boot, n_failed = (np.nan, np.full(len(pairs), np.nan),
                                        np.full(len(pairs), np.nan), 0)
-    if g < MIN_CLUSTERS:
+    rng, seed = seeded_rng(seed)
+    if g < MIN_BOOTSTRAP_CLUSTERS:
         warnings.warn(f"only {g} clusters: no simultaneous bootstrap intervals (the "
-                      f"cluster bootstrap needs at least {MIN_CLUSTERS}); use the Holm "
+                      f"cluster bootstrap needs at least {MIN_BOOTSTRAP_CLUSTERS}); use the Holm "
                       "p-values, or report per-cluster results", FewClustersWarning,
                       stacklevel=2)
     else:
         crit, maxabs, se_boot, n_failed = _bootstrap_maxt(
-            count, total, pairs, est, reps, level, as_generator(seed))
+            count, total, pairs, est, reps, level, rng)
         with np.errstate(divide="ignore", invalid="ignore"):
             t1 = np.abs(est / se1)
         p_maxt = np.array([np.mean(maxabs >= x) for x in t1])
@@ -343,9 +327,9 @@ def compare_all(
         "sim_lo": est - crit * se1, "sim_hi": est + crit * se1, "p_maxt": p_maxt,
         "se_boot": se_boot, "level": level, "method": method,
         "cluster": roles[0] if roles else "", "n_clusters": g, "n_obs": table.n_obs,
-        "reps": reps, "seed": seed_record(seed), "n_failed": n_failed, "scale": "identity",
+        "reps": reps, "seed": seed, "n_failed": n_failed, "scale": "identity",
         "note": "",
     }, columns=list(COLUMNS))
     return ComparisonResult(table=out, estimand=estimand, method=method,
                             cluster=roles[0] if roles else "", level=level, n_clusters=g,
-                            reps=reps, seed=seed_record(seed), crit=float(crit))
+                            reps=reps, seed=seed, crit=float(crit))

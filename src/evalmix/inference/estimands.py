@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import pandas as pd
 
+from evalmix.data.table import dense_codes, intersect_codes
 from evalmix.errors import (
     ConvergenceWarning,
     DroppedRowsWarning,
@@ -57,7 +58,6 @@ from evalmix.errors import (
     InvalidOptionError,
     check_option,
 )
-from evalmix.inference.sandwich import intersect_codes
 
 if TYPE_CHECKING:
     from evalmix.data.table import EvalTable
@@ -215,19 +215,14 @@ def fit(problem: LinearProblem) -> Fit:
 
 
 # --------------------------------------------------------------------------- helpers
-def _dense(codes: np.ndarray) -> np.ndarray:
-    c, _ = pd.factorize(np.asarray(codes), sort=True)
-    return c.astype(np.int64)
-
-
 def _codes_for(table: EvalTable, mask: np.ndarray) -> dict[str, np.ndarray]:
-    return {r: _dense(table.codes(r)[mask]) for r in table.clusters}
+    return {r: dense_codes(table.codes(r)[mask]) for r in table.clusters}
 
 
 def _pairs_for(table: EvalTable, mask: np.ndarray) -> np.ndarray | None:
     if table.kind != "pairwise" or not table.has_order:
         return None
-    return _dense(table.pair_codes()[mask])
+    return dense_codes(table.pair_codes()[mask])
 
 
 def _mean_null(table: EvalTable) -> float:
@@ -510,7 +505,9 @@ def _difference(table: EvalTable, conditions: Sequence[str] | None,
     codes = {r: _unit_codes(table, d, r, mask, first) for r in table.clusters}
     pair_codes = None
     if "a_first" in keys:
-        pair_codes = _dense(_combine(list(codes.values()), sort=False))
+        # numbered in order of first appearance
+        pair_codes = pd.factorize(intersect_codes(*codes.values()), sort=False)[0]
+        pair_codes = pair_codes.astype(np.int64)
     details.update(pairing_unit=tuple(keys), rows_used=int(mask.sum()))
     return _problem(np.ones((len(diffs), 1)), diffs, 0, ("(Intercept)",), table, mask,
                     estimand="difference", contrast=label, null=0.0, paired=True,
@@ -528,36 +525,15 @@ class _Units:
     first_row: np.ndarray
 
 
-def _densify(key: np.ndarray) -> np.ndarray:
-    """Codes 0..K-1 of the distinct values of a nonnegative integer array, in sorted
-    order (a presence table instead of hashing when the range is small)."""
-    top = int(key.max(initial=-1)) + 1
-    if top <= 4 * key.size + 16:
-        present = np.bincount(key, minlength=top) > 0
-        return (np.cumsum(present) - 1)[key].astype(np.int64)
-    return pd.factorize(key, sort=True)[0].astype(np.int64)
-
-
-def _combine(codes: list[np.ndarray], *, sort: bool = True) -> np.ndarray:
-    """One integer code per distinct tuple of ``codes`` (lexicographic order when sorted,
-    else order of first appearance), without building tuples."""
-    key = np.zeros(codes[0].size, dtype=np.int64)
-    for c in codes:
-        c = np.asarray(c, dtype=np.int64)
-        key = key * (int(c.max(initial=0)) + 1) + c
-        key = _densify(key) if sort else pd.factorize(key, sort=False)[0].astype(np.int64)
-    return key
-
-
 def _unit_codes(table: EvalTable, d: pd.DataFrame, role: str, mask: np.ndarray,
                 first: np.ndarray) -> np.ndarray:
     """Cluster codes of the matched units, numbered in the sorted order of the label
-    text (as ``_dense(labels.astype(str))``). The table's codes are sorted by label, which
+    text (as ``dense_codes(labels.astype(str))``). The table's codes are sorted by label, which
     is the text order when the labels are strings with none missing."""
     codes = table.codes(role)[mask][first]
     if pd.api.types.is_string_dtype(d[role].dtype) and codes.min(initial=0) >= 0:
-        return _densify(codes)
-    return _dense(d[role].to_numpy()[mask][first].astype(str))
+        return dense_codes(codes)
+    return dense_codes(d[role].to_numpy()[mask][first].astype(str))
 
 
 def _paired_units(table: EvalTable, d: pd.DataFrame, mask: np.ndarray, is_b: np.ndarray,
@@ -577,7 +553,7 @@ def _paired_units(table: EvalTable, d: pd.DataFrame, mask: np.ndarray, is_b: np.
             c = table.codes(k)[mask]
         c = np.asarray(c, dtype=np.int64)
         parts.append(np.where(c < 0, c.max(initial=0) + 1, c))  # NaN last, as groupby
-    unit = _combine(parts)
+    unit = intersect_codes(*parts)
     n_units = int(unit.max(initial=-1)) + 1
     y = np.asarray(table.y[mask], dtype=float)
     cell = unit * 2 + is_b.astype(np.int64)

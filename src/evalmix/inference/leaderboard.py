@@ -22,14 +22,11 @@ follow from that one matrix (:mod:`evalmix.inference.ranking`).
 
 References
 ----------
-Hothorn, T., Bretz, F. & Westfall, P. (2008). Simultaneous inference in general
-parametric models. Biometrical Journal 50, 346-363. doi:10.1002/bimj.200810425
-Klein, M., Wright, T. & Wieczorek, J. (2020). A joint confidence region for an overall
-ranking of populations. JRSS C 69, 589-606. doi:10.1111/rssc.12402
-Mogstad, M., Romano, J. P., Shaikh, A. M. & Wilhelm, D. (2024). Inference for ranks.
-Review of Economic Studies 91, 476-518. doi:10.1093/restud/rdad006
-Piepho, H.-P. (2004). An algorithm for a letter-based representation of all-pairwise
-comparisons. JCGS 13, 456-466. doi:10.1198/1061860043515
+The max-t, rank-interval and letter methods are referenced in full in
+:mod:`evalmix.inference.ranking`: Hothorn, Bretz & Westfall (2008),
+doi:10.1002/bimj.200810425; Klein, Wright & Wieczorek (2020), doi:10.1111/rssc.12402;
+Mogstad, Romano, Shaikh & Wilhelm (2024), doi:10.1093/restud/rdad006; Piepho (2004),
+doi:10.1198/1061860043515.
 Bradley, R. A. & Terry, M. E. (1952). Rank analysis of incomplete block designs I.
 Biometrika 39, 324-345. doi:10.2307/2334029
 Holm, S. (1979). A simple sequentially rejective multiple test procedure. Scandinavian
@@ -49,7 +46,8 @@ from scipy import stats
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from evalmix.errors import EvalmixError, FewClustersWarning, check_option
+from evalmix._blas import one_blas_thread
+from evalmix.errors import EvalmixError, FewClustersWarning, check_level, check_option
 from evalmix.inference.compare_all import _cells, cell_means_vcov, holm
 from evalmix.inference.estimands import fit_logit
 from evalmix.inference.ranking import (
@@ -61,8 +59,13 @@ from evalmix.inference.ranking import (
     pairwise_satterthwaite,
     rank_intervals,
 )
-from evalmix.inference.sandwich import _one_blas_thread, intersect_codes, vcov_cluster
-from evalmix.sim._common import SeedLike, as_generator, seed_record
+from evalmix.inference.sandwich import (
+    FEW_CLUSTERS,
+    cluster_codes,
+    intersect_codes,
+    vcov_cluster,
+)
+from evalmix.seeding import SeedLike, seeded_rng
 from evalmix.tidy import RESULT_COLUMNS
 
 if TYPE_CHECKING:
@@ -78,8 +81,6 @@ Estimand = Literal["auto", "mean", "win_rate", "bradley_terry"]
 METHODS: tuple[str, ...] = ("CR0", "CR1", "CR2", "CR3")
 ADJUSTS: tuple[str, ...] = ("max-t", "bonferroni", "none")
 ESTIMANDS: tuple[str, ...] = ("auto", "mean", "win_rate", "bradley_terry")
-#: Fewer clusters than this: warn that cluster-robust intervals may under-cover.
-FEW_CLUSTERS = 20
 
 #: The board's columns: the result contract's :data:`~evalmix.tidy.RESULT_COLUMNS`
 #: (``contrast`` is the model, prefixed ``"<stratum>: "`` on a stratum's board), then
@@ -239,8 +240,8 @@ def _rows(table: EvalTable, estimand: str) -> _Rows:
 # --------------------------------------------------------------------------- boards
 def _estimates_cells(rows: _Rows, codes: np.ndarray, method: str):  # noqa: ANN202
     group, labels = pd.factorize(rows.first, sort=True)
-    cl, _ = pd.factorize(codes, sort=True)
-    g, k = int(cl.max()) + 1, len(labels)
+    cl, g = cluster_codes(codes)
+    k = len(labels)
     count, total = _cells(rows.y, group, cl, k, g)
     means, vcov, factor = cell_means_vcov(count, total, method=method)
     if method == "CR2":
@@ -275,8 +276,7 @@ def _estimates_bt(rows: _Rows, codes: np.ndarray, method: str):  # noqa: ANN202
     X[np.arange(n), ib] = -1.0
     Xr = X[:, 1:]  # ability of labels[0] fixed at 0
     fit = fit_logit(Xr, rows.y)
-    cl, _ = pd.factorize(codes, sort=True)
-    g = int(cl.max()) + 1
+    cl, g = cluster_codes(codes)
     Vr = vcov_cluster(Xr, fit.resid, cl, type=method, working_weights=fit.working_weights)
     theta = np.concatenate([[0.0], fit.beta])
     V = np.zeros((k, k))
@@ -446,8 +446,7 @@ def leaderboard(
     check_option("method", method, METHODS)
     check_option("adjust", adjust, ADJUSTS)
     check_option("estimand", estimand, ESTIMANDS)
-    if not 0 < level < 1:
-        raise EvalmixError(f"level must be in (0, 1), got {level}")
+    level = check_level(level)
     codes, label = _cluster_codes(table, cluster)
     rows = _rows(table, estimand)
     if pairs is not None:
@@ -460,9 +459,9 @@ def leaderboard(
                 f"pairs name models that are not on the board: {unknown[:5]}; the models "
                 f"are e.g. {sorted(known)[:5]} (a win-rate board does not rank its "
                 f"baseline {rows.baseline!r})")
-    rng = as_generator(seed)
+    rng, seed = seeded_rng(seed)
     opts = {"method": method, "cluster": label, "level": level, "adjust": adjust,
-            "draws": int(draws), "seed": seed_record(seed)}
+            "draws": int(draws), "seed": seed}
     strata: list[tuple[str, np.ndarray]] = [("", np.ones(table.n_obs, dtype=bool))]
     empty = pd.DataFrame({"by": pd.Series(dtype=str), "model": pd.Series(dtype=str)})
     if by is not None:
@@ -496,7 +495,7 @@ def leaderboard(
             continue
         # one BLAS thread: threaded gemm on tall (G x K) matrices stalls on a busy
         # machine (sandwich.py measured 30x; here 6.5 s against 0.01 s at G = 20,000)
-        with _one_blas_thread():
+        with one_blas_thread():
             m, p = _board(sub, codes[mask], name, pairs, opts, rng)
         boards.append(m)
         pair_frames.append(p)
@@ -505,4 +504,4 @@ def leaderboard(
         pairs=pd.concat(pair_frames, ignore_index=True),
         estimand=rows.estimand, method=method, cluster=label, level=level, adjust=adjust,
         baseline=rows.baseline, by=by, empty_cells=empty, skipped_strata=tuple(skipped),
-        seed=seed_record(seed))
+        seed=seed)

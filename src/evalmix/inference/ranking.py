@@ -20,8 +20,8 @@ pair).
 * :func:`compact_letters`: compact letter display (Piepho 2004, insert-and-absorb): two
   models share a letter if and only if their difference is not significant.
 * :func:`pairwise_satterthwaite`: the CR2 Satterthwaite degrees of freedom of every
-  difference of two cell means at once (the closed form of
-  :func:`evalmix.inference.compare_all` vectorised over pairs through K x K Gram matrices).
+  difference of two cell means at once (vectorised over pairs through K x K Gram
+  matrices; :func:`evalmix.inference.compare_all.compare_all` uses it too).
 
 References
 ----------
@@ -44,7 +44,7 @@ from string import ascii_letters
 
 import numpy as np
 
-from evalmix.errors import EvalmixError
+from evalmix.errors import EvalmixError, check_level
 
 __all__ = [
     "MaxT",
@@ -146,8 +146,7 @@ def maxt_critical(
     ----------
     Hothorn, Bretz & Westfall (2008), doi:10.1002/bimj.200810425.
     """
-    if not 0 < level < 1:
-        raise EvalmixError(f"level must be in (0, 1), got {level}")
+    level = check_level(level)
     if draws < 100:
         raise EvalmixError(f"draws must be at least 100 for a max-t quantile, got {draws}")
     i = np.asarray(i, dtype=np.int64)

@@ -55,7 +55,6 @@ inference. Journal of Human Resources 50, 317-372. doi:10.3368/jhr.50.2.317
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass
 from itertools import combinations
 from typing import Literal
@@ -63,13 +62,20 @@ from typing import Literal
 import numpy as np
 from scipy import linalg
 
+from evalmix._blas import one_blas_thread
+from evalmix.data.table import cluster_codes, intersect_codes
 from evalmix.errors import EvalmixError, check_option
 
 __all__ = [
     "CR_TYPES",
+    "FEW_CLUSTERS",
+    "MIN_BOOTSTRAP_CLUSTERS",
+    "MultiwayTerm",
     "MultiwayVcov",
     "cluster_codes",
     "cluster_sums",
+    "regression_arrays",
+    "cr1_factor",
     "vcov_cluster",
     "satterthwaite_df",
     "vcov_multiway",
@@ -82,27 +88,33 @@ CR_TYPES: tuple[str, ...] = ("CR0", "CR1", "CR2", "CR3")
 #: Eigenvalues of ``I - H_gg`` at or below this are treated as zero (clubSandwich's
 #: ``matrix_power`` uses the same 1e-12 cut-off).
 EIGEN_TOL = 1e-12
+#: Below this many clusters CR0/CR1/CR3 and the pairs bootstrap under-cover (Cameron &
+#: Miller 2015, doi:10.3368/jhr.50.2.317): evalmix warns, and analyze recommends CR2.
+FEW_CLUSTERS = 20
+#: Below this many clusters bootstrap intervals are refused (FEW_CLUSTERS only warns).
+MIN_BOOTSTRAP_CLUSTERS = 5
 #: Largest cluster for the per-cluster (m x m) path, and entries per batch of clusters.
 DENSE_MAX_SIZE = 3000
 DENSE_BATCH_ENTRIES = 2_000_000
 
 
 # --------------------------------------------------------------------------- helpers
-def cluster_codes(clusters: np.ndarray) -> tuple[np.ndarray, int]:
-    """Dense codes ``0..G-1`` of any label array, and ``G``."""
-    c = np.asarray(clusters)
-    if c.ndim != 1:
-        raise EvalmixError(f"clusters must be one-dimensional, got shape {c.shape}")
-    _, inv = np.unique(c, return_inverse=True)
-    inv = inv.reshape(-1).astype(np.int64)
-    return inv, int(inv.max()) + 1 if inv.size else 0
-
-
-def intersect_codes(*codes: np.ndarray) -> np.ndarray:
-    """Codes of the intersection of several cluster factors (one code per combination)."""
-    stacked = np.column_stack([np.asarray(c, dtype=np.int64) for c in codes])
-    _, inv = np.unique(stacked, axis=0, return_inverse=True)
-    return inv.reshape(-1).astype(np.int64)
+def regression_arrays(X: np.ndarray, y: np.ndarray, clusters: np.ndarray, *, target: int
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Checked ``(X as (n, k) floats, y, dense cluster codes, G)`` for a method that
+    resamples or tests coefficient ``target`` of ``y ~ X`` clustered on ``clusters``."""
+    X = np.asarray(X, dtype=float)
+    if X.ndim == 1:
+        X = X[:, None]
+    y = np.asarray(y, dtype=float)
+    n, k = X.shape
+    codes, g = cluster_codes(np.asarray(clusters).reshape(-1))
+    if y.shape != (n,) or codes.shape != (n,):
+        raise EvalmixError(f"X has {n} rows but y has shape {y.shape} and clusters "
+                           f"{np.shape(clusters)}; they must match")
+    if not 0 <= target < k:
+        raise EvalmixError(f"target={target} is not a column of X (it has {k} columns)")
+    return X, y, codes, g
 
 
 def cluster_sums(values: np.ndarray, codes: np.ndarray, n_clusters: int) -> np.ndarray:
@@ -266,22 +278,22 @@ def _pieces(X, resid, clusters, type, working_weights, want_df, dense=False):
     use_dense = dense or (type == "CR2" and working_weights is not None)
     if not use_dense:
         return _fast_pieces(wh, codes, G, type, want_df), wh
-    with _one_blas_thread():
+    with one_blas_thread():
         return _dense_pieces(wh, codes, G, type, want_df), wh
 
 
-def _one_blas_thread():
-    """Many small eigen-decompositions run faster on one BLAS thread (8x measured on a
-    busy 2-core machine); threadpoolctl is optional."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover
-        return nullcontext()
-    return threadpool_limits(1)
+def cr1_factor(n_clusters, n_obs, n_coef):  # noqa: ANN001, ANN201 (float or array)
+    """The CR1 small-sample factor ``G/(G-1) * (N-1)/(N-k)`` (elementwise for arrays).
 
+    ``sandwich::vcovCL(type="HC1")`` and Stata's ``vce(cluster)``; for a mean (``k = 1``)
+    it is ``G/(G-1)``. Every CR1 variance in evalmix uses this function.
 
-def _cr1_factor(G: int, n: int, k: int) -> float:
-    return G / (G - 1) * (n - 1) / (n - k)
+    Examples
+    --------
+    >>> cr1_factor(10, 100, 2)
+    1.1224489795918366
+    """
+    return n_clusters / (n_clusters - 1) * (n_obs - 1) / (n_obs - n_coef)
 
 
 def _check_residual_df(n: int, k: int) -> None:
@@ -339,11 +351,15 @@ def vcov_cluster(
     """
     _check_residual_df(*np.shape(X))
     pieces, wh = _pieces(X, resid, clusters, type, working_weights, want_df=False)
-    meat = pieces.t.T @ pieces.t
-    V = pieces.L @ meat @ pieces.L.T
+    return _sandwich(pieces, wh, type)
+
+
+def _sandwich(pieces: _Pieces, wh: _Whitened, type: str) -> np.ndarray:
+    """``L (sum_g t_g t_g') L'`` (times the CR1 factor for CR1), symmetrised."""
+    V = pieces.L @ (pieces.t.T @ pieces.t) @ pieces.L.T
     if type == "CR1":
         n, k = wh.Z.shape
-        V = V * _cr1_factor(pieces.n_clusters, n, k)
+        V = V * cr1_factor(pieces.n_clusters, n, k)
     return (V + V.T) / 2
 
 
@@ -382,11 +398,33 @@ def _vcov_and_df_dense(X, resid, clusters, *, type, working_weights=None):
     """Reference path (per-cluster m x m matrices) for tests: (vcov, df)."""
     pieces, wh = _pieces(X, resid, clusters, type, working_weights, want_df=True,
                          dense=True)
-    V = pieces.L @ (pieces.t.T @ pieces.t) @ pieces.L.T
-    if type == "CR1":
-        n, k = wh.Z.shape
-        V = V * _cr1_factor(pieces.n_clusters, n, k)
-    return (V + V.T) / 2, _satterthwaite(pieces.d, pieces.omega)
+    return _sandwich(pieces, wh, type), _satterthwaite(pieces.d, pieces.omega)
+
+
+@dataclass(frozen=True)
+class MultiwayTerm:
+    """One inclusion-exclusion term ``sign * V_S`` of a multiway covariance.
+
+    Attributes
+    ----------
+    sign : int
+        ``(-1)^(|S|+1)``.
+    factors : tuple of int
+        The factor set ``S`` (indices into the factors given).
+    n_clusters : int
+        Levels of the intersection of the factors in ``S``.
+    vcov : (k, k) ndarray
+        The one-way covariance clustered on that intersection (of the multiway type).
+    df : (k,) ndarray or None
+        CR2 Satterthwaite df of each coefficient for a single factor of a CR2 multiway
+        covariance (computed with its variance, from the same per-cluster pieces).
+    """
+
+    sign: int
+    factors: tuple[int, ...]
+    n_clusters: int
+    vcov: np.ndarray
+    df: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -403,12 +441,23 @@ class MultiwayVcov:
         negative eigenvalues were set to zero.
     min_eigenvalue : float
         Smallest eigenvalue before the fix.
+    type : str
+        "CR0", "CR1" or "CR2".
+    terms : tuple of MultiwayTerm
+        Every inclusion-exclusion term; :func:`multiway_df` reuses them, and
+        :meth:`one_way` gives a single factor's covariance.
     """
 
     vcov: np.ndarray
     n_clusters: tuple[int, ...]
     fixed: bool
     min_eigenvalue: float
+    type: str = "CR1"
+    terms: tuple[MultiwayTerm, ...] = ()
+
+    def one_way(self, factor: int) -> np.ndarray:
+        """The one-way covariance (of the same type) clustered on factor ``factor``."""
+        return next(t.vcov for t in self.terms if t.factors == (factor,))
 
 
 def _inclusion_exclusion(codes: Sequence[np.ndarray]
@@ -426,23 +475,38 @@ def _inclusion_exclusion(codes: Sequence[np.ndarray]
             yield (-1) ** (r + 1), combo, cc, G
 
 
-def _psd(V: np.ndarray, n_levels: Sequence[int]) -> MultiwayVcov:
-    """Symmetrise, and set negative eigenvalues to zero (CGM 2011, sec. 2.3)."""
+def _psd(terms: list[MultiwayTerm], n_levels: Sequence[int], type: str) -> MultiwayVcov:
+    """Sum the terms, symmetrise, and set negative eigenvalues to zero (CGM 2011, 2.3)."""
+    V = np.sum([t.sign * t.vcov for t in terms], axis=0)
     V = (V + V.T) / 2
     lam, Q = np.linalg.eigh(V)
     fixed = bool(lam.min() < 0)
     if fixed:
         V = (Q * np.maximum(lam, 0.0)) @ Q.T
-    return MultiwayVcov(V, tuple(n_levels), fixed, float(lam.min()))
+    return MultiwayVcov(V, tuple(n_levels), fixed, float(lam.min()), type, tuple(terms))
 
 
-def _cr2_terms(X: np.ndarray, resid: np.ndarray, codes: Sequence[np.ndarray],
-               working_weights: np.ndarray | None
-               ) -> list[tuple[int, tuple[int, ...], int, np.ndarray]]:
-    """(sign, subset, G, CR2 covariance) of every inclusion-exclusion term."""
-    return [(sign, combo, G, vcov_cluster(X, resid, cc, type="CR2",
-                                          working_weights=working_weights))
-            for sign, combo, cc, G in _inclusion_exclusion(codes)]
+def _terms(X: np.ndarray, resid: np.ndarray, codes: Sequence[np.ndarray], type: str,
+           working_weights: np.ndarray | None) -> list[MultiwayTerm]:
+    """Every inclusion-exclusion term; CR2 single factors carry their Satterthwaite df."""
+    if type == "CR2":
+        out = []
+        for sign, combo, cc, G in _inclusion_exclusion(codes):
+            pieces, wh = _pieces(X, resid, cc, "CR2", working_weights,
+                                 want_df=len(combo) == 1)
+            df = _satterthwaite(pieces.d, pieces.omega) if len(combo) == 1 else None
+            out.append(MultiwayTerm(sign, combo, G, _sandwich(pieces, wh, "CR2"), df))
+        return out
+    wh = _whiten(X, resid, working_weights)
+    n, k = wh.Z.shape
+    s = wh.Z * wh.ew[:, None]
+    out = []
+    for sign, combo, cc, G in _inclusion_exclusion(codes):
+        sums = cluster_sums(s, cc, G)
+        adj = cr1_factor(G, n, k) if (type == "CR1" and G > 1) else 1.0
+        V = adj * (wh.L @ (sums.T @ sums) @ wh.L.T)
+        out.append(MultiwayTerm(sign, combo, G, (V + V.T) / 2))
+    return out
 
 
 def vcov_multiway(
@@ -472,24 +536,10 @@ def vcov_multiway(
     check_option("type", type, ("CR0", "CR1", "CR2"))
     if len(clusters) < 1:
         raise EvalmixError("vcov_multiway needs at least one cluster factor")
-    wh = _whiten(X, resid, working_weights)
-    n, k = wh.Z.shape
-    _check_residual_df(n, k)
+    _check_residual_df(*np.shape(np.asarray(X).reshape(np.shape(X)[0], -1)))
     codes = [cluster_codes(c)[0] for c in clusters]
     n_levels = [int(c.max()) + 1 for c in codes]
-    if type == "CR2":
-        terms = _cr2_terms(X, resid, codes, working_weights)
-        return _psd(sum(sign * v for sign, _, _, v in terms), n_levels)
-    s = wh.Z * wh.ew[:, None]
-    meat = np.zeros((k, k))
-    for sign, _, cc, G in _inclusion_exclusion(codes):
-        sums = cluster_sums(s, cc, G)
-        adj = G / (G - 1) if (type == "CR1" and G > 1) else 1.0
-        meat += sign * adj * (sums.T @ sums)
-    V = wh.L @ meat @ wh.L.T
-    if type == "CR1":
-        V = V * (n - 1) / (n - k)
-    return _psd(V, n_levels)
+    return _psd(_terms(X, resid, codes, type, working_weights), n_levels, type)
 
 
 def multiway_df(
@@ -499,6 +549,7 @@ def multiway_df(
     *,
     target: int = 0,
     working_weights: np.ndarray | None = None,
+    multiway: MultiwayVcov | None = None,
 ) -> tuple[float, tuple[float, ...]]:
     """Degrees of freedom of a multiway CR2 t statistic, and each factor's own df.
 
@@ -513,6 +564,9 @@ def multiway_df(
     this rule (the plain ``G_min - 1`` over-covered proportions at 97-98%, a
     Satterthwaite df that ignored the subtracted term under-covered at 92-94%).
 
+    Pass ``multiway``, the CR2 :func:`vcov_multiway` of the same data, to reuse its
+    terms instead of computing every CR2 sandwich again.
+
     Returns
     -------
     (df, per-factor df)
@@ -525,14 +579,17 @@ def multiway_df(
     inference with multiway clustering. JBES 39(2), 505-519.
     doi:10.1080/07350015.2019.1677472
     """
-    codes = [cluster_codes(c)[0] for c in clusters]
-    by = tuple(float(satterthwaite_df(X, c, type="CR2", working_weights=working_weights)[target])
-               for c in codes)
+    if multiway is None:
+        multiway = vcov_multiway(X, resid, clusters, type="CR2",
+                                 working_weights=working_weights)
+    elif multiway.type != "CR2" or len(multiway.n_clusters) != len(clusters):
+        raise EvalmixError("multiway_df needs the CR2 vcov_multiway of the same factors")
+    by = tuple(float(t.df[target]) for t in multiway.terms if t.df is not None)
     total, denom = 0.0, 0.0
-    for sign, combo, G, V in _cr2_terms(X, resid, codes, working_weights):
-        v = float(V[target, target])
-        nu = by[combo[0]] if len(combo) == 1 else float(G - 1)
-        total += sign * v
+    for t in multiway.terms:
+        v = float(t.vcov[target, target])
+        nu = by[t.factors[0]] if len(t.factors) == 1 else float(t.n_clusters - 1)
+        total += t.sign * v
         denom += v * v / max(nu, 1e-12)
     satt = total * total / denom if denom > 0 and total > 0 else 0.0
     return float(min(max(satt, min(by)), max(by))), by

@@ -35,8 +35,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from evalmix.errors import EvalmixError, TooFewClustersError, check_option
-from evalmix.sim._common import SeedLike, as_generator, seed_record
+from evalmix.errors import EvalmixError, TooFewClustersError, check_level, check_option
+from evalmix.inference.sandwich import cluster_sums, cr1_factor, regression_arrays
+from evalmix.seeding import SeedLike, seeded_rng
 from evalmix.tidy import tidy_rows
 
 __all__ = ["WildResult", "wild_cluster_bootstrap", "wild_weights", "WEBB_VALUES"]
@@ -123,11 +124,6 @@ def wild_weights(n_clusters: int, reps: int, kind: WeightsType,
     return WEBB_VALUES[rng.integers(0, 6, size=(reps, n_clusters), dtype=np.int8)]
 
 
-def _segsum(values: np.ndarray, codes: np.ndarray, n: int) -> np.ndarray:
-    return np.stack([np.bincount(codes, weights=values[:, j], minlength=n)
-                     for j in range(values.shape[1])], axis=1)
-
-
 @dataclass(frozen=True)
 class _Parts:
     """Pieces of the bootstrap t as a function of the null value theta."""
@@ -151,10 +147,10 @@ def _parts(X: np.ndarray, y: np.ndarray, codes: np.ndarray, g: int, target: int)
         raise EvalmixError("X'X is singular; drop collinear columns of X") from err
     beta = A @ (X.T @ y)
     q = A[:, target]
-    adj = g / (g - 1) * (n - 1) / (n - k)
+    adj = cr1_factor(g, n, k)
     # CR1 standard error of the unrestricted fit
     resid = y - X @ beta
-    score = _segsum(X * resid[:, None], codes, g) @ q
+    score = cluster_sums(X * resid[:, None], codes, g) @ q
     se = float(np.sqrt(adj * np.sum(score**2)))
     # restricted residuals u_r(theta) = u0 - theta * u1
     xt = X[:, target]
@@ -164,10 +160,10 @@ def _parts(X: np.ndarray, y: np.ndarray, codes: np.ndarray, g: int, target: int)
         u = np.column_stack([y, xt]) - Xr @ proj
     else:
         u = np.column_stack([y, xt])
-    S0 = _segsum(X * u[:, :1], codes, g)
-    S1 = _segsum(X * u[:, 1:], codes, g)
+    S0 = cluster_sums(X * u[:, :1], codes, g)
+    S1 = cluster_sums(X * u[:, 1:], codes, g)
     xx = (X[:, :, None] * X[:, None, :]).reshape(n, k * k)
-    H = _segsum(xx, codes, g).reshape(g, k, k)
+    H = cluster_sums(xx, codes, g).reshape(g, k, k)
     R = np.einsum("i,gij,jl->gl", q, H, A)
     return _Parts(beta=float(beta[target]), se=se, adj=adj, a0=S0 @ q, a1=S1 @ q,
                   S0=S0, S1=S1, R=R)
@@ -278,29 +274,15 @@ def wild_cluster_bootstrap(
     True
     """
     check_option("weights", weights, WEIGHTS)
-    X = np.asarray(X, dtype=float)
-    if X.ndim == 1:
-        X = X[:, None]
-    y = np.asarray(y, dtype=float)
-    n, k = X.shape
-    codes, _ = pd.factorize(np.asarray(clusters), sort=True)
-    if y.shape != (n,) or codes.shape != (n,):
-        raise EvalmixError(f"X has {n} rows but y has shape {y.shape} and clusters "
-                           f"{codes.shape}; they must match")
-    if (codes < 0).any():
-        raise EvalmixError("cluster codes contain missing values")
-    if not 0 <= target < k:
-        raise EvalmixError(f"target={target} is not a column of X (it has {k} columns)")
-    if not 0 < level < 1:
-        raise EvalmixError(f"level must be in (0, 1), got {level}")
-    g = int(codes.max()) + 1
+    X, y, codes, g = regression_arrays(X, y, clusters, target=target)
+    level = check_level(level)
     if g < 2:
         raise TooFewClustersError("the wild cluster bootstrap needs at least 2 clusters")
-    parts = _parts(X, y, codes.astype(np.int64), g, target)
+    parts = _parts(X, y, codes, g, target)
     if not parts.se > 0:
         raise EvalmixError("the CR1 standard error is zero; the coefficient has no "
                            "within-sample variation to test")
-    rng = as_generator(seed)
+    rng, seed = seeded_rng(seed)
     enumerated = weights == "rademacher" and 2**g <= reps
     if enumerated:
         V = np.array(list(itertools.product((1.0, -1.0), repeat=g)))
@@ -313,5 +295,5 @@ def wild_cluster_bootstrap(
     return WildResult(
         estimate=parts.beta, t_obs=(parts.beta - null) / parts.se,
         p_value=_p_value(m, null, parts), lo=float(lo), hi=float(hi), reps=int(V.shape[0]),
-        seed=seed_record(seed), weights=weights, n_clusters=g, level=level, null=null,
+        seed=seed, weights=weights, n_clusters=g, level=level, null=null,
         se_cr1=parts.se, enumerated=enumerated, t_draws=_t_star(m, null, parts.adj))

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from scipy import sparse, stats
 
-from evalmix.errors import EvalmixError
+from evalmix.errors import EvalmixError, check_level
 from evalmix.models.spec import RandomTerm
 
 __all__ = [
@@ -80,8 +80,7 @@ class CrossedFit:
 
 # ---------------------------------------------------------------------------- helpers
 def _z(level: float) -> float:
-    if not 0 < level < 1:
-        raise EvalmixError(f"level must be between 0 and 1 (e.g. 0.95), got {level!r}")
+    level = check_level(level)
     return float(stats.norm.ppf(0.5 + level / 2))
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, sparse
 
+from evalmix._blas import one_blas_thread
 from evalmix.errors import EvalmixError
 from evalmix.models._crossed import (
     LOGIT_RESIDUAL_VAR,
@@ -32,9 +33,8 @@ from evalmix.models._crossed import (
     CrossedFit,
     _check_arrays,
     _z,
-    intercept_term,  # noqa: F401  (used by the docstring examples)
 )
-from evalmix.models._pls import CrossedDesign, one_blas_thread
+from evalmix.models._pls import CrossedDesign
 from evalmix.models._reml import joint_cov, slope_levels
 from evalmix.models.spec import RandomTerm
 
@@ -282,6 +282,7 @@ def fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     Examples
     --------
     >>> import numpy as np
+    >>> from evalmix.models._crossed import intercept_term
     >>> rng = np.random.default_rng(2)
     >>> g = np.repeat(np.arange(20), 30)
     >>> y = (rng.random(600) < 1 / (1 + np.exp(-rng.normal(0, 1, 20)[g]))).astype(float)

@@ -435,6 +435,15 @@ def _zs_grad(g, out):  # pragma: no cover
         out[i] = g[i] - c
 
 
+@numba.njit(inline="always", **_JIT)
+def _pull_back(g, out, zs):  # pragma: no cover
+    """Gradient ``g`` on the level effects taken to the free coordinates (``out``)."""
+    if zs:
+        _zs_grad(g, out)
+    else:
+        out[:] = g
+
+
 @numba.njit(**_JIT)
 def _levels(x, meta, terms, v, uu, ueta):  # pragma: no cover
     """Level effects per term: ``v`` (zero-sum mapped), ``uu`` (the term's effects) and
@@ -452,6 +461,13 @@ def _levels(x, meta, terms, v, uu, ueta):  # pragma: no cover
             ueta[j] = 0.0 if terms[t, T_OUTER] else uu[j]
 
 
+@numba.njit(inline="always", **_JIT)
+def _coupled_span(terms, pairs, p):  # pragma: no cover
+    """(first free index of the intercept, of its slope, number of levels) of pair p."""
+    a, c = terms[pairs[p, 0], T_F1], terms[pairs[p, 1], T_F1]
+    return a, c, terms[pairs[p, 0], T_F2] - a
+
+
 @numba.njit(**_JIT)
 def _prior_free(x, terms, pairs, pxbar, nests, npar, uu, pf):  # pragma: no cover
     """The free coordinates each prior sees (aligned with ``x``): for an intercept
@@ -459,9 +475,8 @@ def _prior_free(x, terms, pairs, pxbar, nests, npar, uu, pf):  # pragma: no cove
     ``w - u_outer[parent]``; else the sampled ones."""
     pf[:] = x
     for p in range(pairs.shape[0]):
-        i, j = pairs[p, 0], pairs[p, 1]
-        a, c = terms[i, T_F1], terms[j, T_F1]
-        for q in range(terms[i, T_F2] - a):
+        a, c, m = _coupled_span(terms, pairs, p)
+        for q in range(m):
             pf[a + q] -= pxbar[p] * x[c + q]
     for p in range(nests.shape[0]):
         i, j, off = nests[p, 0], nests[p, 1], nests[p, 2]
@@ -563,10 +578,7 @@ def logp_core(x, grad, meta, terms, flt, X, cg, xs, unit, succ, trials, s2, coun
             coef = (lam / rr - (km + kp) / (2.0 * rayleigh * kl)) / rr
             for q in range(nfree):
                 gpr[i1 + q] = coef * free[q]
-            if zs:
-                _zs_grad(g_u[lo:hi], grad[i1:i2])
-            else:
-                grad[i1:i2] = g_u[lo:hi]
+            _pull_back(g_u[lo:hi], grad[i1:i2], zs)
             for q in range(nfree):
                 grad[i1 + q] += gpr[i1 + q]
             continue
@@ -585,10 +597,7 @@ def logp_core(x, grad, meta, terms, flt, X, cg, xs, unit, succ, trials, s2, coun
             g_log_sd += -nfree + ss / (sd * sd)
             for q in range(nfree):
                 gpr[i1 + q] = -free[q] / (sd * sd)
-            if zs:
-                _zs_grad(g_u[lo:hi], grad[i1:i2])
-            else:
-                grad[i1:i2] = g_u[lo:hi]
+            _pull_back(g_u[lo:hi], grad[i1:i2], zs)
             for q in range(nfree):
                 grad[i1 + q] += gpr[i1 + q]
         else:
@@ -597,18 +606,14 @@ def logp_core(x, grad, meta, terms, flt, X, cg, xs, unit, succ, trials, s2, coun
             for j in range(lo, hi):
                 g_log_sd += g_u[j] * uu[j]
                 gv[j] = sd * g_u[j]
-            if zs:
-                _zs_grad(gv[lo:hi], grad[i1:i2])
-            else:
-                grad[i1:i2] = gv[lo:hi]
+            _pull_back(gv[lo:hi], grad[i1:i2], zs)
             for q in range(nfree):
                 grad[i1 + q] -= free[q]
         grad[i0] = g_log_sd
     # coupled slopes: d(prior of u = u' - sum xbar v)/dv = -xbar * (its prior gradient)
     for p in range(pairs.shape[0]):
-        i, j = pairs[p, 0], pairs[p, 1]
-        a, c = terms[i, T_F1], terms[j, T_F1]
-        for q in range(terms[i, T_F2] - a):
+        a, c, m = _coupled_span(terms, pairs, p)
+        for q in range(m):
             grad[c + q] -= pxbar[p] * gpr[a + q]
     # nested: the inner prior is on w - u_outer[parent]
     for p in range(nests.shape[0]):
@@ -679,31 +684,27 @@ def expand_core(x, out, meta, terms, flt, pairs, pxbar, nests, npar):  # pragma:
             out[pos + j] = out[pos + j - 1] + math.exp(x[c + j])
 
 
-@numba.njit(**_JIT)
-def _unpack_f1(hdr, i):  # pragma: no cover
-    return numba.carray(_as_voidptr(hdr[1 + 3 * i]), (hdr[2 + 3 * i],), np.float64)
+#: dtypes of the packed arrays (compile-time constants in the callbacks)
+_F8, _I8, _B1 = np.float64, np.int64, np.bool_
 
 
 @numba.njit(**_JIT)
-def _unpack_f2(hdr, i):  # pragma: no cover
+def _unpack1(hdr, i, dtype):  # pragma: no cover
+    """Array ``i`` of the header (pointer, length) as a 1-D view of ``dtype``."""
+    return numba.carray(_as_voidptr(hdr[1 + 3 * i]), (hdr[2 + 3 * i],), dtype)
+
+
+@numba.njit(**_JIT)
+def _unpack2(hdr, i, dtype):  # pragma: no cover
+    """Array ``i`` of the header (pointer, rows, columns) as a 2-D view of ``dtype``."""
     return numba.carray(_as_voidptr(hdr[1 + 3 * i]), (hdr[2 + 3 * i], hdr[3 + 3 * i]),
-                        np.float64)
+                        dtype)
 
 
-@numba.njit(**_JIT)
-def _unpack_i1(hdr, i):  # pragma: no cover
-    return numba.carray(_as_voidptr(hdr[1 + 3 * i]), (hdr[2 + 3 * i],), np.int64)
-
-
-@numba.njit(**_JIT)
-def _unpack_i2(hdr, i):  # pragma: no cover
-    return numba.carray(_as_voidptr(hdr[1 + 3 * i]), (hdr[2 + 3 * i], hdr[3 + 3 * i]),
-                        np.int64)
-
-
-@numba.njit(**_JIT)
-def _unpack_b1(hdr, i):  # pragma: no cover
-    return numba.carray(_as_voidptr(hdr[1 + 3 * i]), (hdr[2 + 3 * i],), np.bool_)
+@numba.njit(inline="always", **_JIT)
+def _header(user_data):  # pragma: no cover
+    """The packed header (its first entry is its own length) behind nutpie's pointer."""
+    return numba.carray(user_data, (numba.carray(user_data, (1,), np.int64)[0],), np.int64)
 
 
 _C_LOGP = types.int64(types.uint64, types.CPointer(types.double),
@@ -716,18 +717,18 @@ _C_EXPAND = types.int64(types.uint64, types.uint64, types.CPointer(types.double)
 @numba.cfunc(_C_LOGP, cache=True, nogil=True)
 def logp_cfunc(dim, x_, grad_, logp_, user_data):  # pragma: no cover
     """nutpie's logp callback: 0 on success, 3/4 for a non-finite gradient/density."""
-    n = numba.carray(user_data, (1,), np.int64)[0]
-    hdr = numba.carray(user_data, (n,), np.int64)
+    hdr = _header(user_data)
     x = numba.carray(x_, (dim,))
     grad = numba.carray(grad_, (dim,))
     out = numba.carray(logp_, (1,))
-    lp = logp_core(x, grad, _unpack_i1(hdr, 0), _unpack_i2(hdr, 1), _unpack_f1(hdr, 2),
-                   _unpack_f2(hdr, 3), _unpack_i2(hdr, 4), _unpack_f2(hdr, 5),
-                   _unpack_b1(hdr, 6), _unpack_f1(hdr, 7), _unpack_f1(hdr, 8),
-                   _unpack_f1(hdr, 9), _unpack_f2(hdr, 10), _unpack_f2(hdr, 11),
-                   _unpack_i2(hdr, 12), _unpack_f2(hdr, 13), _unpack_b1(hdr, 14),
-                   _unpack_f2(hdr, 15), _unpack_f2(hdr, 16), _unpack_i2(hdr, 17),
-                   _unpack_f1(hdr, 18), _unpack_i2(hdr, 19), _unpack_i1(hdr, 20))
+    lp = logp_core(
+        x, grad, _unpack1(hdr, 0, _I8), _unpack2(hdr, 1, _I8), _unpack1(hdr, 2, _F8),
+        _unpack2(hdr, 3, _F8), _unpack2(hdr, 4, _I8), _unpack2(hdr, 5, _F8),
+        _unpack1(hdr, 6, _B1), _unpack1(hdr, 7, _F8), _unpack1(hdr, 8, _F8),
+        _unpack1(hdr, 9, _F8), _unpack2(hdr, 10, _F8), _unpack2(hdr, 11, _F8),
+        _unpack2(hdr, 12, _I8), _unpack2(hdr, 13, _F8), _unpack1(hdr, 14, _B1),
+        _unpack2(hdr, 15, _F8), _unpack2(hdr, 16, _F8), _unpack2(hdr, 17, _I8),
+        _unpack1(hdr, 18, _F8), _unpack2(hdr, 19, _I8), _unpack1(hdr, 20, _I8))
     out[0] = lp
     for i in range(dim):
         if not math.isfinite(grad[i]):
@@ -740,11 +741,10 @@ def logp_cfunc(dim, x_, grad_, logp_, user_data):  # pragma: no cover
 @numba.cfunc(_C_EXPAND, cache=True, nogil=True)
 def expand_cfunc(dim, n_expanded, x_, out_, user_data):  # pragma: no cover
     """nutpie's expand callback (the stored draw of :func:`expand_core`)."""
-    n = numba.carray(user_data, (1,), np.int64)[0]
-    hdr = numba.carray(user_data, (n,), np.int64)
+    hdr = _header(user_data)
     x = numba.carray(x_, (dim,))
     out = numba.carray(out_, (n_expanded,))
-    expand_core(x, out, _unpack_i1(hdr, 0), _unpack_i2(hdr, 1), _unpack_f1(hdr, 2),
-                _unpack_i2(hdr, 17), _unpack_f1(hdr, 18), _unpack_i2(hdr, 19),
-                _unpack_i1(hdr, 20))
+    expand_core(x, out, _unpack1(hdr, 0, _I8), _unpack2(hdr, 1, _I8),
+                _unpack1(hdr, 2, _F8), _unpack2(hdr, 17, _I8), _unpack1(hdr, 18, _F8),
+                _unpack2(hdr, 19, _I8), _unpack1(hdr, 20, _I8))
     return 0

@@ -37,21 +37,12 @@ from scipy.sparse.linalg import splu
 
 from evalmix.models.spec import RandomTerm
 
-__all__ = ["DENSE_MAX", "BlockFactor", "CrossedDesign", "one_blas_thread"]
+__all__ = ["DENSE_MAX", "BlockFactor", "CrossedDesign"]
 
 #: The Schur complement of the other terms is factored densely up to this many rows.
 DENSE_MAX = 3000
 #: Columns per chunk when a dense block of S^-1 applied to many vectors is needed.
 _CHUNK_ENTRIES = 4_000_000
-
-
-def one_blas_thread():
-    """The factors here are small dense LAPACK calls repeated hundreds of times: on a busy
-    2-core machine OpenBLAS's second thread made a 203 x 203 Cholesky 250x slower
-    (350 ms vs 1.4 ms measured), so the fits run on one BLAS thread."""
-    from threadpoolctl import threadpool_limits
-
-    return threadpool_limits(1, user_api="blas")
 
 
 def _pattern(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

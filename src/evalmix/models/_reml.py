@@ -33,15 +33,15 @@ import numpy as np
 from scipy import optimize
 from scipy.linalg import cho_solve, cholesky
 
+from evalmix._blas import one_blas_thread
 from evalmix.models._crossed import (
     SINGULAR_TOL,
     CrossedFit,
     _check_arrays,
     _term_matrix,
     _z,
-    intercept_term,  # noqa: F401  (used by the docstring examples)
 )
-from evalmix.models._pls import BlockFactor, CrossedDesign, one_blas_thread
+from evalmix.models._pls import BlockFactor, CrossedDesign
 from evalmix.models.spec import RandomTerm
 
 __all__ = ["fit_mixedlm_arrays", "reml_deviance"]
@@ -231,6 +231,7 @@ def fit_mixedlm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     Examples
     --------
     >>> import numpy as np
+    >>> from evalmix.models._crossed import intercept_term
     >>> rng = np.random.default_rng(1)
     >>> a, b = np.repeat(np.arange(10), 20), np.tile(np.arange(20), 10)
     >>> y = rng.normal(0, 1, 10)[a] + rng.normal(0, 0.5, 20)[b] + rng.normal(0, 1, 200)

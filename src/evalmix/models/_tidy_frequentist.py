@@ -8,10 +8,7 @@ effects by Gauss-Hermite quadrature.
 
 References
 ----------
-Li, P., Redden, D. T. (2015). Comparing denominator degrees of freedom approximations
-for the generalized linear mixed model in analyzing binary outcome in small sample
-cluster-randomized trials. BMC Medical Research Methodology 15, 38.
-doi:10.1186/s12874-015-0026-x
+Li & Redden (2015), doi:10.1186/s12874-015-0026-x (in full at :func:`containment_df`).
 """
 
 from __future__ import annotations

@@ -64,7 +64,8 @@ def bambi_model(spec: ModelSpec):
 
 def fit_bambi(spec: ModelSpec, *, draws: int, tune: int, chains: int, seed: int,
               sampler: str = "pymc", level: float = 0.95, progress: bool = False) -> ModelFit:
-    from evalmix.models.bayes import _check, _versions, idata_diagnostics, summarise
+    from evalmix._version import package_versions
+    from evalmix.models.bayes import BAYES_PACKAGES, _check, idata_diagnostics, summarise
 
     t0 = time.perf_counter()
     model, names = bambi_model(spec)
@@ -105,7 +106,7 @@ def fit_bambi(spec: ModelSpec, *, draws: int, tune: int, chains: int, seed: int,
             "sampler": sampler, "seed": seed, "draws": draws, "tune": tune,
             "chains": chains, "priors": "Bambi defaults", "rows": spec.n_obs,
             "collapsed_rows": spec.n_obs, "wall_seconds": round(wall, 3),
-            "versions": _versions()}
+            "versions": package_versions(*BAYES_PACKAGES)}
     idata.posterior.attrs["evalmix_formula"] = spec.formula
     idata.posterior.attrs["seed"] = seed
     return ModelFit(backend="bayes", family=spec.family, formula=spec.formula,

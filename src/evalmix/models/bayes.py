@@ -36,6 +36,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from evalmix._version import package_versions
 from evalmix.errors import (
     ConvergenceWarning,
     EvalmixError,
@@ -56,6 +57,7 @@ from evalmix.models.pymc_model import (
 from evalmix.models.result import DIAGNOSTIC_COLUMNS, ModelFit
 from evalmix.models.spec import ModelSpec, collapse
 from evalmix.models.summaries import fixed_table, variance_table
+from evalmix.seeding import resolve_seed
 
 __all__ = ["fit_bayes", "ENGINES", "SAMPLERS", "RHAT_MAX", "ESS_MIN", "FEW_LEVELS"]
 
@@ -71,14 +73,6 @@ RETRY_TARGET_ACCEPT = 0.95
 
 def _has(mod: str) -> bool:
     return importlib.util.find_spec(mod) is not None
-
-
-def _seed_int(seed) -> int:
-    if seed is None:
-        return int(np.random.SeedSequence().generate_state(1)[0] % (2**31 - 1))
-    if isinstance(seed, np.random.Generator):
-        return int(seed.integers(0, 2**31 - 1))
-    return int(seed)
 
 
 def _stack(idata, name: str) -> np.ndarray:
@@ -338,7 +332,7 @@ def fit_bayes(
         raise EvalmixError(f"draws={draws}, tune={tune}, chains={chains}: need draws >= 50, "
                            "tune >= 0 and chains >= 1")
     t0 = time.perf_counter()
-    seed_i = _seed_int(seed)
+    seed_i = resolve_seed(seed)
     data = collapse(spec)
     if engine == "bambi":
         from evalmix.models.bambi_engine import fit_bambi
@@ -500,16 +494,8 @@ def _check(spec: ModelSpec, diag: pd.DataFrame, divergences: int, var: pd.DataFr
     return msgs
 
 
-def _versions() -> dict[str, str]:
-    import importlib.metadata as md
-
-    out = {}
-    for p in ("evalmix", "numpy", "numba", "nutpie", "pymc", "pytensor", "arviz", "bambi"):
-        try:
-            out[p] = md.version(p)
-        except md.PackageNotFoundError:
-            pass
-    return out
+#: Packages whose versions a Bayesian fit records.
+BAYES_PACKAGES = ("numpy", "numba", "nutpie", "pymc", "pytensor", "arviz", "bambi")
 
 
 def _provenance(spec, data, terms, engine, sampler, seed, draws, tune, chains, prior_scale,
@@ -528,7 +514,7 @@ def _provenance(spec, data, terms, engine, sampler, seed, draws, tune, chains, p
                                    else "")) for t in terms},
         "rows": spec.n_obs, "collapsed_rows": data.n_patterns,
         "wall_seconds": round(wall, 3), "sampling_seconds": round(t_sample, 3),
-        "versions": _versions(), "notes": list(spec.notes),
+        "versions": package_versions(*BAYES_PACKAGES), "notes": list(spec.notes),
     }
 
 

@@ -53,6 +53,7 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
+from evalmix._version import package_versions
 from evalmix.errors import (
     ConvergenceWarning,
     EvalmixError,
@@ -82,6 +83,7 @@ from evalmix.models._tidy_frequentist import (
 )
 from evalmix.models.result import FIXED_COLUMNS, ModelFit
 from evalmix.models.spec import ModelSpec, RandomTerm, build_spec, collapse
+from evalmix.seeding import resolve_seed
 
 __all__ = [
     "METHODS",
@@ -149,9 +151,9 @@ def fit_glmm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     Examples
     --------
     >>> import numpy as np
-    >>> rng = np.random.default_rng(2)
-    >>> g = np.repeat(np.arange(20), 30)
-    >>> y = (rng.random(600) < 1 / (1 + np.exp(-rng.normal(0, 1, 20)[g]))).astype(float)
+    >>> from evalmix.sim import clustered_scores
+    >>> sim = clustered_scores(20, 30, p=0.5, icc=0.2, seed=2)
+    >>> y, g = sim.data["y"].to_numpy(float), np.repeat(np.arange(20), 30)
     >>> fit = fit_glmm_arrays(y, np.ones((600, 1)), ["Intercept"], [intercept_term("g", g)],
     ...                       method="vb", seed=1)
     >>> fit.method
@@ -211,27 +213,6 @@ def fit_glmm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
                               if method == "vb" else
                               "mode +- z Laplace SD (joint mode incl. random effects)")},
     )
-
-
-def _seed_int(seed: int | np.random.Generator | None) -> int:
-    if seed is None:
-        return int(np.random.SeedSequence().generate_state(1)[0])
-    if isinstance(seed, np.random.Generator):
-        return int(seed.integers(0, 2**32))
-    if isinstance(seed, int | np.integer):
-        return int(seed)
-    raise EvalmixError(f"seed must be an int or numpy.random.Generator, got {seed!r}")
-
-
-def _versions() -> dict[str, str]:
-    import scipy
-    import statsmodels
-
-    import evalmix
-
-    return {"statsmodels": statsmodels.__version__, "numpy": np.__version__,
-            "scipy": scipy.__version__, "pandas": pd.__version__,
-            "evalmix": getattr(evalmix, "__version__", "unknown")}
 
 
 # ---------------------------------------------------------------------------- public
@@ -353,7 +334,7 @@ def fit_statsmodels(
         raise EvalmixError(
             f"method={method!r} fits a logit model for binary outcomes, but the outcome is "
             f"{spec.family} ({spec.response}); use method='mixedlm' for numeric scores")
-    seed_used = _seed_int(seed)
+    seed_used = resolve_seed(seed)
     rng = np.random.default_rng(seed_used)
     terms = list(spec.random)
     if method == "mixedlm":
@@ -454,7 +435,7 @@ def fit_statsmodels(
             if df == "containment" else fit.details.get("interval", "")),
         "optimizer": fit.details.get("optimizer", ""), "converged": fit.converged,
         "df": dfs,
-        "versions": _versions(), "wall_s": time.perf_counter() - t0,
+        "versions": package_versions("numpy", "scipy", "pandas", "statsmodels"), "wall_s": time.perf_counter() - t0,
         "residual": ("pi^2/3 (logistic latent residual, fixed)" if method != "mixedlm"
                      else "estimated residual SD"),
         "share": "share and icc among random intercepts and the residual, covariates at 0",

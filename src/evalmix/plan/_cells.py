@@ -32,6 +32,8 @@ import numpy as np
 from scipy import stats
 
 from evalmix.errors import EvalmixError
+from evalmix.inference.bootstrap import cluster_weights, expanded_interval, norm_inter
+from evalmix.inference.sandwich import cr1_factor
 
 __all__ = ["FAST_METHODS", "CELL_DEFAULTS", "simulate_cell", "run_cell", "cell_truth"]
 
@@ -56,24 +58,6 @@ CELL_DEFAULTS: dict[str, Any] = {
 CHUNK_REPS = 1000
 #: replications sharing one bootstrap weight matrix
 WEIGHT_BLOCK = 100
-
-
-# ------------------------------------------------------------------------- fallbacks
-def _weights(n_clusters: int, reps: int, rng: np.random.Generator) -> np.ndarray:
-    try:
-        from evalmix.inference.bootstrap import cluster_weights
-    except ImportError:  # pragma: no cover - until the inference package lands
-        return rng.multinomial(n_clusters, np.full(n_clusters, 1 / n_clusters),
-                               size=reps).astype(float)
-    return cluster_weights(n_clusters, reps, rng)
-
-
-def _norm_inter(t: np.ndarray, alpha: np.ndarray) -> np.ndarray:
-    try:
-        from evalmix.inference.bootstrap import norm_inter
-    except ImportError:  # pragma: no cover
-        return np.quantile(t, alpha, axis=-1).T
-    return norm_inter(t, alpha)
 
 
 # ------------------------------------------------------------------------- the design
@@ -146,7 +130,7 @@ def stacked_intervals(methods, s, n, q, *, level, boot_reps, rng):
     est = s.sum(axis=1) / n_tot
     r = s - n * est[:, None]
     out: dict[str, tuple[np.ndarray, ...]] = {}
-    se_cr1 = np.sqrt(g / (g - 1) * (r**2).sum(axis=1)) / n_tot
+    se_cr1 = np.sqrt(cr1_factor(g, n_tot, 1) * (r**2).sum(axis=1)) / n_tot
     if "naive" in methods:
         var_item = (q.sum(axis=1) - n_tot * est**2) / (n_tot - 1)
         se = np.sqrt(np.maximum(var_item, 0) / n_tot)
@@ -172,7 +156,7 @@ def stacked_intervals(methods, s, n, q, *, level, boot_reps, rng):
         parts = []
         for b0 in range(0, reps, WEIGHT_BLOCK):
             rows = slice(b0, b0 + WEIGHT_BLOCK)
-            w = np.ascontiguousarray(_weights(g, boot_reps, rng).T)  # (G, B)
+            w = np.ascontiguousarray(cluster_weights(g, boot_reps, rng).T)  # (G, B)
             parts.append(_bootstrap_block(methods, s[rows], n[rows], est[rows],
                                           se_cr1[rows], w, level))
         for name in _BOOT_METHODS:
@@ -189,11 +173,9 @@ def _bootstrap_block(methods, s, n, est, se_cr1, w, level):
     theta = (s @ w) / n_b  # (rows, B) bootstrap means
     out = {}
     if "bootstrap" in methods:
-        ci = _norm_inter(theta, (1 + np.array([-level, level])) / 2)
+        ci = norm_inter(theta, (1 + np.array([-level, level])) / 2)
         out["bootstrap"] = (ci[:, 0], ci[:, 1], theta.std(axis=1, ddof=1))
     if "bootstrap-expanded" in methods:
-        from evalmix.inference.bootstrap import expanded_interval
-
         ci = expanded_interval(theta, g, level)
         out["bootstrap-expanded"] = (ci[:, 0], ci[:, 1], theta.std(axis=1, ddof=1))
     if "bootstrap-t" in methods:
@@ -202,7 +184,7 @@ def _bootstrap_block(methods, s, n, est, se_cr1, w, level):
         # the expansion cancels to rounding error when every drawn cluster has the same
         # mean: that resample's se is 0
         ss = np.where(ss > 1e-10 * s2, ss, 0.0)
-        se_b = np.sqrt(g / (g - 1) * ss) / n_b
+        se_b = np.sqrt(cr1_factor(g, n_b, 1) * ss) / n_b
         with np.errstate(divide="ignore", invalid="ignore"):
             t_b = (theta - est[:, None]) / se_b
         alpha_t = (1 + np.array([level, -level])) / 2
@@ -211,10 +193,10 @@ def _bootstrap_block(methods, s, n, est, se_cr1, w, level):
         bad = ~np.isfinite(t_b).all(axis=1)
         qt = np.empty((s.shape[0], 2))
         if (~bad).any():
-            qt[~bad] = _norm_inter(t_b[~bad], alpha_t)
+            qt[~bad] = norm_inter(t_b[~bad], alpha_t)
         for i in np.flatnonzero(bad):
             finite = t_b[i][np.isfinite(t_b[i])]
-            qt[i] = _norm_inter(finite, alpha_t) if finite.size >= 2 else np.nan
+            qt[i] = norm_inter(finite, alpha_t) if finite.size >= 2 else np.nan
         out["bootstrap-t"] = (est - se_cr1 * qt[:, 0], est - se_cr1 * qt[:, 1], se_cr1)
     return out
 

@@ -30,7 +30,9 @@ from scipy import stats
 from scipy.special import expit
 
 from evalmix.errors import EvalmixError, check_option
-from evalmix.sim._common import SeedLike, as_generator, seed_record
+from evalmix.inference.estimands import build_problem
+from evalmix.inference.sandwich import cluster_codes, intersect_codes
+from evalmix.seeding import SeedLike, seeded_rng
 from evalmix.tidy import tidy_rows
 
 __all__ = ["PilotPowerResult", "bootstrap_power", "pilot_power", "parametric_power",
@@ -157,8 +159,7 @@ def bootstrap_power(
     if X.ndim != 2 or y.shape != (X.shape[0],) or np.shape(clusters) != y.shape:
         raise EvalmixError(f"X must be (n, k) with y and clusters of length n; got X "
                            f"{X.shape}, y {y.shape}, clusters {np.shape(clusters)}")
-    _, codes = np.unique(np.asarray(clusters), return_inverse=True)
-    g = int(codes.max()) + 1
+    codes, g = cluster_codes(np.asarray(clusters))
     k = X.shape[1]
     beta_hat = np.linalg.lstsq(X, y, rcond=None)[0]
     if effect is not None:
@@ -168,7 +169,7 @@ def bootstrap_power(
     xty = np.zeros((g, k))
     np.add.at(xty, codes, X * y[:, None])
     n_g = np.bincount(codes, minlength=g).astype(float)
-    rng = as_generator(seed)
+    rng, seed = seeded_rng(seed)
     ks = np.atleast_1d(np.asarray(n_clusters, dtype=int))
     if (ks < 2).any():
         raise EvalmixError(f"n_clusters must be at least 2, got {ks.tolist()}")
@@ -194,13 +195,13 @@ def bootstrap_power(
     table["null"] = null
     table["effect"] = beta_hat[target] - null if effect is None else effect
     table["level"], table["target_power"] = level, power
-    table["method"], table["seed"] = "cluster bootstrap", seed_record(seed)
+    table["method"], table["seed"] = "cluster bootstrap", seed
     notes: tuple[str, ...] = ()
     if g < 10:
         notes = (f"the pilot has only {g} clusters: its between-cluster spread is itself very "
                  "uncertain, which these Monte Carlo SEs do not include",)
     return PilotPowerResult(table=table[list(PILOT_COLUMNS)], method="cluster bootstrap",
-                            reps=reps, seed=seed_record(seed), level=level, notes=notes)
+                            reps=reps, seed=seed, level=level, notes=notes)
 
 
 Estimand = Literal["mean", "win_rate", "controlled_win_rate", "difference"]
@@ -228,11 +229,9 @@ def pilot_power(
     :func:`evalmix.inference.estimands.build_problem` (``mean``, ``win_rate``,
     ``controlled_win_rate``, ``difference`` paired or unpaired as it decides; extra
     arguments in ``problem_kwargs``), so the power is that of the interval
-    :func:`evalmix.interval` would report with CR1. Without that module a small fallback
-    handles ``mean`` (null 0 unless given), ``win_rate`` (mean of the table's ``y``, null
-    0.5) and an unpaired ``difference`` (condition indicator; ``model_b`` names the
-    condition in pairwise tables). ``cluster`` names the resampling role (default: the
-    table's first cluster role). See :func:`bootstrap_power`.
+    :func:`evalmix.interval` would report with CR1; the null is the estimand's own
+    (0.5 for a win rate) unless given. ``cluster`` names the resampling role (default:
+    the table's first cluster role). See :func:`bootstrap_power`.
     """
     check_option("estimand", estimand, PILOT_ESTIMANDS)
     roles = table.check_cluster(cluster if cluster is not None else table.clusters[:1])
@@ -240,40 +239,13 @@ def pilot_power(
         raise EvalmixError(f"pilot_power resamples one cluster role, got {roles}")
     common: dict[str, Any] = dict(n_clusters=n_clusters, effect=effect, reps=reps,
                                   level=level, power=power, seed=seed)
-    build_problem: Any
-    try:
-        from evalmix.inference.estimands import build_problem
-    except ImportError:  # pragma: no cover - until the inference package provides it
-        build_problem = None
-    if build_problem is not None:
-        prob = build_problem(table, estimand, conditions=conditions, **dict(problem_kwargs or {}))
-        if prob.family != "linear":
-            raise EvalmixError("pilot_power bootstraps OLS estimands; use a linear family")
-        null_value = null if null is not None else (
-            float(prob.null) if np.isfinite(prob.null) else 0.0)
-        return bootstrap_power(prob.X, prob.y, prob.cluster_codes[roles[0]],
-                               target=prob.target, null=null_value, **common)
-    if estimand == "controlled_win_rate":
-        raise EvalmixError("controlled_win_rate needs evalmix.inference.estimands")
-    codes = table.codes(roles[0])
-    y = table.y
-    if estimand == "difference":
-        if table.has_condition:
-            cond = table.data["condition"].to_numpy().astype(str)
-        elif table.kind == "pairwise":  # one-baseline designs: model_b names the condition
-            cond = table.data["model_b"].to_numpy().astype(str)
-        else:
-            raise EvalmixError("estimand='difference' needs a table with a condition column")
-        levels = conditions or tuple(sorted(set(cond)))
-        if len(levels) != 2 or not set(levels) <= set(cond):
-            raise EvalmixError(f"difference needs two conditions, got {levels}; pass "
-                               "conditions=(control, treatment)")
-        keep = np.isin(cond, levels)
-        X = np.column_stack([np.ones(keep.sum()), (cond[keep] == levels[1]).astype(float)])
-        return bootstrap_power(X, y[keep], codes[keep], target=1,
-                               null=0.0 if null is None else null, **common)
-    null_value = (0.5 if estimand == "win_rate" else 0.0) if null is None else null
-    return bootstrap_power(np.ones((y.size, 1)), y, codes, target=0, null=null_value, **common)
+    prob = build_problem(table, estimand, conditions=conditions, **dict(problem_kwargs or {}))
+    if prob.family != "linear":
+        raise EvalmixError("pilot_power bootstraps OLS estimands; use a linear family")
+    null_value = null if null is not None else (
+        float(prob.null) if np.isfinite(prob.null) else 0.0)
+    return bootstrap_power(prob.X, prob.y, prob.cluster_codes[roles[0]],
+                           target=prob.target, null=null_value, **common)
 
 
 # ------------------------------------------------------------------ (b) parametric
@@ -336,10 +308,7 @@ def _multiway_var(resid: np.ndarray, codes: dict[str, np.ndarray]) -> tuple[np.n
     oneway = []
     for r in range(1, len(names) + 1):
         for subset in itertools.combinations(names, r):
-            combined = np.zeros(resid.shape[1], dtype=np.int64)
-            for name in subset:
-                combined = combined * (codes[name].max() + 1) + codes[name]
-            _, inter = np.unique(combined, return_inverse=True)
+            inter = intersect_codes(*(codes[name] for name in subset))
             g = int(inter.max()) + 1
             v = _cr1_intercept(resid, inter, g) if g > 1 else np.zeros(resid.shape[0])
             total += (-1) ** (r + 1) * v
@@ -494,7 +463,7 @@ def parametric_power(
         for v in values:
             if int(v) != levels[f]:
                 plans.append((f"{f}={int(v)}", f, {**levels, f: int(v)}))
-    rng = as_generator(seed)
+    rng, seed = seeded_rng(seed)
     rows = []
     for label, factor, lv in plans:
         if min(lv[c] for c in clusters) < 2:
@@ -513,7 +482,7 @@ def parametric_power(
     table = pd.DataFrame(rows)
     table["null"], table["effect"] = null_value, effect
     table["level"], table["target_power"] = level, power
-    table["method"], table["seed"] = "parametric", seed_record(seed)
+    table["method"], table["seed"] = "parametric", seed
     extra = [c for c in table.columns if c.startswith("levels_")]
     return PilotPowerResult(table=table[list(PILOT_COLUMNS) + extra], method="parametric",
-                            reps=reps, seed=seed_record(seed), level=level)
+                            reps=reps, seed=seed, level=level)

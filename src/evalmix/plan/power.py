@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
-from evalmix.errors import EvalmixError, check_option
+from evalmix.errors import EvalmixError, check_level, check_option
 from evalmix.tidy import RESULT_COLUMNS, tidy_rows
 
 __all__ = ["PowerResult", "power", "mde", "n_clusters_for_power", "design_variance",
@@ -251,9 +251,8 @@ def _check_design(n_clusters, cluster_size, icc, sd, level, size_cv, crossed,
         raise EvalmixError(f"sd must be positive, got {sd!r}")
     if sd is not None and not np.all(np.isfinite(np.asarray(sd, dtype=float))):
         raise EvalmixError(f"sd must be finite, got {sd!r}")
-    lv = np.asarray(level, dtype=float)
-    if not np.all((lv > 0) & (lv < 1)):
-        raise EvalmixError(f"level must be in (0, 1), got {level!r}")
+    for lv in np.atleast_1d(np.asarray(level, dtype=object)).ravel():
+        check_level(lv)
     if not np.all(np.asarray(size_cv, dtype=float) >= 0):
         raise EvalmixError(f"size_cv must be >= 0, got {size_cv!r}")
     if effect is not None and not np.all(np.isfinite(np.asarray(effect, dtype=float))):

@@ -13,7 +13,6 @@ interrupted grid keeps what finished and ``resume=True`` continues it.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import time
@@ -25,8 +24,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalmix.errors import EvalmixError, InvalidOptionError, check_seed
+from evalmix.errors import EvalmixError, InvalidOptionError, check_level
 from evalmix.plan._cells import CELL_DEFAULTS, FAST_METHODS, check_cell, run_cell
+from evalmix.seeding import keyed_seed_sequence, resolve_seed
 from evalmix.tidy import tidy_rows
 
 __all__ = ["coverage", "CoverageResult", "DEFAULT_GRID", "COVERAGE_COLUMNS", "expand_grid"]
@@ -137,9 +137,7 @@ def _cell_key(cell: Mapping[str, Any]) -> str:
 
 def cell_seed(seed: int, cell: Mapping[str, Any]) -> np.random.SeedSequence:
     """SeedSequence of one cell: the study seed plus a hash of the cell's parameters."""
-    digest = hashlib.sha256(_cell_key(cell).encode()).digest()
-    words = tuple(int.from_bytes(digest[i:i + 4], "little") for i in range(0, 16, 4))
-    return np.random.SeedSequence(entropy=int(seed), spawn_key=words)
+    return keyed_seed_sequence(seed, _cell_key(cell))
 
 
 def _task(index: int, cell: dict[str, Any], methods: tuple[str, ...], reps: int, level: float,
@@ -315,18 +313,12 @@ def coverage(
         raise EvalmixError(f"no methods given; fast ones are {FAST_METHODS}")
     if int(reps) < 2 or int(boot_reps) < 2:
         raise EvalmixError(f"reps and boot_reps must be at least 2, got {reps}, {boot_reps}")
-    if isinstance(seed, np.random.Generator):
-        # per-cell seeds derive from an int: draw one and record it (rerun with that int)
-        seed = int(seed.integers(0, 2**63 - 1))
-    if not isinstance(seed, int | np.integer):
-        raise EvalmixError(f"coverage needs an int seed or a numpy Generator (per-cell seeds "
-                           f"derive from it), got {seed!r}")
-    check_seed(seed)
+    # per-cell seeds derive from an int: a Generator (or None) contributes one, recorded
+    seed = resolve_seed(seed)
     if isinstance(jobs, bool) or not isinstance(jobs, int | np.integer) or jobs == 0:
         raise InvalidOptionError(f"jobs={jobs!r}: give the number of worker processes (1 = "
                                  "in this process, -1 = all cores)")
-    if not 0 < level < 1:
-        raise EvalmixError(f"level must be in (0, 1), got {level}")
+    level = check_level(level)
     seed, reps, boot_reps = int(seed), int(reps), int(boot_reps)
     cells = expand_grid(grid)
     keys = [_cell_key(c) for c in cells]

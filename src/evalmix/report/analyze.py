@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import pandas as pd
 
+from evalmix._version import package_versions
 from evalmix.compare._calls import guarded
 from evalmix.compare.decide import (
     INTERVAL_COLUMNS,
@@ -30,7 +31,6 @@ from evalmix.compare.position import position_bias
 from evalmix.compare.recommend import (
     ALL_METHODS,
     MAX_DIFFERENCE_LEVELS,
-    MIN_CLUSTERS,
     MODEL_METHODS,
     Contrast,
     Recommendation,
@@ -43,9 +43,11 @@ from evalmix.compare.recommend import (
     select_rows,
 )
 from evalmix.design.effect import design_effect
-from evalmix.errors import EvalmixError, check_option, check_seed
+from evalmix.errors import EvalmixError, check_level, check_option
 from evalmix.inference.api import interval
 from evalmix.inference.estimands import build_problem
+from evalmix.inference.sandwich import FEW_CLUSTERS
+from evalmix.seeding import child_seed, resolve_seed
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -90,10 +92,6 @@ def _applicable(table: EvalTable, c: Contrast, method: str, level: tuple[str, ..
     if len(level) > 1 and method not in _MULTIWAY:
         return False
     return True
-
-
-def _seed_for(base: int, i: int) -> int:
-    return int(np.random.SeedSequence([base, i]).generate_state(1)[0])
 
 
 def _row_from(res: Any, job: _Job, n_obs: int) -> dict[str, Any]:
@@ -232,7 +230,7 @@ def analyze(
     seed: int | np.random.Generator | None = None,
     level: float = 0.95,
     progress: bool = True,
-    min_clusters: int = MIN_CLUSTERS,
+    min_clusters: int = FEW_CLUSTERS,
     draws: int | None = None,
     fit_options: dict[str, Any] | None = None,
     mcmc_timeout: float | None = None,
@@ -312,16 +310,10 @@ def analyze(
 
     if backend is not None:
         check_option("backend", backend, ("bayes", "statsmodels"))
-    if not 0 < level < 1:
-        raise EvalmixError(f"level must be between 0 and 1, got {level}")
+    level = check_level(level)
     if reps < 1:
         raise EvalmixError(f"reps must be a positive integer, got {reps}")
-    check_seed(seed)
-    if isinstance(seed, np.random.Generator):
-        seed = int(seed.integers(2**31))
-    if seed is None:
-        seed = int(np.random.SeedSequence().generate_state(1)[0] % (2**31))
-    seed = int(seed)
+    seed = resolve_seed(seed)
     chosen = check_methods(methods)
     design_methods = [m for m in ALL_METHODS if m in chosen]
     model_methods = [m for m in MODEL_METHODS if m in chosen] if methods is not None \
@@ -401,7 +393,7 @@ def analyze(
                     row, w, err = _empty_row(job, sub.n_obs, level, perr), [], perr
                 else:
                     row, w, err = _call_interval(sub, job, level=level, reps=reps,
-                                                 seed=_seed_for(seed, i), problem=problem)
+                                                 seed=child_seed(seed, i), problem=problem)
             raw_warn += w
             if err:
                 errors.append((job.method, job.contrast.contrast, err))
@@ -617,16 +609,8 @@ def _plain_warnings(table: EvalTable, design: dict[str, Any], rec: Recommendatio
 
 
 def _summary(table: EvalTable, **kw: Any) -> dict[str, Any]:
-    import platform
-
-    from evalmix._version import __version__
-
-    versions = {"evalmix": __version__, "python": platform.python_version(),
-                "numpy": np.__version__, "pandas": pd.__version__}
-    for mod in ("scipy", "statsmodels", "pymc", "arviz", "nutpie", "matplotlib"):
-        m = sys.modules.get(mod)
-        if m is not None:
-            versions[mod] = getattr(m, "__version__", "?")
+    versions = package_versions("numpy", "pandas", "scipy", "statsmodels", "pymc", "arviz",
+                                "nutpie", "matplotlib", loaded_only=True)
     fits = kw.pop("fits")
     return {
         "versions": versions,

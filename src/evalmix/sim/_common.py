@@ -9,25 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalmix.errors import check_seed
 from evalmix.tidy import tidy_rows
-
-SeedLike = int | np.random.Generator | None
-
-
-def as_generator(seed: SeedLike) -> np.random.Generator:
-    """A ``numpy.random.Generator`` from an int seed, a Generator, or None."""
-    check_seed(seed)
-    if isinstance(seed, np.random.Generator):
-        return seed
-    return np.random.default_rng(seed)
-
-
-def seed_record(seed: SeedLike) -> int | str | None:
-    """What to record of a seed in a result (ints as is, Generators by type)."""
-    if seed is None or isinstance(seed, int | np.integer):
-        return None if seed is None else int(seed)
-    return "Generator"
 
 
 @dataclass(frozen=True)
@@ -42,13 +24,14 @@ class SimResult:
         True parameters and true estimands (see the simulator's docstring).
     read_kwargs : Mapping
         Keyword arguments for :func:`evalmix.read` that map the columns to roles.
-    seed : int or None
+    seed : int
+        The seed that reproduces the table (see :mod:`evalmix.seeding`).
     """
 
     data: pd.DataFrame
     truth: Mapping[str, Any]
     read_kwargs: Mapping[str, Any] = field(default_factory=dict)
-    seed: int | str | None = None
+    seed: int | None = None
 
     def tidy(self) -> pd.DataFrame:
         """The scalar truths in the result contract (:data:`evalmix.tidy.RESULT_COLUMNS`):

@@ -28,7 +28,8 @@ import pandas as pd
 from scipy.special import expit
 
 from evalmix.errors import EvalmixError
-from evalmix.sim._common import SeedLike, SimResult, as_generator, seed_record
+from evalmix.seeding import SeedLike, seeded_rng
+from evalmix.sim._common import SimResult
 
 __all__ = ["Factor", "crossed_scores", "population_scores"]
 
@@ -126,7 +127,7 @@ def crossed_scores(
         raise EvalmixError("crossed_scores needs at least one Factor")
     if replicates < 1:
         raise EvalmixError(f"replicates must be at least 1, got {replicates}")
-    rng = as_generator(seed)
+    rng, seed = seeded_rng(seed)
     names = [f.name for f in factors]
     if len(set(names)) != len(names):
         raise EvalmixError(f"factor names must be distinct, got {names}")
@@ -191,4 +192,4 @@ def crossed_scores(
     return SimResult(data=data, truth=truth,
                      read_kwargs={"outcome": "y", "condition": "condition",
                                   "clusters": clusters},
-                     seed=seed_record(seed))
+                     seed=seed)

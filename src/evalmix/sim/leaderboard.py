@@ -30,7 +30,8 @@ import pandas as pd
 from scipy.special import expit
 
 from evalmix.errors import EvalmixError
-from evalmix.sim._common import SeedLike, SimResult, as_generator, seed_record
+from evalmix.seeding import SeedLike, seeded_rng
+from evalmix.sim._common import SimResult
 
 __all__ = ["baseline_leaderboard", "round_robin"]
 
@@ -120,7 +121,7 @@ def baseline_leaderboard(
            tie_threshold=tie_threshold)
     if not 0 <= extra_judge_prob <= 1:
         raise EvalmixError(f"extra_judge_prob must be in [0, 1], got {extra_judge_prob}")
-    rng = as_generator(seed)
+    rng, seed = seeded_rng(seed)
     models, items, judges = _names("model", n_models), _names("item", n_items), _names(
         "judge", n_judges)
     if baseline in set(models):
@@ -160,7 +161,7 @@ def baseline_leaderboard(
     }
     read_kwargs = {"outcome": "outcome", "model_a": "model_a", "model_b": "model_b",
                    "clusters": {"item": "item", "judge": "judge"}, "ties": "half"}
-    return SimResult(data=data, truth=truth, read_kwargs=read_kwargs, seed=seed_record(seed))
+    return SimResult(data=data, truth=truth, read_kwargs=read_kwargs, seed=seed)
 
 
 def round_robin(
@@ -194,7 +195,7 @@ def round_robin(
         raise EvalmixError(f"round_robin needs n_models >= 2 and n_items >= 1, got "
                            f"{n_models} and {n_items}")
     _check(ability_sd=ability_sd, sd_output=sd_output, tie_threshold=tie_threshold)
-    rng = as_generator(seed)
+    rng, seed = seeded_rng(seed)
     models, items = _names("model", n_models), _names("item", n_items)
     theta = rng.normal(0.0, ability_sd, n_models)
     theta -= theta.mean()
@@ -214,4 +215,4 @@ def round_robin(
              "rank": dict(zip(models, rank.tolist(), strict=True))}
     read_kwargs = {"outcome": "outcome", "model_a": "model_a", "model_b": "model_b",
                    "clusters": {"item": "item"}, "ties": "half"}
-    return SimResult(data=data, truth=truth, read_kwargs=read_kwargs, seed=seed_record(seed))
+    return SimResult(data=data, truth=truth, read_kwargs=read_kwargs, seed=seed)

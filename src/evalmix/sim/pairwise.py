@@ -34,7 +34,8 @@ import pandas as pd
 from scipy.special import expit
 
 from evalmix.errors import EvalmixError
-from evalmix.sim._common import SeedLike, SimResult, as_generator, seed_record
+from evalmix.seeding import SeedLike, seeded_rng
+from evalmix.sim._common import SimResult
 
 __all__ = ["pairwise_judges", "DEFAULT_SDS"]
 
@@ -197,7 +198,7 @@ def pairwise_judges(
         )
     if tie_threshold < 0:
         raise EvalmixError(f"tie_threshold must be >= 0, got {tie_threshold}")
-    rng = as_generator(seed)
+    rng, seed = seeded_rng(seed)
     u = {
         "scenario": rng.normal(0, sd["scenario"], n_scenarios),
         "persona": rng.normal(0, sd["persona"], n_personas),
@@ -264,4 +265,4 @@ def pairwise_judges(
                      "judge": "judge"},
         "ties": "half",
     }
-    return SimResult(data=data, truth=truth, read_kwargs=read_kwargs, seed=seed_record(seed))
+    return SimResult(data=data, truth=truth, read_kwargs=read_kwargs, seed=seed)

@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 
 from evalmix.errors import EvalmixError
-from evalmix.sim._common import SeedLike, SimResult, as_generator, seed_record
+from evalmix.seeding import SeedLike, as_generator, seeded_rng
+from evalmix.sim._common import SimResult
 
 __all__ = ["clustered_scores", "cluster_sizes"]
 
@@ -79,7 +80,7 @@ def clustered_scores(
         raise EvalmixError(f"p must be in (0, 1), got {p}")
     if not 0 <= icc < 1:
         raise EvalmixError(f"icc must be in [0, 1), got {icc}")
-    rng = as_generator(seed)
+    rng, seed = seeded_rng(seed)
     if np.ndim(cluster_size) == 0:
         sizes = cluster_sizes(n_clusters, float(cluster_size), size_cv=size_cv, seed=rng)
     else:
@@ -102,4 +103,4 @@ def clustered_scores(
              "deff": 1 + ((1 + cv2) * m_bar - 1) * icc}
     return SimResult(data=data, truth=truth,
                      read_kwargs={"outcome": "y", "clusters": {"cluster": "cluster"}},
-                     seed=seed_record(seed))
+                     seed=seed)
