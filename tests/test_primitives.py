@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from evalmix.inference.compare_all import cell_means_vcov
 
 from evalmix.compare.position import mean_cr1
 from evalmix.design.effect import deff_empirical
 from evalmix.inference.bootstrap import cluster_bootstrap
+from evalmix.inference.compare_all import cell_means_vcov
 from evalmix.inference.sandwich import cr1_factor, vcov_cluster
 from evalmix.inference.wild import wild_cluster_bootstrap
 
@@ -192,7 +192,8 @@ def _level_calls():
     import evalmix
     from evalmix.design.effect import design_effect
     from evalmix.inference.ranking import maxt_critical
-    from evalmix.sim import clustered_scores, coverage, pairwise_judges
+    from evalmix.plan import coverage
+    from evalmix.sim import clustered_scores, pairwise_judges
 
     X, y, codes = _clustered(9)
     scores = clustered_scores(20, 4, seed=1).table()

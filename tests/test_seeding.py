@@ -7,10 +7,10 @@ import sys
 
 import numpy as np
 import pytest
-from evalmix.inference.compare_all import compare_all
 
 from evalmix.errors import InvalidOptionError
 from evalmix.inference.bootstrap import cluster_bootstrap
+from evalmix.inference.compare_all import compare_all
 from evalmix.inference.leaderboard import leaderboard
 from evalmix.inference.wild import wild_cluster_bootstrap
 from evalmix.seeding import (
@@ -98,10 +98,10 @@ def test_wild_seed_none_records_an_int_that_reproduces_it(weights):
 def test_compare_all_and_leaderboard_record_a_reproducing_int():
     table = pairwise_judges(n_scenarios=30, seed=1).table()
     a = compare_all(table, cluster="scenario", reps=200, seed=None)
-    seed = a["seed"].iloc[0]
-    assert isinstance(seed, int | np.integer)
+    seed = a.seed
+    assert isinstance(seed, int | np.integer) and (a.table["seed"] == seed).all()
     b = compare_all(table, cluster="scenario", reps=200, seed=int(seed))
-    assert a["crit"].equals(b["crit"]) if "crit" in a else a.equals(b)
+    assert a.crit == b.crit and a.table.equals(b.table)
     board_table = baseline_leaderboard(n_models=5, n_items=60, seed=1).table()
     board = leaderboard(board_table, cluster="item", seed=None)
     assert isinstance(board.seed, int)
