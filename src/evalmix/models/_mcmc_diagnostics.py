@@ -15,7 +15,7 @@ convergence of MCMC. Bayesian Analysis 16: 667-718. doi:10.1214/20-BA1221
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
 from scipy.fft import next_fast_len
 
 __all__ = ["rhat_ess"]
@@ -31,7 +31,7 @@ def _z_scale(a: np.ndarray) -> np.ndarray:
     """Normal scores of the pooled ranks per parameter (Blom's offset 3/8)."""
     p, c, n = a.shape
     rank = stats.rankdata(a.reshape(p, c * n), axis=1, method="average")
-    return stats.norm.ppf((rank - 0.375) / (c * n + 0.25)).reshape(a.shape)
+    return special.ndtri((rank - 0.375) / (c * n + 0.25)).reshape(a.shape)
 
 
 def _rhat(a: np.ndarray) -> np.ndarray:
@@ -108,10 +108,11 @@ def rhat_ess(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """
     a = np.asarray(draws, dtype=float)
     s = _split(a)
-    r_bulk = _rhat(_z_scale(s))
+    z = _z_scale(s)
+    r_bulk = _rhat(z)
     r_tail = _rhat(_z_scale(np.abs(s - np.median(s.reshape(s.shape[0], -1), axis=1)
                                    [:, None, None])))
-    ess_bulk = _ess(_z_scale(s))
+    ess_bulk = _ess(z)
     q = np.quantile(a.reshape(a.shape[0], -1), [0.05, 0.95], axis=1)  # (2, P)
     ess_tail = np.minimum(_ess(_split((a <= q[0][:, None, None]).astype(float))),
                           _ess(_split((a <= q[1][:, None, None]).astype(float))))
