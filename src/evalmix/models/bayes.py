@@ -177,9 +177,9 @@ def _sample_to_target(compiled, spec, terms, *, tune: int, chains: int, seed: in
                 post.update(_marginal_sds(spec, terms, post, prior_scale=prior_scale,
                                           seed=seed))
                 diag = _diagnostics(post, _names(spec, terms, post), compiled.coords,
-                                    compiled.dims)
-                if (diag["ess_bulk"].min() >= ESS_MIN and diag["ess_tail"].min() >= ESS_MIN
-                        and diag["r_hat"].max() <= RHAT_MAX):
+                                    compiled.dims, rhat_max=RHAT_MAX)
+                if (diag["r_hat"].max() <= RHAT_MAX and diag["ess_bulk"].min() >= ESS_MIN
+                        and diag["ess_tail"].min() >= ESS_MIN):
                     break
                 t_check = time.thread_time() - t_check
                 rate = _rate(first, now, n) or 0.0
@@ -240,10 +240,12 @@ def _names(spec: ModelSpec, terms, post) -> list[str]:
     return names + [n for n in ("sigma", "cutpoints") if n in post]
 
 
-def _diagnostics(post, names: list[str], coords, dims) -> pd.DataFrame:
+def _diagnostics(post, names: list[str], coords, dims, rhat_max: float | None = None
+                 ) -> pd.DataFrame:
     """Per sampled parameter (ArviZ's labels, e.g. ``u_judge[j1]``): mean, sd, rank
-    R-hat, bulk and tail ESS (:func:`~evalmix.models._mcmc_diagnostics.rhat_ess`).
-    ``post`` maps names to arrays (chain, draw, ...); ``coords``/``dims`` label them."""
+    R-hat, bulk and tail ESS (:func:`~evalmix.models._mcmc_diagnostics.rhat_ess`; NaN
+    ESS when some R-hat exceeds ``rhat_max``). ``post`` maps names to arrays (chain,
+    draw, ...); ``coords``/``dims`` label them."""
     import itertools
 
     labels, rows = [], []
@@ -260,7 +262,7 @@ def _diagnostics(post, names: list[str], coords, dims) -> pd.DataFrame:
                        for ix in itertools.product(*levels)]
         rows.append(np.moveaxis(a.reshape(a.shape[0], a.shape[1], -1), 2, 0))
     draws = np.concatenate(rows, axis=0) if rows else np.zeros((0, 1, 1))
-    r_hat, ess_bulk, ess_tail = rhat_ess(draws)
+    r_hat, ess_bulk, ess_tail = rhat_ess(draws, rhat_max=rhat_max)
     flat = draws.reshape(draws.shape[0], -1)
     return pd.DataFrame({"parameter": labels, "mean": flat.mean(axis=1),
                          "sd": flat.std(axis=1, ddof=1), "r_hat": r_hat,
