@@ -271,6 +271,13 @@ def test_vectorised_diagnostics_equal_arviz():
     np.testing.assert_allclose(r, [az.rhat(x) for x in a], rtol=1e-12)
     np.testing.assert_allclose(eb, [az.ess(x, method="bulk") for x in a], rtol=1e-10)
     np.testing.assert_allclose(et, [az.ess(x, method="tail") for x in a], rtol=1e-10)
+    # the early exit of a failing check: same R-hat, ESS skipped only above the bound
+    r2, eb2, et2 = rhat_ess(a, rhat_max=float(r.max()) - 1e-9)
+    np.testing.assert_array_equal(r2, r)
+    assert np.isnan(eb2).all() and np.isnan(et2).all()
+    _, eb3, et3 = rhat_ess(a, rhat_max=float(r.max()))
+    np.testing.assert_array_equal(eb3, eb)
+    np.testing.assert_array_equal(et3, et)
 
 
 def test_grid_layout_equals_row_loop_and_is_chosen_only_when_dense():

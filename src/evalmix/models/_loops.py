@@ -208,16 +208,22 @@ def gaussian_rows(X, b, cg, xs, unit, u, sum_y, n, sum_y2, inv_var, g_b, g_u
 
 
 @numba.njit(inline="always", **_JIT)
-def _softplus(z):  # pragma: no cover
-    return max(z, 0.0) + math.log1p(math.exp(-abs(z)))
+def _softplus_sigmoid(z):  # pragma: no cover
+    """``(softplus(z), sigmoid(z))`` from one ``exp`` and one ``log1p``."""
+    e = math.exp(-abs(z))
+    inv = 1.0 / (1.0 + e)
+    return max(z, 0.0) + math.log1p(e), (inv if z >= 0.0 else e * inv)
 
 
 @numba.njit(inline="always", **_JIT)
-def _sigmoid(z):  # pragma: no cover
-    if z >= 0.0:
-        return 1.0 / (1.0 + math.exp(-z))
-    e = math.exp(z)
-    return e / (1.0 + e)
+def _log1m_exp_neg(d):  # pragma: no cover
+    """``(log(1 - exp(-d)), 1 / expm1(d))`` for ``d > 0``, each accurate, from two calls
+    (``log1p`` of ``-exp(-d)`` above ln 2, ``log`` of ``-expm1(-d)`` below)."""
+    if d > 0.6931471805599453:
+        ed = math.exp(-d)
+        return math.log1p(-ed), ed / (1.0 - ed)
+    em = math.expm1(-d)
+    return math.log(-em), -(1.0 + em) / em
 
 
 @numba.njit(**_JIT)
@@ -226,7 +232,9 @@ def cumulative_rows(X, b, cg, xs, unit, u, counts, cut, g_b, g_u, g_cut
     """Cumulative-logit log-likelihood ``sum_k n_k log P(y = k)``,
     ``P(y <= k) = sigmoid(c_k - eta)``; adds its gradients to ``g_b``, ``g_u`` and
     ``g_cut``. The middle categories use ``log(sigmoid(a) - sigmoid(b)) =
-    -softplus(-a) - softplus(b) + log(-expm1(b - a))`` (no cancellation)."""
+    -softplus(-a) - softplus(b) + log(1 - exp(b - a))`` (no cancellation); each
+    softplus shares its ``exp`` with the sigmoid of the gradient (6 transcendental calls
+    per middle category instead of 9)."""
     m = X.shape[0]
     kc = counts.shape[1]
     eta, g = np.empty(m), np.empty(m)
@@ -237,16 +245,16 @@ def cumulative_rows(X, b, cg, xs, unit, u, counts, cut, g_b, g_u, g_cut
         gi = 0.0
         n0 = counts[i, 0]
         if n0 != 0.0:       # log sigmoid(c_0 - eta)
-            z = cut[0] - et
-            total -= n0 * _softplus(-z)
-            d = n0 * _sigmoid(-z)      # d/dz
+            sp, sg = _softplus_sigmoid(et - cut[0])
+            total -= n0 * sp
+            d = n0 * sg      # d/dz
             g_cut[0] += d
             gi -= d
         nl = counts[i, kc - 1]
         if nl != 0.0:       # log(1 - sigmoid(c_last - eta))
-            z = cut[kc - 2] - et
-            total -= nl * _softplus(z)
-            d = nl * _sigmoid(z)
+            sp, sg = _softplus_sigmoid(cut[kc - 2] - et)
+            total -= nl * sp
+            d = nl * sg
             g_cut[kc - 2] -= d
             gi += d
         for j in range(1, kc - 1):
@@ -255,11 +263,12 @@ def cumulative_rows(X, b, cg, xs, unit, u, counts, cut, g_b, g_u, g_cut
                 continue
             a = cut[j] - et
             bb = cut[j - 1] - et
-            dlt = a - bb
-            total += nj * (-_softplus(-a) - _softplus(bb) + math.log(-math.expm1(-dlt)))
-            q = 1.0 / math.expm1(dlt)
-            da = _sigmoid(-a) + q
-            db = -_sigmoid(bb) - q
+            sp_a, sg_a = _softplus_sigmoid(-a)
+            sp_b, sg_b = _softplus_sigmoid(bb)
+            lm, q = _log1m_exp_neg(a - bb)
+            total += nj * (-sp_a - sp_b + lm)
+            da = sg_a + q
+            db = -sg_b - q
             g_cut[j] += nj * da
             g_cut[j - 1] += nj * db
             gi -= nj * (da + db)

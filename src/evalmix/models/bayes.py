@@ -120,10 +120,13 @@ def _sample(spec: ModelSpec, data, terms, *, engine: str, sampler: str, draws: i
 
 
 #: ``draws=None``: the first convergence check after this many draws per chain, then
-#: every ``DRAWS_GROWTH`` times as many, up to ``DRAWS_MAX`` per chain.
-DRAWS_FIRST = 250
-DRAWS_GROWTH = 1.3
+#: after at least ``DRAWS_GROWTH`` times as many (more when a check is slow next to the
+#: sampling, see :func:`_sample_to_target`), up to ``DRAWS_MAX`` per chain.
+DRAWS_FIRST = 200
+DRAWS_GROWTH = 1.1
 DRAWS_MAX = 4000
+#: sampling time between two checks, at least this many times the last check's time
+CHECK_SPACING = 5.0
 
 
 def _sample_to_target(compiled, spec, terms, *, tune: int, chains: int, seed: int,
@@ -133,48 +136,52 @@ def _sample_to_target(compiled, spec, terms, *, tune: int, chains: int, seed: in
     ``stop_on_divergence`` (the caller re-runs at a higher target_accept), a divergence
     appears; else at ``DRAWS_MAX`` draws per chain.
 
-    The chains are paused at each check; the posterior kept is exactly the one checked
-    (the first ``n`` draws of every chain), so the checks are the ones reported. The
-    trace is read as nutpie's raw Arrow batches (converting it to ArviZ at every check
-    took ~1 s)."""
+    The chains keep running while a check is computed on a copy of the trace; the
+    posterior kept is exactly the one checked (the first ``n`` draws of every chain),
+    so the checks are the ones reported. Checks come after ``DRAWS_FIRST`` draws, then
+    every ``DRAWS_GROWTH`` times as many, spaced so that checking takes at most about
+    ``1 / CHECK_SPACING`` of the time; between checks the trace is polled at the draw
+    rate so far (measured after warm-up), so sampling stops within a few draws of each
+    check point. The trace is read as nutpie's raw Arrow batches (converting it to
+    ArviZ at every check took ~1 s)."""
     import arviz as az
     import nutpie
 
     bg = nutpie.sample(compiled, draws=DRAWS_MAX, tune=tune, chains=chains, cores=chains,
                        seed=seed, progress_bar=progress, save_warmup=False, blocking=False,
                        return_raw_trace=True, **kw)
-    target, poll = DRAWS_FIRST, 0.1
-    t_start = time.perf_counter()
+    target = DRAWS_FIRST
+    first = None            # (time, draws) at the first snapshot after warm-up
     try:
         while True:
-            t_end = time.perf_counter() + poll
-            while not _finished(bg) and time.perf_counter() < t_end:
-                time.sleep(0.02)
             done = _finished(bg)
-            if not done:
-                bg.pause()
             draw_b, stat_b = bg.inspect().get_arrow_trace()
+            now = time.perf_counter()
             n_tune = [int(np.asarray(s.column("tuning")).sum()) for s in stat_b]
             n = min([s.num_rows - t for s, t in zip(stat_b, n_tune, strict=True)]
                     + [0] * (chains - len(stat_b)))
-            post = _arrow_arrays(draw_b, n_tune, n)
-            stats = _arrow_arrays(stat_b, n_tune, n)
-            diverged = stop_on_divergence and n > 0 and bool(stats["diverging"].any())
-            if done or diverged or n >= target:
-                if done or diverged:
+            if n > 0 and first is None:
+                first = (now, n)
+            if done or n >= target:
+                post = _arrow_arrays(draw_b, n_tune, n)
+                stats = _arrow_arrays(stat_b, n_tune, n)
+                if done or (stop_on_divergence and bool(stats["diverging"].any())):
                     break
+                t_check = time.thread_time()
                 post.update(_marginal_sds(spec, terms, post, prior_scale=prior_scale,
                                           seed=seed))
                 diag = _diagnostics(post, _names(spec, terms, post), compiled.coords,
-                                    compiled.dims)
-                if (diag["ess_bulk"].min() >= ESS_MIN and diag["ess_tail"].min() >= ESS_MIN
-                        and diag["r_hat"].max() <= RHAT_MAX):
+                                    compiled.dims, rhat_max=RHAT_MAX)
+                if (diag["r_hat"].max() <= RHAT_MAX and diag["ess_bulk"].min() >= ESS_MIN
+                        and diag["ess_tail"].min() >= ESS_MIN):
                     break
-                target = int(max(n + 100, DRAWS_GROWTH * n))
-            bg.resume()
-            # wait about as long as the missing draws take at the rate so far
-            rate = n / max(time.perf_counter() - t_start, 1e-3)
-            poll = 0.1 if n == 0 else min(2.0, max(0.05, (target - n) / max(rate, 1.0)))
+                t_check = time.thread_time() - t_check
+                rate = _rate(first, now, n) or 0.0
+                target = int(max(n + 50, DRAWS_GROWTH * n, n + CHECK_SPACING * t_check * rate))
+                continue
+            # sleep about as long as the missing draws take (0.1 s during warm-up)
+            rate = _rate(first, now, n)
+            time.sleep(0.1 if rate is None else min(0.5, max(0.01, (target - n) / rate)))
         if not done:
             bg.cancel()
     except BaseException:   # KeyboardInterrupt included: stop the threads
@@ -183,6 +190,13 @@ def _sample_to_target(compiled, spec, terms, *, tune: int, chains: int, seed: in
     stats = {k: v for k, v in stats.items() if v.ndim == 2}
     return az.from_dict(posterior=post, sample_stats=stats, coords=compiled.coords,
                         dims={k: list(v) for k, v in (compiled.dims or {}).items()})
+
+
+def _rate(first, now: float, n: int) -> float | None:
+    """Draws per second per chain since the first post-warm-up snapshot ``first``."""
+    if first is None or n <= first[1] or now <= first[0]:
+        return None
+    return (n - first[1]) / (now - first[0])
 
 
 def _arrow_arrays(batches, n_tune: list[int], n: int) -> dict[str, np.ndarray]:
@@ -220,10 +234,12 @@ def _names(spec: ModelSpec, terms, post) -> list[str]:
     return names + [n for n in ("sigma", "cutpoints") if n in post]
 
 
-def _diagnostics(post, names: list[str], coords, dims) -> pd.DataFrame:
+def _diagnostics(post, names: list[str], coords, dims, rhat_max: float | None = None
+                 ) -> pd.DataFrame:
     """Per sampled parameter (ArviZ's labels, e.g. ``u_judge[j1]``): mean, sd, rank
-    R-hat, bulk and tail ESS (:func:`~evalmix.models._mcmc_diagnostics.rhat_ess`).
-    ``post`` maps names to arrays (chain, draw, ...); ``coords``/``dims`` label them."""
+    R-hat, bulk and tail ESS (:func:`~evalmix.models._mcmc_diagnostics.rhat_ess`; NaN
+    ESS when some R-hat exceeds ``rhat_max``). ``post`` maps names to arrays (chain,
+    draw, ...); ``coords``/``dims`` label them."""
     import itertools
 
     labels, rows = [], []
@@ -240,7 +256,7 @@ def _diagnostics(post, names: list[str], coords, dims) -> pd.DataFrame:
                        for ix in itertools.product(*levels)]
         rows.append(np.moveaxis(a.reshape(a.shape[0], a.shape[1], -1), 2, 0))
     draws = np.concatenate(rows, axis=0) if rows else np.zeros((0, 1, 1))
-    r_hat, ess_bulk, ess_tail = rhat_ess(draws)
+    r_hat, ess_bulk, ess_tail = rhat_ess(draws, rhat_max=rhat_max)
     flat = draws.reshape(draws.shape[0], -1)
     return pd.DataFrame({"parameter": labels, "mean": flat.mean(axis=1),
                          "sd": flat.std(axis=1, ddof=1), "r_hat": r_hat,
@@ -295,7 +311,7 @@ def fit_bayes(
         installed, else PyMC's NUTS.
     draws : int, optional
         Draws per chain. Default (None): as many as the checks need. The chains run in
-        the background and are checked after 250 draws, then every 1.3 times as many;
+        the background and are checked after 200 draws, then every 1.1 times as many;
         sampling stops at the first check where every parameter (level effects and
         SDs included) has bulk and tail ESS >= 400 and R-hat <= 1.01, or after 4,000
         draws per chain (then the usual warning). An int fixes the number.
