@@ -40,10 +40,11 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--draws", type=positive_int, default=None,
                    help="posterior draws per chain for the Bayesian model (default: the "
                         "back end's, about 1,000 bulk ESS)")
-    p.add_argument("--mcmc-timeout", dest="mcmc_timeout", type=nonnegative_float, default=600,
-                   metavar="SECONDS",
-                   help="stop the Bayesian fit after this long and report without it "
-                        "(default 600; 0 = no limit)")
+    p.add_argument("--model-timeout", "--mcmc-timeout", dest="model_timeout",
+                   type=nonnegative_float, default=300, metavar="SECONDS",
+                   help="stop each model fit (Laplace/REML GLMM, MCMC) after this long and "
+                        "report without it (default 300; 0 = no limit; --mcmc-timeout is "
+                        "the old name)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
@@ -203,7 +204,7 @@ def run_report(args: argparse.Namespace) -> int:
     report = analyze(
         table, levels=args.levels, backend=args.backend, fast=args.fast, reps=args.reps,
         seed=args.seed, progress=not args.quiet, draws=args.draws,
-        mcmc_timeout=args.mcmc_timeout, command=_command_line(),
+        model_timeout=args.model_timeout, command=_command_line(),
         fit_options=None if args.sensitivity else {"sensitivity": None})
     _finish(report, Path(args.out), t0)
     return 0
@@ -216,7 +217,7 @@ def run_demo(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     check_report_dir(args.out)
     report = demo_report(seed=args.seed, fast=args.fast, reps=args.reps, draws=args.draws,
-                         progress=not args.quiet, mcmc_timeout=args.mcmc_timeout,
+                         progress=not args.quiet, model_timeout=args.model_timeout,
                          command=_command_line())
     _finish(report, Path(args.out), t0)
     t = report.truth

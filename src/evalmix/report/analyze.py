@@ -235,7 +235,7 @@ def analyze(
     min_clusters: int = MIN_CLUSTERS,
     draws: int | None = None,
     fit_options: dict[str, Any] | None = None,
-    mcmc_timeout: float | None = None,
+    model_timeout: float | None = 300,
     command: str | None = None,
     sampled: Sequence[str] | None = None,
 ) -> Report:
@@ -285,9 +285,11 @@ def analyze(
         When a cluster factor has fewer than 5 levels the Bayesian fit is refitted with SD
         priors 2.5x wider (``sensitivity=2.5``; the report's ``prior_sensitivity``);
         ``{"sensitivity": None}`` switches that off, another number sets the scale.
-    mcmc_timeout : float, optional
-        Stop the Bayesian fit after this many seconds (it then runs in a forked child
-        process) and report without it; ``None`` or 0: no limit.
+    model_timeout : float, optional
+        Stop every model fit after this many seconds (default 300) and report without
+        it: its rows say "stopped at the limit". The statsmodels fits check the limit at
+        every evaluation; the Bayesian fit then runs in a forked child process that is
+        terminated. ``None`` or 0: no limit.
     command : str, optional
         The command line, recorded in ``summary``.
 
@@ -423,7 +425,7 @@ def analyze(
         fits, mrows, variance, mnotes, prior_sensitivity = model_rows(
             table, plan, backend=backend, fast=fast, methods=model_methods, level=level,
             seed=seed, draws=draws, fit_options=dict(fit_options or {}),
-            mcmc_timeout=mcmc_timeout, bar=bar)
+            model_timeout=model_timeout, bar=bar)
         notes += mnotes
     rows += mrows
 
@@ -458,7 +460,7 @@ def analyze(
     summary = _summary(table, seed=seed, reps=reps, level=level, fast=fast,
                        backend=backend, methods=design_methods, levels=levels_run,
                        command=command, fits=fits)
-    summary["mcmc_timeout"] = mcmc_timeout
+    summary["model_timeout"] = model_timeout
     return Report(intervals=frame, variance=variance, judges=judges, design=design,
                   headline=head, warnings=tuple(dict.fromkeys(warns)), position=position,
                   summary=summary, prior_sensitivity=prior_sensitivity,
