@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Sequence
+from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -20,6 +21,7 @@ import pandas as pd
 from evalmix.compare._calls import guarded
 
 if TYPE_CHECKING:
+    from evalmix._progress import Progress
     from evalmix.compare.plan import Contrast
     from evalmix.data.table import EvalTable
 
@@ -42,6 +44,13 @@ _FITS: dict[str, tuple[str, str | None]] = {
     "glmm_map": ("statsmodels", "map"),
     "bayes": ("bayes", None),
 }
+
+
+#: report method name -> the progress stage shown while it is fitted
+_STAGES = {"mixedlm": "REML mixed model: optimising",
+           "glmm_laplace": "Laplace GLMM: optimising",
+           "glmm_vb": "VB GLMM: optimising", "glmm_map": "MAP GLMM: optimising",
+           "bayes": "MCMC: sampling"}
 
 
 def _backends(table: EvalTable, backend: str | None, fast: bool,
@@ -289,7 +298,7 @@ def _call_fit(fit: Any, table: Any, kwargs: dict[str, Any]) -> Any:
 def model_rows(table: EvalTable, plan: Sequence[Contrast], *, backend: str | None,
                fast: bool, methods: Sequence[str] | None, level: float, seed: int,
                draws: int | None, fit_options: dict[str, Any] | None = None,
-               model_timeout: float | None = None, bar: Any = None
+               model_timeout: float | None = None, bar: Progress | None = None
                ) -> tuple[dict[str, Any], list[dict[str, Any]], pd.DataFrame, list[str],
                           pd.DataFrame | None]:
     """Fit the model back ends.
@@ -317,7 +326,6 @@ def model_rows(table: EvalTable, plan: Sequence[Contrast], *, backend: str | Non
         return (fits, rows, pd.DataFrame(columns=list(VARIANCE_REPORT_COLUMNS)), notes,
                 sensitivity)
     for b in backends:
-        task = bar.task(f"fitting model: {b}", None) if bar is not None else None
         fit_backend, sm_method = _FITS[b]
         kwargs: dict[str, Any] = {"backend": fit_backend, "seed": seed, "level": level,
                                   **options}
@@ -332,11 +340,10 @@ def model_rows(table: EvalTable, plan: Sequence[Contrast], *, backend: str | Non
             if "sensitivity" not in options and few:
                 kwargs["sensitivity"] = SENSITIVITY_SCALE
         t0 = time.perf_counter()
-        out = guarded(_fit_within, fit, table, model_timeout, fork=fit_backend == "bayes",
-                      **kwargs)
+        with bar.stage(_STAGES[b]) if bar is not None else nullcontext():
+            out = guarded(_fit_within, fit, table, model_timeout,
+                          fork=fit_backend == "bayes", **kwargs)
         wall = time.perf_counter() - t0
-        if bar is not None:
-            bar.done(task)
         if out.ok and out.value is None:
             stopped = f"stopped at the limit ({model_timeout:g} s)"
             notes.append(f"the {b} model fit was {stopped} and its rows are empty; rerun "

@@ -261,30 +261,37 @@ class Report:
         interrupted write leaves the old report (or nothing), stale files of the old
         report do not survive, and two writers never mix their files. An existing
         ``out`` must be empty or an evalmix report (see :func:`check_report_dir`).
+
+        A report whose ``summary["incomplete"]`` says what is still running (the partial
+        report :func:`~evalmix.report.analyze.analyze` writes before its model fits) is
+        written the same way but without plots, ``report.html`` and the completion
+        marker; its ``report.md`` opens with an "incomplete" banner.
         """
         d = check_report_dir(out)
+        complete = not self.summary.get("incomplete")
         tmp = Path(tempfile.mkdtemp(dir=d.parent, prefix=f".{d.name}.tmp-"))
         try:
             umask = os.umask(0)
             os.umask(umask)
             tmp.chmod(0o777 & ~umask)  # mkdtemp makes it private; a report folder is not
-            self._write_files(tmp)
-            (tmp / REPORT_MARKER).write_text(
-                json.dumps({"evalmix_report": True, "files": sorted(
-                    str(f.relative_to(tmp)) for f in tmp.rglob("*") if f.is_file())}))
+            self._write_files(tmp, figures=complete)
+            if complete:
+                (tmp / REPORT_MARKER).write_text(
+                    json.dumps({"evalmix_report": True, "files": sorted(
+                        str(f.relative_to(tmp)) for f in tmp.rglob("*") if f.is_file())}))
             _swap_into_place(tmp, d)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         names = ["intervals.csv", "variance.csv", "judges.csv", "design.json", "design.md",
-                 "report.html", "report.md", "summary.json"]
+                 *(["report.html"] if complete else []), "report.md", "summary.json"]
         if self.prior_sensitivity is not None:
             names.append("prior_sensitivity.csv")
         if self.leaderboard is not None:
             names += ["leaderboard.csv", "leaderboard_pairs.csv"]
         return {name: d / name for name in names}
 
-    def _write_files(self, d: Path) -> None:
+    def _write_files(self, d: Path, *, figures: bool = True) -> None:
         from evalmix.report.plots import all_figures, save_png
         from evalmix.report.render import design_markdown
 
@@ -309,6 +316,9 @@ class Report:
             summary["prior_sensitivity"] = self.prior_sensitivity
         (d / "summary.json").write_text(json.dumps(_jsonable(summary), indent=2,
                                                    default=str))
+        if not figures:
+            self.to_markdown(d / "report.md")
+            return
         plots = d / "plots"
         plots.mkdir()
         for name, fig in all_figures(self):
