@@ -82,7 +82,7 @@ def test_an_interrupted_write_leaves_the_old_report(small_report, tmp_path, monk
     before = _files(out)
     newer = replace(small_report, intervals=small_report.intervals.assign(note="newer"))
 
-    def half_then_ctrl_c(self, d):
+    def half_then_ctrl_c(self, d, **options):
         self.intervals.to_csv(d / "intervals.csv", index=False)
         raise KeyboardInterrupt
 

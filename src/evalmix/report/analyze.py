@@ -470,19 +470,16 @@ def _leaderboard(table: EvalTable, rec: Recommendation, *, level: float, seed: i
 
     Every pair of models, paired on shared items, clustered at the recommended level,
     with simultaneous (max-t) intervals and rank intervals
-    (:func:`evalmix.inference.leaderboard.leaderboard`). A multiway recommendation has
-    no leaderboard yet (its covariance is one-way): the note says so.
+    (:func:`evalmix.inference.leaderboard.leaderboard`); a multiway recommendation
+    (crossed sampled factors) gives the multiway CR2 covariance.
     """
     from evalmix.inference.leaderboard import leaderboard
 
     if _n_models(table) <= MAX_DIFFERENCE_LEVELS + 1:
         return None, None, ""
-    if len(rec.cluster) > 1:
-        return None, None, (f"the leaderboard (all model pairs, rank intervals) needs one "
-                            f"cluster level; the recommendation is multiway "
-                            f"({rec.label}), so it was not computed")
-    out = guarded(leaderboard, table, cluster=rec.cluster[0] if rec.cluster else None,
-                  method="CR2", level=level, seed=seed)
+    cluster = (None if not rec.cluster else rec.cluster[0] if len(rec.cluster) == 1
+               else list(rec.cluster))
+    out = guarded(leaderboard, table, cluster=cluster, method="CR2", level=level, seed=seed)
     if not out.ok:
         return None, None, f"the leaderboard could not be computed ({out.error})"
     return out.value.tidy(), out.value.tidy_pairs(), ""
