@@ -36,13 +36,13 @@ from evalmix.compare.plan import (
     MODEL_METHODS,
     Contrast,
     Recommendation,
+    RowSelector,
     check_methods,
     cluster_levels,
     contrasts,
     judge_role,
     level_label,
     recommend_cluster,
-    select_rows,
 )
 from evalmix.compare.position import position_bias
 from evalmix.design.effect import design_effect
@@ -328,20 +328,25 @@ def analyze(
     problems: dict[tuple, tuple[Any, list[tuple[str, str]], str | None]] = {}
     empty_cells: set[tuple[str, str]] = set()
 
+    rows_of = RowSelector(table)
+    judge_codes = table.codes(judge) if judge is not None else None
+    judge_code = ({str(lv): i for i, lv in enumerate(table.levels(judge))}
+                  if judge is not None else {})
+
     def subset(c: Contrast, judge_label: str | None) -> EvalTable | None:
         """The rows of a contrast (and judge); None when that cell has no rows."""
         key = (c.column, c.levels, judge_label)
         if key not in subsets:
-            mask = select_rows(table, c)
+            mask = rows_of(c)
             if judge_label is not None:
-                mask = mask & (table.data[judge].astype(str).to_numpy() == judge_label)
+                mask = mask & (judge_codes == judge_code[judge_label])
             subsets[key] = (table if mask.all() else table.subset(mask)) if mask.any() \
                 else None
         return subsets[key]
 
     with Progress(progress) as bar:
         t_main = bar.task("intervals", len(jobs))
-        t_judge = bar.task("judge-stratified", len(judge_jobs)) if judge_jobs else None
+        t_judge = None  # counted from its first job: its timer then times its own jobs
         row: dict[str, Any]
         w: list[tuple[str, str]]
         err: str | None
@@ -380,6 +385,8 @@ def analyze(
             else:
                 row["judge"] = job.judge
                 jrows.append(row)
+                if t_judge is None:
+                    t_judge = bar.task("judge-stratified", len(judge_jobs))
                 bar.advance(t_judge)
         if empty_cells:
             judges_empty = sorted({j for j, _ in empty_cells})

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from evalmix.report.report import Report
 
 __all__ = ["forest", "headline_plot", "variance_plot", "position_plot", "controlled_plot",
-           "all_figures", "figure_list", "to_base64", "save_png", "MAX_FOREST"]
+           "all_figures", "figure_list", "png_bytes", "to_base64", "save_png", "MAX_FOREST"]
 
 #: Forest plots drawn per report (fragile and most-widened contrasts first).
 MAX_FOREST = 12
@@ -47,15 +47,20 @@ def _plt() -> Any:
     return plt
 
 
-def to_base64(fig: Figure, dpi: int = 110) -> str:
+def png_bytes(fig: Figure, dpi: int = 110) -> bytes:
+    """The figure as PNG (the figure is closed)."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
     _plt().close(fig)
-    return base64.b64encode(buf.getvalue()).decode("ascii")
+    return buf.getvalue()
+
+
+def to_base64(fig: Figure, dpi: int = 110) -> str:
+    return base64.b64encode(png_bytes(fig, dpi)).decode("ascii")
 
 
 def save_png(fig: Figure, path: str | Path, dpi: int = 110) -> None:
-    fig.savefig(path, format="png", dpi=dpi, bbox_inches="tight")
+    Path(path).write_bytes(png_bytes(fig, dpi))
 
 
 def _label(r: pd.Series) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html as _html
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -249,10 +249,13 @@ def _img(figs: dict[str, str], key: str, alt: str, cls: str | None = None) -> st
     return f"<img{c} alt='{alt}' src='data:image/png;base64,{figs[key]}'>"
 
 
-def html(rep: Report, sections: Sequence[tuple[str, str]] = ()) -> str:
+def html(rep: Report, sections: Sequence[tuple[str, str]] = (),
+         figures: Mapping[str, str] | None = None) -> str:
     """The report as one self-contained HTML page (``sections``: extra (title, HTML
-    fragment) pairs placed after the headline table)."""
-    figs = dict((name, to_base64(fig)) for name, fig in all_figures(rep))
+    fragment) pairs placed after the headline table; ``figures``: base64 PNGs of
+    :func:`~evalmix.report.plots.figure_list` by name, already drawn, else drawn here)."""
+    figs = (dict(figures) if figures is not None
+            else {name: to_base64(fig) for name, fig in all_figures(rep)})
     esc = _html.escape
     parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'>",
              "<title>evalmix report</title>", f"<style>{_CSS}</style></head><body>",

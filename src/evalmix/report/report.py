@@ -6,6 +6,7 @@ A report holds tidy frames only; rendering (plots, HTML, Markdown) lives in
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import os
@@ -233,19 +234,22 @@ class Report:
             Path(path).write_text(text)
         return text
 
-    def to_html(self, path: str | Path | None = None) -> str:
-        """A self-contained HTML page (plots embedded as base64 PNG)."""
+    def to_html(self, path: str | Path | None = None, *,
+                figures: Mapping[str, str] | None = None) -> str:
+        """A self-contained HTML page (plots embedded as base64 PNG; ``figures``: those
+        already drawn, by name, as :meth:`write` passes them)."""
         from evalmix.report.leaderboard import leaderboard_html, leaderboard_plot
         from evalmix.report.plots import to_base64
         from evalmix.report.render import html
 
         sections = []
         if self.leaderboard is not None:
-            png = to_base64(leaderboard_plot(self.leaderboard))
+            png = (figures["leaderboard"] if figures is not None
+                   else to_base64(leaderboard_plot(self.leaderboard)))
             sections.append((LEADERBOARD_TITLE, leaderboard_html(
                 self.leaderboard, self.leaderboard_pairs)
                 + f"<img alt='leaderboard' src='data:image/png;base64,{png}'>"))
-        text = html(self, sections=sections)
+        text = html(self, sections=sections, figures=figures)
         if path is not None:
             Path(path).write_text(text, encoding="utf-8")
         return text
@@ -292,7 +296,7 @@ class Report:
         return {name: d / name for name in names}
 
     def _write_files(self, d: Path, *, figures: bool = True) -> None:
-        from evalmix.report.plots import all_figures, save_png
+        from evalmix.report.plots import all_figures, png_bytes
         from evalmix.report.render import design_markdown
 
         self.intervals.to_csv(d / "intervals.csv", index=False)
@@ -321,14 +325,17 @@ class Report:
             return
         plots = d / "plots"
         plots.mkdir()
-        for name, fig in all_figures(self):
-            save_png(fig, plots / f"{name}.png")
+        # each figure is drawn once: its PNG file and the HTML page's copy
+        pngs = {name: png_bytes(fig) for name, fig in all_figures(self)}
         if self.leaderboard is not None:
             from evalmix.report.leaderboard import leaderboard_plot
 
-            save_png(leaderboard_plot(self.leaderboard), plots / "leaderboard.png")
+            pngs["leaderboard"] = png_bytes(leaderboard_plot(self.leaderboard))
+        for name, png in pngs.items():
+            (plots / f"{name}.png").write_bytes(png)
         self.to_markdown(d / "report.md", plots_dir="plots")
-        self.to_html(d / "report.html")
+        self.to_html(d / "report.html", figures={
+            name: base64.b64encode(png).decode("ascii") for name, png in pngs.items()})
 
     def __str__(self) -> str:
         lines = ["evalmix report"]
