@@ -96,3 +96,9 @@ def test_cli_interrupt_names_the_partial_report(table, tmp_path, monkeypatch, ca
     assert err == (f"evalmix: interrupted; the design-based intervals are in "
                    f"{out / 'intervals.csv'} ({out / 'report.md'} is marked incomplete)")
     assert (out / "intervals.csv").is_file() and not (out / REPORT_MARKER).exists()
+
+
+def test_no_partial_report_when_no_model_is_fitted(table, tmp_path):
+    out = tmp_path / "report"
+    evalmix.analyze(table, out=out, fast=True, reps=19, seed=2, progress=False)
+    assert not out.exists()  # nothing to wait for: the caller writes the full report

@@ -32,7 +32,8 @@ def _command_line() -> str:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fast", action="store_true",
-                   help="skip MCMC (design-based methods and statsmodels only)")
+                   help="design-based methods only: no model fit unless --backend asks for "
+                        "one, never MCMC")
     p.add_argument("--reps", type=positive_int, default=2000, metavar="B",
                    help="bootstrap replicates (default 2000)")
     p.add_argument("--seed", type=nonnegative_int, default=None, metavar="S",

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from evalmix.compare.plan import Contrast
     from evalmix.data.table import EvalTable
 
-__all__ = ["model_rows", "VARIANCE_REPORT_COLUMNS", "SENSITIVITY_SCALE"]
+__all__ = ["model_rows", "fits_to_run", "VARIANCE_REPORT_COLUMNS", "SENSITIVITY_SCALE"]
 
 VARIANCE_REPORT_COLUMNS = ("factor", "sd", "variance", "share", "icc", "lo", "hi", "level",
                            "backend", "share_lo", "share_hi")
@@ -86,6 +86,12 @@ def _backends(table: EvalTable, backend: str | None, fast: bool,
         else:
             run.append("bayes")
     return run, notes
+
+
+def fits_to_run(table: EvalTable, *, backend: str | None, fast: bool,
+                methods: Sequence[str] | None) -> list[str]:
+    """The model methods :func:`model_rows` will fit, in order (none without clusters)."""
+    return _backends(table, backend, fast, methods)[0] if table.clusters else []
 
 
 def _few_level_factors(table: EvalTable, fit_options: dict[str, Any]) -> dict[str, int]:

@@ -28,7 +28,7 @@ from evalmix.compare.decide import (
     add_decisions,
     headline,
 )
-from evalmix.compare.models import model_rows
+from evalmix.compare.models import fits_to_run, model_rows
 from evalmix.compare.plan import (
     ALL_METHODS,
     MAX_DIFFERENCE_LEVELS,
@@ -253,9 +253,9 @@ def analyze(
     command : str, optional
         The command line, recorded in ``summary``.
     out : str or Path, optional
-        A report folder (see :meth:`Report.write`): the design-based results
-        (``intervals.csv``, ``report.md`` with an "incomplete" banner, ...) are written
-        there before any model fit starts, without the completion marker, so that an
+        A report folder (see :meth:`Report.write`): when a model is to be fitted, the
+        design-based results (``intervals.csv``, ``report.md`` with an "incomplete"
+        banner, ...) are written there before the first fit starts, without the completion marker, so that an
         interrupted or stopped run keeps them; the caller writes the full report over it.
 
     Returns
@@ -419,7 +419,8 @@ def analyze(
                       position=position_bias(table, judge=judge, cluster=one_way,
                                              level=level),
                       summary=summary({}), leaderboard=board, leaderboard_pairs=board_pairs)
-        if out is not None:
+        if out is not None and fits_to_run(table, backend=backend, fast=fast,
+                                           methods=model_methods):
             # the design-based results are on disk before any model fit starts
             with bar.stage("writing the design-based results"):
                 _assemble(base, rows, table, rec, plan, notes, callee,
