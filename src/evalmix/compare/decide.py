@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import pandas as pd
 
@@ -136,7 +138,8 @@ def headline(frame: pd.DataFrame, *, cluster: str, method: str = "CR2",
         if estimable and few_levels:
             msg += (f"; wide because the design has few independent levels of "
                     f"{few_levels}: add levels of it to narrow the interval")
-        estimate = rec["estimate"] if rec is not None else naive["estimate"]
+        shown = cast(dict, rec if rec is not None else naive)  # one of them is a row
+        estimate = shown["estimate"]
         rows.append({
             "estimand": est, "contrast": con, "estimate": float(estimate),
             "naive_lo": nlo, "naive_hi": nhi,
@@ -145,9 +148,9 @@ def headline(frame: pd.DataFrame, *, cluster: str, method: str = "CR2",
             "n_clusters": rec["n_clusters"] if rec is not None else n_levels,
             "width_ratio": ratio if estimable else float("nan"),
             "naive_decision": naive["decision"] if naive is not None else pd.NA,
-            "decision": rec["decision"] if estimable else pd.NA,
+            "decision": shown["decision"] if estimable else pd.NA,
             "fragile": any(_known(r["fragile"]) and bool(r["fragile"]) for r in part),
             "message": msg,
-            "disagreeing": _disagreeing(part, rec["decision"]) if estimable else "",
+            "disagreeing": _disagreeing(part, shown["decision"]) if estimable else "",
         })
     return pd.DataFrame(rows, columns=cols)

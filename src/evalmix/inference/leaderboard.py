@@ -41,7 +41,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 import pandas as pd
@@ -257,7 +257,7 @@ def _estimates_cells(rows: _Rows, codes: list[np.ndarray], method: str):  # noqa
     cl, _ = pd.factorize(codes[0], sort=True)
     g, k = int(cl.max()) + 1, len(labels)
     count, total = _cells(rows.y, group, cl, k, g)
-    means, vcov, factor = cell_means_vcov(count, total, method=method)
+    means, vcov, factor = cell_means_vcov(count, total, method=cast(Method, method))
     if method == "CR2":
         def df_of(i, j):  # noqa: ANN001, ANN202
             return pairwise_satterthwaite(count, factor, i, j)
@@ -286,9 +286,10 @@ def _estimates_cells_multiway(rows: _Rows, group: np.ndarray, labels: np.ndarray
     terms = []  # (sign, single factor?, G, count, factor, vcov)
     for sign, combo, cc, G in _inclusion_exclusion(dense):
         count, total = _cells(rows.y, group, cc, k, G)
-        means, V, factor = cell_means_vcov(count, total, method=method)
+        means, V, factor = cell_means_vcov(count, total, method=cast(Method, method))
         terms.append((sign, len(combo) == 1, G, count, factor, V))
-    V = _psd(sum(sign * v for sign, *_, v in terms), [t[2] for t in terms if t[1]]).vcov
+    V = _psd(np.sum([sign * v for sign, *_, v in terms], axis=0),
+             [t[2] for t in terms if t[1]]).vcov
     g = min(t[2] for t in terms if t[1])
 
     def combined_df(i, j):  # noqa: ANN001, ANN202
@@ -335,10 +336,10 @@ def _estimates_bt(rows: _Rows, codes: list[np.ndarray], method: str):  # noqa: A
     dense = [pd.factorize(c, sort=True)[0] for c in codes]
     g = min(int(c.max()) + 1 for c in dense)
     if len(dense) == 1:
-        Vr = vcov_cluster(Xr, fit.resid, dense[0], type=method,
+        Vr = vcov_cluster(Xr, fit.resid, dense[0], type=cast(Method, method),
                           working_weights=fit.working_weights)
     elif method in MULTIWAY_METHODS:
-        Vr = vcov_multiway(Xr, fit.resid, dense, type=method,
+        Vr = vcov_multiway(Xr, fit.resid, dense, type=cast(Any, method),
                            working_weights=fit.working_weights).vcov
     else:
         raise EvalmixError(f"multiway clustering takes method in {MULTIWAY_METHODS}, got "

@@ -16,8 +16,9 @@ from __future__ import annotations
 import base64
 import io
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
@@ -332,15 +333,15 @@ def figure_list(report: Report) -> list[tuple[str, Callable[[], Figure]]]:
     for i, (est, con) in enumerate(forest_order(report)):
         rows = iv[(iv["estimand"] == est) & (iv["contrast"] == con)]
         if not rows.empty:
-            out.append((f"forest_{i:02d}", lambda rows=rows, t=f"{con} - {est}": forest(
-                rows, title=t, recommended=rec_key)))
+            out.append((f"forest_{i:02d}", partial(forest, rows, title=f"{con} - {est}",
+                                                   recommended=rec_key)))
     if not report.variance.empty:
         out.append(("variance", lambda: variance_plot(report.variance)))
     if report.position is not None and not report.position.empty:
         out.append(("position", lambda: position_plot(report.position)))
     if not _controlled_rows(iv, *rec_key).empty:
-        out.append(("controlled", lambda: controlled_plot(iv, method=rec_key[0],
-                                                          cluster=rec_key[1])))
+        out.append(("controlled", lambda: cast("Figure", controlled_plot(
+            iv, method=rec_key[0], cluster=rec_key[1]))))
     return out
 
 
