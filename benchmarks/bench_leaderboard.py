@@ -18,15 +18,35 @@ Timed in the same run on the same table:
   one contrast at a time, max-t by a pairs cluster bootstrap) with ``COMPARE_REPS``
   resamples, measured once (not scaled).
 
-Usage: ``python benchmarks/bench_leaderboard.py``; writes
+The *report* part (``--report-only`` runs it alone and keeps the other keys of the JSON
+from their own run) times, in one run on the same table written as CSV:
+
+* ``evalmix report --fast`` (design-based methods at every cluster level, the
+  judge-stratified rows of the sparse judge x model cells, the 100-model leaderboard and
+  the files; target ``REPORT_FAST_TARGET_S``);
+* the full report with the Laplace GLMM (``--backend statsmodels``: the fast report plus
+  the crossed logit GLMM; target ``REPORT_FULL_TARGET_S``);
+* the plain baseline: each model's win rate with a naive binomial SE (a pandas
+  groupby), and ``leaderboard(table, cluster="item")`` alone.
+
+The machine is shared, so each timing records the load average (``uptime``) before and
+after it, and the process CPU seconds it used (``time.process_time``: every thread of
+this process) beside the wall time.
+
+Usage: ``python benchmarks/bench_leaderboard.py [--report-only]``; writes
 ``benchmarks/results/leaderboard.json``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import platform
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -39,6 +59,9 @@ from evalmix.inference.ranking import all_pairs, pair_se
 from evalmix.sim.leaderboard import baseline_leaderboard
 
 TARGET_SECONDS = 5.0
+#: issue 14: ``evalmix report --fast`` and the full report with the Laplace model
+REPORT_FAST_TARGET_S = 60.0
+REPORT_FULL_TARGET_S = 300.0
 COMPARE_REPS = 100
 OUT = Path(__file__).resolve().parent / "results" / "leaderboard.json"
 
@@ -70,8 +93,77 @@ def pair_loop(y: np.ndarray, model: np.ndarray, item: np.ndarray, k: int, g: int
     return se
 
 
-def main() -> int:
+def _uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def timed(fn) -> tuple[dict, object]:
+    """Wall and process CPU seconds of ``fn()``, with the load before and after."""
+    before = _uptime()
+    w0, c0 = time.perf_counter(), time.process_time()
+    out = fn()
+    wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+    return {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "uptime_before": before,
+            "uptime_after": _uptime()}, out
+
+
+def report_part(sim) -> dict:
+    """The report timings and their ratios to the plain baseline, in one run."""
+    from evalmix.cli import main as cli
+
+    table = sim.table()
+    folder = Path(tempfile.mkdtemp(prefix="bench-leaderboard-"))
+    data = folder / "leaderboard.csv"
+    sim.data.to_csv(data, index=False)
+    base_args = [str(data), "--outcome", "outcome", "--model-a", "model_a", "--model-b",
+                 "model_b", "--cluster", "item=item", "--cluster", "judge=judge",
+                 "--seed", "1", "--quiet"]
+
+    def run(*extra: str, out: str):
+        err = io.StringIO()
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            code = cli(["report", *base_args, *extra, "--out", str(folder / out)])
+        if code != 0:
+            raise RuntimeError(f"evalmix report failed: {err.getvalue()}")
+        return json.loads((folder / out / "summary.json").read_text())
+
+    def plain():
+        y = 1.0 - table.y  # the model's score (model_a is the baseline)
+        g = pd.Series(y).groupby(table.data["model_b"].to_numpy())
+        p, n = g.mean(), g.size()
+        return pd.DataFrame({"win_rate": p, "se": np.sqrt(p * (1 - p) / n)})
+
+    t_plain, _ = timed(plain)
+    t_board, _ = timed(lambda: leaderboard(table, cluster="item", seed=1))
+    t_fast, fast = timed(lambda: run("--fast", out="fast"))
+    t_full, full = timed(lambda: run("--backend", "statsmodels", out="full"))
+    laplace = full.get("models", {}).get("glmm_laplace", {})
+    return {
+        "rows": table.n_obs, "models": int(table.data["model_b"].nunique()),
+        "plain_win_rates": t_plain, "leaderboard_item_cr2": t_board,
+        "report_fast": t_fast, "report_full_laplace": t_full,
+        "laplace_fit_wall_s": laplace.get("wall_s"),
+        "laplace_fit": {k: laplace.get(k) for k in ("backend", "formula", "stopped",
+                                                    "error") if laplace.get(k)},
+        "fast_rows": None if fast is None else fast.get("n_obs"),
+        "ratio_report_fast_to_plain": round(t_fast["wall_s"] / max(t_plain["wall_s"], 1e-3), 1),
+        "ratio_report_fast_to_leaderboard": round(t_fast["wall_s"] / t_board["wall_s"], 1),
+        "ratio_report_full_to_report_fast": round(t_full["wall_s"] / t_fast["wall_s"], 2),
+        "report_fast_target_s": REPORT_FAST_TARGET_S,
+        "report_full_target_s": REPORT_FULL_TARGET_S,
+        "report_fast_meets_target": bool(t_fast["wall_s"] <= REPORT_FAST_TARGET_S),
+        "report_full_meets_target": bool(t_full["wall_s"] <= REPORT_FULL_TARGET_S),
+    }
+
+
+def main(argv: list[str]) -> int:
     sim = baseline_leaderboard(seed=1)
+    if "--report-only" in argv:
+        result = json.loads(OUT.read_text()) if OUT.exists() else {}
+        result["report"] = report_part(sim)
+        OUT.write_text(json.dumps(result, indent=2) + "\n")
+        print(json.dumps(result["report"], indent=2))
+        return 0
     table = sim.table()
     n = table.n_obs
     t_cr2, board = best_of(lambda: leaderboard(table, cluster="item", seed=1))
@@ -117,6 +209,7 @@ def main() -> int:
         "mean_rank_range_width": float((m["rank_hi"] - m["rank_lo"]).mean()),
         "load_average": os.getloadavg(), "cpus": os.cpu_count(),
         "python": platform.python_version(), "numpy": np.__version__,
+        "report": report_part(sim),
     }
     OUT.parent.mkdir(exist_ok=True)
     OUT.write_text(json.dumps(result, indent=2) + "\n")
@@ -125,4 +218,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(sys.argv[1:]))

@@ -82,7 +82,7 @@ def test_an_interrupted_write_leaves_the_old_report(small_report, tmp_path, monk
     before = _files(out)
     newer = replace(small_report, intervals=small_report.intervals.assign(note="newer"))
 
-    def half_then_ctrl_c(self, d):
+    def half_then_ctrl_c(self, d, **options):
         self.intervals.to_csv(d / "intervals.csv", index=False)
         raise KeyboardInterrupt
 
@@ -156,7 +156,9 @@ def test_sigint_during_a_coverage_grid_keeps_finished_cells(tmp_path):
 
 
 @pytest.mark.parametrize("timeout", ["0", "600"])  # in this process / in a forked child
-def test_sigint_during_mcmc_writes_nothing(tmp_path, timeout):
+def test_sigint_during_mcmc_keeps_only_the_design_based_report(tmp_path, timeout):
+    """The design-based results are written before the fit starts (issue 14); the
+    interrupted fit adds nothing to them and the folder carries no completion marker."""
     from evalmix.sim import pairwise_judges
 
     data = tmp_path / "judgments.csv"
@@ -168,15 +170,20 @@ def test_sigint_during_mcmc_writes_nothing(tmp_path, timeout):
                   "--model-b", "model_b", "--first-shown", "first_shown",
                   "--cluster", "scenario=scenario", "--cluster", "judge=judge",
                   "--backend", "bayes", "--reps", "19", "--draws", "100000", "--quiet",
-                  "--mcmc-timeout", timeout, "--out", str(out))
+                  "--model-timeout", timeout, "--out", str(out))
     time.sleep(25)  # imports, design-based rows and the start of sampling
     assert proc.poll() is None, proc.communicate()
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr
-    assert stderr.strip().splitlines()[-1] == "evalmix: interrupted; nothing written"
+    assert stderr.strip().splitlines()[-1] == (
+        f"evalmix: interrupted; the design-based intervals are in {out / 'intervals.csv'} "
+        f"({out / 'report.md'} is marked incomplete)")
     assert "Traceback" not in stderr and "Traceback" not in stdout
-    assert not out.exists()
+    assert not (out / REPORT_MARKER).exists() and not (out / "report.html").exists()
+    iv = pd.read_csv(out / "intervals.csv")
+    assert set(iv["source"]) == {"design"} and iv["lo"].notna().any()
+    assert "incomplete: model fits running" in (out / "report.md").read_text()
 
 
 # ------------------------------------------------------------------ worker processes

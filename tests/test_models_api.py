@@ -74,7 +74,7 @@ def test_random_passes_through_fit(table, backend):
 @pytest.mark.mcmc
 def test_both_backends_spell_terms_alike():
     """The same design gives the same (term, scale) keys on both back ends, so the report
-    finds the same rows (compare/models.py looks them up by exact term)."""
+    finds the same rows (compare/model_rows.py looks them up by exact term)."""
     t = pairwise_judges(8, 3, 3, 3, tie_threshold=0, seed=1).table()
     fb = _quiet(evalmix.fit, t, random=["scenario", "judge"], seed=1, **TINY)
     fs = _quiet(evalmix.fit, t, backend="statsmodels", random=["scenario", "judge"], seed=1)

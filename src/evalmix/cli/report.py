@@ -32,7 +32,8 @@ def _command_line() -> str:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fast", action="store_true",
-                   help="skip MCMC (design-based methods and statsmodels only)")
+                   help="design-based methods only: no model fit unless --backend asks for "
+                        "one, never MCMC")
     p.add_argument("--reps", type=positive_int, default=2000, metavar="B",
                    help="bootstrap replicates (default 2000)")
     p.add_argument("--seed", type=nonnegative_int, default=None, metavar="S",
@@ -40,10 +41,11 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--draws", type=positive_int, default=None,
                    help="posterior draws per chain for the Bayesian model (default: the "
                         "back end's, about 1,000 bulk ESS)")
-    p.add_argument("--mcmc-timeout", dest="mcmc_timeout", type=nonnegative_float, default=600,
-                   metavar="SECONDS",
-                   help="stop the Bayesian fit after this long and report without it "
-                        "(default 600; 0 = no limit)")
+    p.add_argument("--model-timeout", "--mcmc-timeout", dest="model_timeout",
+                   type=nonnegative_float, default=300, metavar="SECONDS",
+                   help="stop each model fit (Laplace/REML GLMM, MCMC) after this long and "
+                        "report without it (default 300; 0 = no limit; --mcmc-timeout is "
+                        "the old name)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
@@ -193,6 +195,17 @@ def _finish(report: Any, out: Path, t0: float) -> None:
                   f"recommended level ({what}); see the report's headline")
 
 
+def _keep_partial(out: Path) -> KeyboardInterrupt:
+    """The interrupt to re-raise: it names the partial report when one was written
+    (design-based intervals, no completion marker) and nothing replaced it."""
+    from evalmix.report.report import REPORT_MARKER
+
+    if (out / "intervals.csv").is_file() and not (out / REPORT_MARKER).exists():
+        return KeyboardInterrupt(f"the design-based intervals are in {out / 'intervals.csv'}"
+                                 f" ({out / 'report.md'} is marked incomplete)")
+    return KeyboardInterrupt()
+
+
 def run_report(args: argparse.Namespace) -> int:
     from evalmix.report.analyze import analyze
     from evalmix.report.report import check_report_dir
@@ -200,12 +213,15 @@ def run_report(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     check_report_dir(args.out)  # before the work: an unwritable --out fails at once
     table = _read(args)
-    report = analyze(
-        table, levels=args.levels, backend=args.backend, fast=args.fast, reps=args.reps,
-        seed=args.seed, progress=not args.quiet, draws=args.draws,
-        mcmc_timeout=args.mcmc_timeout, command=_command_line(),
-        fit_options=None if args.sensitivity else {"sensitivity": None})
-    _finish(report, Path(args.out), t0)
+    try:
+        report = analyze(
+            table, levels=args.levels, backend=args.backend, fast=args.fast,
+            reps=args.reps, seed=args.seed, progress=not args.quiet, draws=args.draws,
+            model_timeout=args.model_timeout, command=_command_line(), out=args.out,
+            fit_options=None if args.sensitivity else {"sensitivity": None})
+        _finish(report, Path(args.out), t0)
+    except KeyboardInterrupt:
+        raise _keep_partial(Path(args.out)) from None
     return 0
 
 
@@ -215,10 +231,14 @@ def run_demo(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     check_report_dir(args.out)
-    report = demo_report(seed=args.seed, fast=args.fast, reps=args.reps, draws=args.draws,
-                         progress=not args.quiet, mcmc_timeout=args.mcmc_timeout,
-                         command=_command_line())
-    _finish(report, Path(args.out), t0)
+    try:
+        report = demo_report(seed=args.seed, fast=args.fast, reps=args.reps,
+                             draws=args.draws, progress=not args.quiet,
+                             model_timeout=args.model_timeout, command=_command_line(),
+                             out=args.out)
+        _finish(report, Path(args.out), t0)
+    except KeyboardInterrupt:
+        raise _keep_partial(Path(args.out)) from None
     t = report.truth
     if t is not None and not t.empty:
         rec = t[t["recommended"]]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -20,10 +21,11 @@ from evalmix.compare._calls import guarded
 from evalmix.models.result import PROBABILITY, VARIANCE_COLUMNS, probability_term
 
 if TYPE_CHECKING:
+    from evalmix._progress import Progress
     from evalmix.compare.recommend import Contrast
     from evalmix.data.table import EvalTable
 
-__all__ = ["model_rows", "VARIANCE_REPORT_COLUMNS", "SENSITIVITY_SCALE"]
+__all__ = ["model_rows", "fits_to_run", "VARIANCE_REPORT_COLUMNS", "SENSITIVITY_SCALE"]
 
 #: The report's variance table: a fit's :data:`~evalmix.models.result.VARIANCE_COLUMNS`
 #: plus the share interval.
@@ -43,6 +45,13 @@ _FITS: dict[str, tuple[str, str | None]] = {
     "glmm_map": ("statsmodels", "map"),
     "bayes": ("bayes", None),
 }
+
+
+#: report method name -> the progress stage shown while it is fitted
+_STAGES = {"mixedlm": "REML mixed model: optimising",
+           "glmm_laplace": "Laplace GLMM: optimising",
+           "glmm_vb": "VB GLMM: optimising", "glmm_map": "MAP GLMM: optimising",
+           "bayes": "MCMC: sampling"}
 
 
 def _backends(table: EvalTable, backend: str | None, fast: bool,
@@ -78,6 +87,12 @@ def _backends(table: EvalTable, backend: str | None, fast: bool,
         else:
             run.append("bayes")
     return run, notes
+
+
+def fits_to_run(table: EvalTable, *, backend: str | None, fast: bool,
+                methods: Sequence[str] | None) -> list[str]:
+    """The model methods :func:`model_rows` will fit, in order (none without clusters)."""
+    return _backends(table, backend, fast, methods)[0] if table.clusters else []
 
 
 def _few_level_factors(table: EvalTable, fit_options: dict[str, Any]) -> dict[str, int]:
@@ -172,6 +187,16 @@ def _rows_from_fit(fit: Any, method: str, plan: Sequence[Contrast], level: float
     return out
 
 
+def _stopped_row(c: Contrast, method: str, level: float, n_obs: int, note: str
+                 ) -> dict[str, Any]:
+    """The empty row of a contrast whose model fit was stopped at the time limit."""
+    return {"estimand": c.estimand, "contrast": c.contrast, "method": method,
+            "cluster": "model", "estimate": np.nan, "se": np.nan, "lo": np.nan,
+            "hi": np.nan, "level": level, "df": np.nan, "n_clusters": np.nan,
+            "n_obs": n_obs, "null": c.null, "p_value": np.nan, "reps": 0, "seed": None,
+            "ci_type": "", "paired": None, "source": "model", "note": note}
+
+
 def _variance_rows(fit: Any, method: str) -> pd.DataFrame:
     v = getattr(fit, "variance", None)
     if v is None or v.empty:
@@ -202,13 +227,32 @@ def _variance_rows(fit: Any, method: str) -> pd.DataFrame:
     return v[list(VARIANCE_REPORT_COLUMNS)]
 
 
-def _fit_with_timeout(fit: Any, table: EvalTable, timeout: float | None,
-                     **kwargs: Any) -> Any:
+def _fit_within(fit: Any, table: EvalTable, limit: float | None, *, fork: bool,
+                **kwargs: Any) -> Any:
+    """``fit(table, **kwargs)`` within ``limit`` seconds, or ``None`` when stopped there.
+
+    The statsmodels fits take a cooperative ``deadline`` (checked at every evaluation,
+    :mod:`evalmix.models._deadline`); the Bayesian fit (``fork``), whose sampler has no
+    such check, runs in a forked child process that is terminated at the limit.
+    """
+    from evalmix.models._deadline import StoppedAtLimit, deadline_after
+
+    try:
+        if fork:
+            return _fit_in_child(fit, table, limit, **kwargs)
+        return fit(table, deadline=deadline_after(limit), **kwargs)
+    except StoppedAtLimit:
+        return None
+
+
+def _fit_in_child(fit: Any, table: EvalTable, timeout: float | None, **kwargs: Any) -> Any:
     """``fit(table, **kwargs)``, in a forked child process when ``timeout`` is set.
 
     MCMC run time is hard to predict; a report should not hang on it. The child is
-    terminated after ``timeout`` seconds and :class:`TimeoutError` is raised.
+    terminated after ``timeout`` seconds and ``StoppedAtLimit`` is raised.
     """
+    from evalmix.models._deadline import StoppedAtLimit
+
     if not timeout or timeout <= 0:
         return fit(table, **kwargs)
     import multiprocessing as mp
@@ -223,9 +267,7 @@ def _fit_with_timeout(fit: Any, table: EvalTable, timeout: float | None,
             return job.get(timeout=timeout)
         except mp.TimeoutError:
             pool.terminate()
-            raise TimeoutError(
-                f"the fit did not finish within {timeout:.0f} s and was stopped; rerun with "
-                "a longer --mcmc-timeout (0 = no limit), fewer --draws, or --fast") from None
+            raise StoppedAtLimit from None
 
 
 def _call_fit(fit: Any, table: Any, kwargs: dict[str, Any]) -> Any:
@@ -244,7 +286,7 @@ def _call_fit(fit: Any, table: Any, kwargs: dict[str, Any]) -> Any:
 def model_rows(table: EvalTable, plan: Sequence[Contrast], *, backend: str | None,
                fast: bool, methods: Sequence[str] | None, level: float, seed: int,
                draws: int | None, fit_options: dict[str, Any] | None = None,
-               mcmc_timeout: float | None = None, bar: Any = None
+               model_timeout: float | None = None, bar: Progress | None = None
                ) -> tuple[dict[str, Any], list[dict[str, Any]], pd.DataFrame, list[str],
                           pd.DataFrame | None]:
     """Fit the model back ends.
@@ -254,7 +296,8 @@ def model_rows(table: EvalTable, plan: Sequence[Contrast], *, backend: str | Non
     a cluster factor has fewer than 5 levels and ``fit_options`` does not set
     ``sensitivity`` (``{"sensitivity": None}`` switches the refit off), the Bayesian
     back end is refitted with SD priors ``SENSITIVITY_SCALE`` times wider; None when no
-    refit was made.
+    refit was made. Every fit stops after ``model_timeout`` seconds (None or 0: no
+    limit); a stopped fit leaves one empty row per contrast saying so.
     """
     from evalmix.models.api import BACKEND_OPTIONS, fit
 
@@ -271,7 +314,6 @@ def model_rows(table: EvalTable, plan: Sequence[Contrast], *, backend: str | Non
         return (fits, rows, pd.DataFrame(columns=list(VARIANCE_REPORT_COLUMNS)), notes,
                 sensitivity)
     for b in backends:
-        task = bar.task(f"fitting model: {b}", None) if bar is not None else None
         fit_backend, sm_method = _FITS[b]
         # fit_options serve every back end: each gets the ones it takes
         other = BACKEND_OPTIONS["bayes" if fit_backend == "statsmodels" else "statsmodels"]
@@ -288,11 +330,18 @@ def model_rows(table: EvalTable, plan: Sequence[Contrast], *, backend: str | Non
             if "sensitivity" not in options and few:
                 kwargs["sensitivity"] = SENSITIVITY_SCALE
         t0 = time.perf_counter()
-        limit = mcmc_timeout if fit_backend == "bayes" else None
-        out = guarded(_fit_with_timeout, fit, table, limit, **kwargs)
+        with bar.stage(_STAGES[b]) if bar is not None else nullcontext():
+            out = guarded(_fit_within, fit, table, model_timeout,
+                          fork=fit_backend == "bayes", **kwargs)
         wall = time.perf_counter() - t0
-        if bar is not None:
-            bar.done(task)
+        if out.ok and out.value is None:
+            stopped = f"stopped at the limit ({model_timeout:g} s)"
+            notes.append(f"the {b} model fit was {stopped} and its rows are empty; rerun "
+                         "with a longer --model-timeout (model_timeout=; 0 = no limit)"
+                         + (", fewer --draws" if b == "bayes" else "") + " or --fast")
+            fits[b] = {"stopped": stopped, "wall_s": round(wall, 2)}
+            rows += [_stopped_row(c, b, level, table.n_obs, stopped) for c in plan]
+            continue
         if not out.ok:
             notes.append(f"the {b} model could not be fitted ({out.error}); its rows are "
                          "missing")

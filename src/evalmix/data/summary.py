@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from evalmix._markdown import markdown_table
+
 if TYPE_CHECKING:
     from evalmix.data.table import EvalTable
 
@@ -164,19 +166,7 @@ class DesignSummary:
 
 
 def _md_table(df: pd.DataFrame) -> str:
-    if df.empty:
-        return "_none_"
-    cols = list(df.columns)
-    out = ["| " + " | ".join(cols) + " |", "|" + "|".join(" --- " for _ in cols) + "|"]
-    for row in df.itertuples(index=False):
-        cells = []
-        for v in row:
-            if isinstance(v, float):
-                cells.append(f"{v:.4g}")
-            else:
-                cells.append(str(v))
-        out.append("| " + " | ".join(cells) + " |")
-    return "\n".join(out)
+    return markdown_table(df, cell=lambda v: f"{v:.4g}" if isinstance(v, float) else str(v))
 
 
 def replicate_agreement(table: EvalTable) -> dict[str, Any]:

@@ -38,7 +38,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 import pandas as pd
@@ -61,9 +61,13 @@ from evalmix.inference.ranking import (
 )
 from evalmix.inference.sandwich import (
     FEW_CLUSTERS,
+    MultiwayTerm,
+    _inclusion_exclusion,
+    _psd,
     cluster_codes,
     intersect_codes,
     vcov_cluster,
+    vcov_multiway,
 )
 from evalmix.seeding import SeedLike, seeded_rng
 from evalmix.tidy import RESULT_COLUMNS
@@ -79,6 +83,8 @@ Method = Literal["CR0", "CR1", "CR2", "CR3"]
 Adjust = Literal["max-t", "bonferroni", "none"]
 Estimand = Literal["auto", "mean", "win_rate", "bradley_terry"]
 METHODS: tuple[str, ...] = ("CR0", "CR1", "CR2", "CR3")
+#: Methods with a multiway form (CR3 has none; as for evalmix.interval).
+MULTIWAY_METHODS: tuple[str, ...] = ("CR0", "CR1", "CR2")
 ADJUSTS: tuple[str, ...] = ("max-t", "bonferroni", "none")
 ESTIMANDS: tuple[str, ...] = ("auto", "mean", "win_rate", "bradley_terry")
 
@@ -188,21 +194,27 @@ class _Rows:
     baseline: str | None
 
 
-def _cluster_codes(table: EvalTable, cluster: str | None) -> tuple[np.ndarray, str]:
+def _cluster_codes(table: EvalTable, cluster: str | Sequence[str] | None
+                   ) -> tuple[list[np.ndarray], str]:
+    """Codes of each cluster factor (several: multiway) and the level's label."""
     if cluster is None:
         if table.kind == "pairwise":
-            return np.asarray(table.pair_codes()), ""
-        return np.arange(table.n_obs, dtype=np.int64), ""
-    if not isinstance(cluster, str):
+            return [np.asarray(table.pair_codes())], ""
+        return [np.arange(table.n_obs, dtype=np.int64)], ""
+    factors = [cluster] if isinstance(cluster, str) else list(cluster)
+    if not factors or not all(isinstance(f, str) for f in factors):
         raise EvalmixError(
-            f"cluster={cluster!r}: a leaderboard clusters by one factor or one "
-            "interaction; pass a role name such as 'item', or 'item:judge' for the "
-            "interaction")
-    roles = table.check_cluster(cluster.split(":"))
-    for role in roles:
-        table.check_pairs_within(role)
-    codes = [np.asarray(table.codes(r)) for r in roles]
-    return (codes[0] if len(codes) == 1 else intersect_codes(*codes)), cluster
+            f"cluster={cluster!r}: a leaderboard clusters by one factor, one interaction "
+            "or several factors (multiway); pass a role name such as 'item', 'item:judge' "
+            "for the interaction, or ['item', 'judge'] for multiway")
+    out = []
+    for factor in factors:
+        roles = table.check_cluster(factor.split(":"))
+        for role in roles:
+            table.check_pairs_within(role)
+        codes = [np.asarray(table.codes(r)) for r in roles]
+        out.append(codes[0] if len(codes) == 1 else intersect_codes(*codes))
+    return out, "+".join(factors)
 
 
 def _rows(table: EvalTable, estimand: str) -> _Rows:
@@ -238,12 +250,14 @@ def _rows(table: EvalTable, estimand: str) -> _Rows:
 
 
 # --------------------------------------------------------------------------- boards
-def _estimates_cells(rows: _Rows, codes: np.ndarray, method: str):  # noqa: ANN202
+def _estimates_cells(rows: _Rows, codes: list[np.ndarray], method: str):  # noqa: ANN202
     group, labels = pd.factorize(rows.first, sort=True)
-    cl, g = cluster_codes(codes)
+    if len(codes) > 1:
+        return _estimates_cells_multiway(rows, group, np.asarray(labels), codes, method)
+    cl, g = cluster_codes(codes[0])
     k = len(labels)
     count, total = _cells(rows.y, group, cl, k, g)
-    means, vcov, factor = cell_means_vcov(count, total, method=method)
+    means, vcov, factor = cell_means_vcov(count, total, method=cast(Method, method))
     if method == "CR2":
         def df_of(i, j):  # noqa: ANN001, ANN202
             return pairwise_satterthwaite(count, factor, i, j)
@@ -255,7 +269,51 @@ def _estimates_cells(rows: _Rows, codes: np.ndarray, method: str):  # noqa: ANN2
     return np.asarray(labels), means, vcov, df_models, df_of, count.sum(axis=0), g
 
 
-def _estimates_bt(rows: _Rows, codes: np.ndarray, method: str):  # noqa: ANN202
+def _estimates_cells_multiway(rows: _Rows, group: np.ndarray, labels: np.ndarray,
+                              codes: list[np.ndarray], method: str):  # noqa: ANN202
+    """Cell means with the multiway (Cameron-Gelbach-Miller) covariance: the
+    inclusion-exclusion sum of the one-way covariances of :func:`cell_means_vcov` over
+    every set of factors (clustered on their intersection), negative eigenvalues set to
+    zero, as :func:`~evalmix.inference.sandwich.vcov_multiway` does for the same model
+    ``y ~ 0 + model``. CR2 df: the Welch-Satterthwaite combination of the terms' df,
+    kept between the smallest and largest single-factor df
+    (:func:`~evalmix.inference.sandwich.multiway_df`); CR0/CR1: ``G_min - 1``."""
+    if method not in MULTIWAY_METHODS:
+        raise EvalmixError(f"multiway clustering takes method in {MULTIWAY_METHODS}, got "
+                           f"{method!r}")
+    k = labels.size
+    dense = [cluster_codes(c)[0] for c in codes]
+    terms = []  # (sign, single factor?, G, count, factor, vcov)
+    summed = []  # the same terms for the eigenvalue-clipped sum
+    for sign, combo, cc, G in _inclusion_exclusion(dense):
+        count, total = _cells(rows.y, group, cc, k, G)
+        means, V, factor = cell_means_vcov(count, total, method=cast(Method, method))
+        terms.append((sign, len(combo) == 1, G, count, factor, V))
+        summed.append(MultiwayTerm(sign, tuple(combo), G, V, None))
+    V = _psd(summed, [t[2] for t in terms if t[1]], method).vcov
+    g = min(t[2] for t in terms if t[1])
+
+    def combined_df(i, j):  # noqa: ANN001, ANN202
+        if method != "CR2":
+            return np.full(k if i is None else len(i), g - 1.0)
+        by, total, denom = [], 0.0, 0.0
+        for sign, single, G, count, factor, Vs in terms:
+            v = np.diag(Vs) if i is None else pair_se(Vs, i, j) ** 2
+            nu = pairwise_satterthwaite(count, factor, i, j) if single else G - 1.0
+            if single:
+                by.append(nu)
+            total = total + sign * v
+            denom = denom + v * v / np.maximum(nu, 1e-12)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            satt = np.where((denom > 0) & (total > 0), total**2 / denom, 0.0)
+        lo, hi = np.nanmin(np.vstack(by), axis=0), np.nanmax(np.vstack(by), axis=0)
+        return np.minimum(np.maximum(satt, lo), hi)
+
+    n_model = terms[0][3].sum(axis=0)
+    return (labels, means, V, combined_df(None, None), combined_df, n_model, g)
+
+
+def _estimates_bt(rows: _Rows, codes: list[np.ndarray], method: str):  # noqa: ANN202
     second = np.asarray(rows.second)
     labels = np.unique(np.concatenate([rows.first, second]))
     k = labels.size
@@ -276,8 +334,17 @@ def _estimates_bt(rows: _Rows, codes: np.ndarray, method: str):  # noqa: ANN202
     X[np.arange(n), ib] = -1.0
     Xr = X[:, 1:]  # ability of labels[0] fixed at 0
     fit = fit_logit(Xr, rows.y)
-    cl, g = cluster_codes(codes)
-    Vr = vcov_cluster(Xr, fit.resid, cl, type=method, working_weights=fit.working_weights)
+    dense = [cluster_codes(c)[0] for c in codes]
+    g = min(int(c.max()) + 1 for c in dense)
+    if len(dense) == 1:
+        Vr = vcov_cluster(Xr, fit.resid, dense[0], type=cast(Method, method),
+                          working_weights=fit.working_weights)
+    elif method in MULTIWAY_METHODS:
+        Vr = vcov_multiway(Xr, fit.resid, dense, type=cast(Any, method),
+                           working_weights=fit.working_weights).vcov
+    else:
+        raise EvalmixError(f"multiway clustering takes method in {MULTIWAY_METHODS}, got "
+                           f"{method!r}")
     theta = np.concatenate([[0.0], fit.beta])
     V = np.zeros((k, k))
     V[1:, 1:] = Vr
@@ -313,7 +380,7 @@ def _family(est, V, i, j, df, g, adjust, level, draws, rng):  # noqa: ANN001, AN
             "crit": crit}
 
 
-def _board(rows: _Rows, codes: np.ndarray, stratum: str, pairs, opts: dict, rng
+def _board(rows: _Rows, codes: list[np.ndarray], stratum: str, pairs, opts: dict, rng
            ) -> tuple[pd.DataFrame, pd.DataFrame]:  # noqa: ANN001
     estimates: Callable = _estimates_bt if rows.estimand == "bradley_terry" else _estimates_cells
     labels, est, V, df_m, df_of, n_model, g = estimates(rows, codes, opts["method"])
@@ -377,7 +444,7 @@ def _board(rows: _Rows, codes: np.ndarray, stratum: str, pairs, opts: dict, rng
 def leaderboard(
     table: EvalTable,
     *,
-    cluster: str | None = None,
+    cluster: str | Sequence[str] | None = None,
     method: Method = "CR2",
     level: float = 0.95,
     adjust: Adjust = "max-t",
@@ -392,8 +459,12 @@ def leaderboard(
     Parameters
     ----------
     table : EvalTable
-    cluster : str or None
-        One cluster factor (``"item"``) or the interaction of factors (``"item:judge"``).
+    cluster : str, sequence of str, or None
+        One cluster factor (``"item"``), the interaction of factors (``"item:judge"``),
+        or several factors for multiway (Cameron-Gelbach-Miller) clustering
+        (``["item", "judge"]``; CR0, CR1 or CR2, each term's small-sample correction
+        applied to it as in :func:`~evalmix.inference.sandwich.vcov_multiway`; max-t and
+        rank ranges then use ``G_min - 1`` df).
         ``None``: rows are independent (on pairwise tables with an order column, the AB
         and BA records of one comparison form a cluster).
     method : {"CR0", "CR1", "CR2", "CR3"}
@@ -465,7 +536,7 @@ def leaderboard(
     strata: list[tuple[str, np.ndarray]] = [("", np.ones(table.n_obs, dtype=bool))]
     empty = pd.DataFrame({"by": pd.Series(dtype=str), "model": pd.Series(dtype=str)})
     if by is not None:
-        if cluster is not None and by in cluster.split(":"):
+        if cluster is not None and by in label.replace("+", ":").split(":"):
             raise EvalmixError(f"by={by!r} is also the cluster factor; within one {by} "
                                "there is one cluster. Cluster by another factor (e.g. item)")
         table.check_cluster(by)
@@ -487,7 +558,7 @@ def leaderboard(
                     None if rows.second is None else rows.second[mask], rows.baseline)
         n_models = np.unique(sub.first if sub.second is None
                              else np.concatenate([sub.first, sub.second])).size
-        if n_models < 2 or np.unique(codes[mask]).size < 2:
+        if n_models < 2 or min(np.unique(c[mask]).size for c in codes) < 2:
             if not name:
                 raise EvalmixError(f"a leaderboard needs at least 2 models and 2 clusters; "
                                    f"found {n_models} models")
@@ -496,7 +567,7 @@ def leaderboard(
         # one BLAS thread: threaded gemm on tall (G x K) matrices stalls on a busy
         # machine (sandwich.py measured 30x; here 6.5 s against 0.01 s at G = 20,000)
         with one_blas_thread():
-            m, p = _board(sub, codes[mask], name, pairs, opts, rng)
+            m, p = _board(sub, [c[mask] for c in codes], name, pairs, opts, rng)
         boards.append(m)
         pair_frames.append(p)
     return LeaderboardResult(

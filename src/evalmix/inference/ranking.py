@@ -265,8 +265,8 @@ def compact_letters(order: np.ndarray, different: np.ndarray) -> list[str]:
         sub = ~(cand[:, None, :] & ~cand[None, :, :]).any(axis=2)  # sub[c, o]: c in o
         equal = sub & sub.T
         earlier = np.tri(len(cand), k=-1, dtype=bool)  # earlier[c, o]: o before c
-        drop = (inside_kept.any(axis=1) | (sub & ~equal).any(axis=1)
-                | (equal & earlier).any(axis=1) | ~cand.any(axis=1))
+        drop = (np.any(inside_kept, axis=1) | np.any(sub & ~equal, axis=1)
+                | np.any(equal & earlier, axis=1) | ~np.any(cand, axis=1))
         cols = np.vstack([kept, cand[~drop]])
     rank_of = np.empty(k, dtype=np.int64)
     rank_of[np.asarray(order, dtype=np.int64)] = np.arange(k)

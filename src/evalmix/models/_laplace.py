@@ -118,14 +118,14 @@ class _LaplaceDeviance:
     """
 
     def __init__(self, y: np.ndarray, trials: np.ndarray, X: np.ndarray,
-                 terms: Sequence[RandomTerm]):
+                 terms: Sequence[RandomTerm], deadline: float | None = None):
         from scipy.special import gammaln
 
         self.y, self.m, self.X = y, trials, X
         # indicator columns (e.g. 99 model effects) make X mostly zeros: keep it sparse
         self.Xop = (sparse.csr_array(X) if np.count_nonzero(X) < _SPARSE_X * X.size
                     else X)
-        self.design = CrossedDesign(terms, y.size)
+        self.design = CrossedDesign(terms, y.size, deadline=deadline)
         self.comp = self.design.comp
         self.q = self.design.q
         self.u = np.zeros(self.q)
@@ -248,7 +248,8 @@ class _LaplaceDeviance:
 def fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
                        terms: Sequence[RandomTerm], *, trials: np.ndarray | None = None,
                        level: float = 0.95, maxiter: int = 500,
-                       binomial_constant: bool = True) -> CrossedFit:
+                       binomial_constant: bool = True,
+                       deadline: float | None = None) -> CrossedFit:
     """Maximum likelihood logit GLMM by the Laplace approximation (``glmer``'s default).
 
     The random effects are integrated out by a Laplace approximation at their
@@ -273,6 +274,9 @@ def fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     binomial_constant : bool
         Include ``log C(trials, successes)`` in the log-likelihood (as glmer does for
         counts); False gives the log-likelihood of the underlying 0/1 rows.
+    deadline : float, optional
+        A :func:`time.monotonic` instant; past it the fit raises
+        :class:`~evalmix.models._deadline.StoppedAtLimit` (checked at every PIRLS step).
 
     Returns
     -------
@@ -297,13 +301,15 @@ def fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     """
     with one_blas_thread():
         return _fit_laplace_arrays(y, X, fe_names, terms, trials=trials, level=level,
-                                   maxiter=maxiter, binomial_constant=binomial_constant)
+                                   maxiter=maxiter, binomial_constant=binomial_constant,
+                                   deadline=deadline)
 
 
 def _fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
                        terms: Sequence[RandomTerm], *, trials: np.ndarray | None = None,
                        level: float = 0.95, maxiter: int = 500,
-                       binomial_constant: bool = True) -> CrossedFit:
+                       binomial_constant: bool = True,
+                       deadline: float | None = None) -> CrossedFit:
     y, X = _check_arrays(y, X, fe_names, terms)
     if np.any((y < 0) | (y > 1)):
         raise EvalmixError("method='laplace' fits a logit model and needs a 0/1 (or "
@@ -314,7 +320,7 @@ def _fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     _check_not_degenerate(y, m)
     k, p = len(terms), X.shape[1]
     z = _z(level)
-    dev = _LaplaceDeviance(y, m, X, terms)
+    dev = _LaplaceDeviance(y, m, X, terms, deadline)
     if not binomial_constant:
         dev.const = 0.0
 

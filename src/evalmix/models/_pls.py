@@ -35,6 +35,7 @@ from scipy import sparse
 from scipy.linalg import cho_solve, cholesky
 from scipy.sparse.linalg import splu
 
+from evalmix.models._deadline import check_deadline
 from evalmix.models.spec import RandomTerm
 
 __all__ = ["DENSE_MAX", "BlockFactor", "CrossedDesign"]
@@ -56,11 +57,14 @@ class CrossedDesign:
 
     Columns are kept in two orders: *natural* (terms in the order given, levels within)
     and *internal* (the largest term first); ``perm`` maps internal positions to natural
-    ones (``natural[perm] == internal``).
+    ones (``natural[perm] == internal``). :meth:`factor` checks ``deadline``
+    (:mod:`evalmix.models._deadline`): every fit evaluation factors once.
     """
 
-    def __init__(self, terms: Sequence[RandomTerm], n: int):
+    def __init__(self, terms: Sequence[RandomTerm], n: int, *,
+                 deadline: float | None = None):
         self.n = n
+        self.deadline = deadline
         sizes = np.array([t.n_levels for t in terms])
         self.k = len(terms)
         self.comp = np.repeat(np.arange(self.k), sizes)  # natural order
@@ -144,6 +148,7 @@ class CrossedDesign:
                ) -> BlockFactor:
         """Factor of ``A = Lambda Z'WZ Lambda + I`` for relative SDs ``lam`` (natural
         order, one per column); ``blocks`` reuses precomputed unscaled blocks."""
+        check_deadline(self.deadline)
         d0, bv, cv = self.blocks(w) if blocks is None else blocks
         li = lam[self.perm]
         l1, l2 = li[:self.q1], li[self.q1:]

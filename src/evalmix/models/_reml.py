@@ -41,6 +41,7 @@ from evalmix.models._crossed import (
     _term_matrix,
     _z,
 )
+from evalmix.models._deadline import check_deadline
 from evalmix.models._pls import BlockFactor, CrossedDesign
 from evalmix.models.spec import RandomTerm
 
@@ -200,7 +201,7 @@ def joint_cov(F: BlockFactor, lam: np.ndarray, xwx: np.ndarray, ztwx: np.ndarray
 
 def fit_mixedlm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
                        terms: Sequence[RandomTerm], *, level: float = 0.95,
-                       maxiter: int = 1000) -> CrossedFit:
+                       maxiter: int = 1000, deadline: float | None = None) -> CrossedFit:
     """REML fit of a linear mixed model with crossed variance components.
 
     The REML criterion is minimised over the relative SDs (lme4's ``theta``) from the
@@ -223,6 +224,9 @@ def fit_mixedlm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
         Confidence level of the Wald intervals (fixed effects; log-SD for components).
     maxiter : int
         Iteration limit of the optimiser.
+    deadline : float, optional
+        A :func:`time.monotonic` instant; past it the fit raises
+        :class:`~evalmix.models._deadline.StoppedAtLimit` (checked at every evaluation).
 
     Returns
     -------
@@ -246,19 +250,20 @@ def fit_mixedlm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     models using lme4. Journal of Statistical Software 67(1). doi:10.18637/jss.v067.i01
     """
     with one_blas_thread():
-        return _fit_mixedlm_arrays(y, X, fe_names, terms, level=level, maxiter=maxiter)
+        return _fit_mixedlm_arrays(y, X, fe_names, terms, level=level, maxiter=maxiter,
+                                   deadline=deadline)
 
 
 def _fit_mixedlm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
                        terms: Sequence[RandomTerm], *, level: float = 0.95,
-                       maxiter: int = 1000) -> CrossedFit:
+                       maxiter: int = 1000, deadline: float | None = None) -> CrossedFit:
     from statsmodels.tools.numdiff import approx_hess3
 
     y, X = _check_arrays(y, X, fe_names, terms)
     n, k = y.size, len(terms)
     z = _z(level)
     names = tuple(t.name for t in terms)
-    design = CrossedDesign(terms, n)
+    design = CrossedDesign(terms, n, deadline=deadline)
     comp = design.comp
     cp = _cross_products(y, X, design)
     opt = _optimise_theta(cp, k, maxiter)
@@ -282,6 +287,7 @@ def _fit_mixedlm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     results = None
     kept = [int(j) for j in keep]
     if keep.size and comp.size <= _SM_MAX_LEVELS:
+        check_deadline(deadline)
         from statsmodels.regression.mixed_linear_model import MixedLM, VCSpec
 
         blocks = [_term_matrix(t, n) for t in terms]

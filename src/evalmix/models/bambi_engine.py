@@ -65,7 +65,12 @@ def bambi_model(spec: ModelSpec):
 def fit_bambi(spec: ModelSpec, *, draws: int, tune: int, chains: int, seed: int,
               sampler: str = "pymc", level: float = 0.95, progress: bool = False) -> ModelFit:
     from evalmix._version import package_versions
-    from evalmix.models.bayes import BAYES_PACKAGES, _check, idata_diagnostics, summarise
+    from evalmix.models._posterior import (
+        BAYES_PACKAGES,
+        check_quality,
+        idata_diagnostics,
+        summarise,
+    )
 
     t0 = time.perf_counter()
     model, names = bambi_model(spec)
@@ -99,7 +104,7 @@ def fit_bambi(spec: ModelSpec, *, draws: int, tune: int, chains: int, seed: int,
                   and v not in ("mu", "p")]
     diag = idata_diagnostics(idata, bambi_vars)
     divergences = int(idata.sample_stats["diverging"].sum())
-    msgs = _check(spec, diag, divergences, var)
+    msgs = check_quality(spec, diag, divergences, var)
     for m, cls in msgs:
         warnings.warn(m, cls, stacklevel=3)
     prov = {"formula": spec.formula, "bambi_formula": names["formula"], "engine": "bambi",

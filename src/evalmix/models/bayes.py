@@ -40,10 +40,17 @@ from evalmix._version import package_versions
 from evalmix.errors import (
     ConvergenceWarning,
     EvalmixError,
-    FewClustersWarning,
     check_option,
 )
-from evalmix.models._mcmc_diagnostics import rhat_ess
+from evalmix.models._posterior import (
+    BAYES_PACKAGES,
+    ESS_MIN,
+    RHAT_MAX,
+    check_quality,
+    diagnostics,
+    idata_diagnostics,
+    summarise,
+)
 from evalmix.models.pymc_model import (
     DEFAULT_PRIORS,
     FEW_LEVELS,
@@ -52,11 +59,9 @@ from evalmix.models.pymc_model import (
     build_model,
     choose_parameterization,
     draw_marginal_sd,
-    population_draws,
 )
-from evalmix.models.result import DIAGNOSTIC_COLUMNS, ModelFit
+from evalmix.models.result import ModelFit
 from evalmix.models.spec import ModelSpec, collapse
-from evalmix.models.summaries import fixed_table, variance_table
 from evalmix.seeding import resolve_seed
 
 __all__ = ["fit_bayes", "ENGINES", "SAMPLERS", "RHAT_MAX", "ESS_MIN", "FEW_LEVELS"]
@@ -65,9 +70,6 @@ ENGINES = ("auto", "kernel", "pymc", "bambi")
 SAMPLERS = ("auto", "nutpie", "pymc")
 SENSITIVITY_METHODS = ("auto", "psis", "refit")
 #: Convergence thresholds (Vehtari et al. 2021, doi:10.1214/20-BA1221).
-RHAT_MAX = 1.01
-ESS_MIN = 400
-#: target_accept of the automatic re-run after divergences.
 RETRY_TARGET_ACCEPT = 0.95
 
 
@@ -170,7 +172,7 @@ def _sample_to_target(compiled, spec, terms, *, tune: int, chains: int, seed: in
                 t_check = time.thread_time()
                 post.update(_marginal_sds(spec, terms, post, prior_scale=prior_scale,
                                           seed=seed))
-                diag = _diagnostics(post, _names(spec, terms, post), compiled.coords,
+                diag = diagnostics(post, _names(spec, terms, post), compiled.coords,
                                     compiled.dims, rhat_max=RHAT_MAX)
                 if (diag["r_hat"].max() <= RHAT_MAX and diag["ess_bulk"].min() >= ESS_MIN
                         and diag["ess_tail"].min() >= ESS_MIN):
@@ -180,8 +182,8 @@ def _sample_to_target(compiled, spec, terms, *, tune: int, chains: int, seed: in
                 target = int(max(n + 50, DRAWS_GROWTH * n, n + CHECK_SPACING * t_check * rate))
                 continue
             # sleep about as long as the missing draws take (0.1 s during warm-up)
-            rate = _rate(first, now, n)
-            time.sleep(0.1 if rate is None else min(0.5, max(0.01, (target - n) / rate)))
+            pace = _rate(first, now, n)
+            time.sleep(0.1 if pace is None else min(0.5, max(0.01, (target - n) / pace)))
         if not done:
             bg.cancel()
     except BaseException:   # KeyboardInterrupt included: stop the threads
@@ -232,56 +234,6 @@ def _names(spec: ModelSpec, terms, post) -> list[str]:
     """The stored variables that the checks cover (``post``: a posterior mapping)."""
     names = ["b"] * bool(spec.fixed_names) + [v for t in terms for v in (t.sd_var, t.var)]
     return names + [n for n in ("sigma", "cutpoints") if n in post]
-
-
-def _diagnostics(post, names: list[str], coords, dims, rhat_max: float | None = None
-                 ) -> pd.DataFrame:
-    """Per sampled parameter (ArviZ's labels, e.g. ``u_judge[j1]``): mean, sd, rank
-    R-hat, bulk and tail ESS (:func:`~evalmix.models._mcmc_diagnostics.rhat_ess`; NaN
-    ESS when some R-hat exceeds ``rhat_max``). ``post`` maps names to arrays (chain,
-    draw, ...); ``coords``/``dims`` label them."""
-    import itertools
-
-    labels, rows = [], []
-    for name in names:
-        a = np.asarray(post[name], dtype=float)
-        d = list(dims.get(name, ()))
-        levels = [list(coords[x]) if x in coords else list(range(n))
-                  for x, n in zip(d, a.shape[2:], strict=False)]
-        levels += [list(range(n)) for n in a.shape[2 + len(levels):]]
-        if not levels:
-            labels.append(name)
-        else:
-            labels += [f"{name}[{', '.join(str(v) for v in ix)}]"
-                       for ix in itertools.product(*levels)]
-        rows.append(np.moveaxis(a.reshape(a.shape[0], a.shape[1], -1), 2, 0))
-    draws = np.concatenate(rows, axis=0) if rows else np.zeros((0, 1, 1))
-    r_hat, ess_bulk, ess_tail = rhat_ess(draws, rhat_max=rhat_max)
-    flat = draws.reshape(draws.shape[0], -1)
-    return pd.DataFrame({"parameter": labels, "mean": flat.mean(axis=1),
-                         "sd": flat.std(axis=1, ddof=1), "r_hat": r_hat,
-                         "ess_bulk": ess_bulk, "ess_tail": ess_tail},
-                        columns=list(DIAGNOSTIC_COLUMNS))
-
-
-def idata_diagnostics(idata, names: list[str]) -> pd.DataFrame:
-    """:func:`_diagnostics` of the named variables of an ArviZ posterior."""
-    p = idata.posterior
-    return _diagnostics({n: p[n].to_numpy() for n in names}, names,
-                        {c: p[c].to_numpy() for c in p.coords},
-                        {n: p[n].dims[2:] for n in names})
-
-
-def summarise(spec: ModelSpec, terms, post: dict[str, np.ndarray], *, level: float,
-              seed: int, backend: str = "bayes") -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Fixed-effects and variance tables from stacked posterior draws."""
-    rng = np.random.default_rng(seed + 1)
-    pop = population_draws(spec, terms, post, rng=rng)
-    sd = {t.sd_var: np.asarray(post[t.sd_var], dtype=float) for t in terms}
-    b = pop.get("b", np.zeros((len(next(iter(post.values()))), 0)))
-    fixed = fixed_table(spec, terms, b, pop["u"], sd, pop.get("cutpoints"), level=level)
-    var = variance_table(spec, terms, sd, post.get("sigma"), level=level, backend=backend)
-    return fixed, var
 
 
 def fit_bayes(
@@ -395,7 +347,7 @@ def fit_bayes(
     fixed, var = summarise(spec, terms, post, level=level, seed=seed_i)
     diag = idata_diagnostics(idata, names)
     divergences = int(idata.sample_stats["diverging"].sum())
-    msgs = _check(spec, diag, divergences, var)
+    msgs = check_quality(spec, diag, divergences, var)
     if retried and msgs and msgs[0][1] is ConvergenceWarning:
         msgs[0] = (msgs[0][0].replace(
             "MCMC did not pass", f"MCMC (re-run at target_accept={RETRY_TARGET_ACCEPT} after "
@@ -472,46 +424,6 @@ def _marginal_sds(spec: ModelSpec, terms, post, *, prior_scale: float, seed: int
             out[t.sd_var] = draw_marginal_sd(np.asarray(post[t.var]), n,
                                              RAYLEIGH_SCALE * prior_scale * ysd, rng)
     return out
-
-
-def _check(spec: ModelSpec, diag: pd.DataFrame, divergences: int, var: pd.DataFrame
-           ) -> list[tuple[str, type[Warning]]]:
-    msgs: list[tuple[str, type[Warning]]] = []
-    bad_r = diag[diag["r_hat"] > RHAT_MAX]
-    bad_e = diag[diag["ess_bulk"] < ESS_MIN]
-    if divergences or len(bad_r) or len(bad_e):
-        parts = []
-        if divergences:
-            parts.append(f"{divergences} divergent transitions")
-        if len(bad_r):
-            parts.append(f"R-hat > {RHAT_MAX} for {len(bad_r)} parameters (max "
-                         f"{diag['r_hat'].max():.3f}: {bad_r['parameter'].iloc[0]})")
-        if len(bad_e):
-            parts.append(f"bulk ESS < {ESS_MIN} for {len(bad_e)} parameters (min "
-                         f"{diag['ess_bulk'].min():.0f}: "
-                         f"{diag.loc[diag['ess_bulk'].idxmin(), 'parameter']})")
-        msgs.append(("MCMC did not pass the convergence checks: " + "; ".join(parts)
-                     + ". Increase draws/tune (e.g. draws=4000, tune=1000), or simplify "
-                     "the random-effect structure; do not report these intervals as is.",
-                     ConvergenceWarning))
-    seen = set()
-    for r in spec.random:
-        if r.n_levels < FEW_LEVELS and r.factor not in seen:
-            seen.add(r.factor)
-            row = var[var["factor"] == r.factor]
-            rng = (f" (SD interval {row['sd_lo'].iloc[0]:.2f}-{row['sd_hi'].iloc[0]:.2f})"
-                   if len(row) else "")
-            msgs.append((
-                f"factor {r.factor!r} has only {r.n_levels} levels: its variance is barely "
-                f"identified{rng} and leans on the prior. Check the prior sensitivity "
-                f"(fit(..., sensitivity=2.5)), or treat it as fixed effects "
-                f"(fixed=('{r.factor}',)) or fit each level separately "
-                f"(strata='{r.factor}').", FewClustersWarning))
-    return msgs
-
-
-#: Packages whose versions a Bayesian fit records.
-BAYES_PACKAGES = ("numpy", "numba", "nutpie", "pymc", "pytensor", "arviz", "bambi")
 
 
 def _provenance(spec, data, terms, engine, sampler, seed, draws, tune, chains, prior_scale,

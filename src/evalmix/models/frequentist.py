@@ -70,6 +70,7 @@ from evalmix.models._crossed import (
     _z,
     intercept_term,
 )
+from evalmix.models._deadline import check_deadline
 from evalmix.models._laplace import LaplaceResults, fit_laplace_arrays
 from evalmix.models._reml import fit_mixedlm_arrays, reml_deviance
 from evalmix.models._tidy_frequentist import (
@@ -119,7 +120,8 @@ def _map_joint_cov(results: Any, p: int, k: int) -> np.ndarray:
 def fit_glmm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
                     terms: Sequence[RandomTerm], *, method: Literal["vb", "map"] = "vb",
                     level: float = 0.95, vc_prior_sd: float = 1.0,
-                    fe_prior_sd: float = 2.0, seed: int = 0) -> CrossedFit:
+                    fe_prior_sd: float = 2.0, seed: int = 0,
+                    deadline: float | None = None) -> CrossedFit:
     """Logit GLMM with crossed factors by statsmodels' BinomialBayesMixedGLM.
 
     Parameters
@@ -141,6 +143,9 @@ def fit_glmm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
         ``vcp_p``, ``fe_p``).
     seed : int
         Seeds statsmodels' random starting values.
+    deadline : float, optional
+        A :func:`time.monotonic` instant; past it the fit raises
+        :class:`~evalmix.models._deadline.StoppedAtLimit` (checked at every gradient).
 
     Returns
     -------
@@ -180,6 +185,15 @@ def fit_glmm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     ident = np.concatenate([np.full(t.n_levels, k, dtype=int) for k, t in enumerate(terms)])
     model = BinomialBayesMixedGLM(y, X, exog_vc, ident, vcp_p=vc_prior_sd, fe_p=fe_prior_sd,
                                   fep_names=list(fe_names), vcp_names=[t.name for t in terms])
+    if deadline is not None:  # statsmodels' optimiser calls the gradient every iteration
+        name = "vb_elbo_grad" if method == "vb" else "logposterior_grad"
+        gradient = getattr(model, name)
+
+        def checked(*args: Any) -> Any:
+            check_deadline(deadline)
+            return gradient(*args)
+
+        setattr(model, name, checked)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if method == "vb":
@@ -228,6 +242,7 @@ def fit_statsmodels(
     seed: int | np.random.Generator | None = None,
     n_draws: int = 4000,
     df: Literal["containment", "none"] = "containment",
+    deadline: float | None = None,
     **spec_options: Any,
 ) -> ModelFit:
     """Fit a crossed random-effects model with a statsmodels back end.
@@ -265,6 +280,9 @@ def fit_statsmodels(
         ``"laplace"``: ``t`` with containment degrees of freedom (levels - 1 of the
         factors whose random terms contain the effect; see :func:`containment_df`), or
         the normal (``"none"``). VB/MAP intervals are posterior (normal) intervals.
+    deadline : float, optional
+        A :func:`time.monotonic` instant (:mod:`evalmix.models._deadline`): past it the
+        fit stops with :class:`~evalmix.models._deadline.StoppedAtLimit`.
     **spec_options
         Passed to :func:`~evalmix.models.spec.build_spec` (``slopes``, ``fixed``,
         ``position``, ``judge_position``, ``random``, ``reference``).
@@ -342,7 +360,7 @@ def fit_statsmodels(
         # measure win probabilities from 1/2, as the logit model does from log-odds 0
         offset = 0.5 if logit and "Intercept" not in spec.fixed_names else 0.0
         fit = fit_mixedlm_arrays(spec.y - offset, spec.X, spec.fixed_names, terms,
-                                 level=level)
+                                 level=level, deadline=deadline)
         backend, approximate = "mixedlm", logit
         note = (_NOTES["lpm"] + (" The response is y - 1/2 (no intercept: equal abilities "
                                  "mean a 1/2 win rate)." if offset else "")) if logit else (
@@ -361,15 +379,16 @@ def fit_statsmodels(
                       for t, c, x in zip(terms, col.codes, col.x, strict=True)]
             fit = fit_laplace_arrays(col.successes / col.trials, col.X, spec.fixed_names,
                                      cterms, trials=col.trials, level=level,
-                                     binomial_constant=False)
+                                     binomial_constant=False, deadline=deadline)
         else:
-            fit = fit_laplace_arrays(spec.y, spec.X, spec.fixed_names, terms, level=level)
+            fit = fit_laplace_arrays(spec.y, spec.X, spec.fixed_names, terms, level=level,
+                                     deadline=deadline)
         backend, approximate, note = "glmm_laplace", False, _NOTES["laplace"]
         scale, label, family = "log-odds", _TYPICAL, spec.family
     else:
         fit = fit_glmm_arrays(spec.y, spec.X, spec.fixed_names, terms, method=method,
                               level=level, vc_prior_sd=vc_prior_sd, fe_prior_sd=fe_prior_sd,
-                              seed=seed_used)
+                              seed=seed_used, deadline=deadline)
         backend, approximate, note = f"glmm_{method}", True, _NOTES[method]
         scale, label, family = "log-odds", _TYPICAL, spec.family
 

@@ -23,6 +23,7 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
+from evalmix._progress import Progress
 from evalmix.errors import EvalmixError
 from evalmix.sim.designs import Factor, crossed_scores
 from evalmix.tidy import tidy_rows
@@ -315,16 +316,11 @@ def headline_coverage(designs: Sequence[str] | None = None, *, reps: int = 400,
     rows: list[dict[str, Any]] = []
     from joblib import Parallel, delayed
 
-    from evalmix.plan.study import _Progress
-
-    bar = _Progress(progress, total=len(tasks), done=0)
-    try:
-        with Parallel(n_jobs=jobs, return_as="generator") as par:
-            for part in par(delayed(_chunk)(d, s, level, glmm_reps) for d, s in tasks):
-                rows += part
-                bar.advance()
-    finally:
-        bar.close()
+    with Progress(progress) as bar, Parallel(n_jobs=jobs, return_as="generator") as par:
+        task = bar.task("headline coverage: replication chunks", len(tasks))
+        for part in par(delayed(_chunk)(d, s, level, glmm_reps) for d, s in tasks):
+            rows += part
+            bar.advance(task)
     raw = pd.DataFrame(rows)
     table = _summarise(raw, reps, seed)
     return HeadlineCoverage(table=table, reps=reps, seed=seed, level=level,

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from evalmix._progress import Progress
 from evalmix.errors import EvalmixError, InvalidOptionError, check_level
 from evalmix.plan._cells import CELL_DEFAULTS, FAST_METHODS, check_cell, run_cell
 from evalmix.seeding import keyed_seed_sequence, resolve_seed
@@ -197,34 +198,6 @@ class _Sink:
 
 
 # ------------------------------------------------------------------------- progress
-class _Progress:
-    def __init__(self, enabled: bool, total: int, done: int):
-        self.bar = None
-        if not enabled:
-            return
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
-
-        self.bar = Progress(TextColumn("coverage grid"), BarColumn(), MofNCompleteColumn(),
-                            TimeElapsedColumn(), TimeRemainingColumn(), transient=False)
-        self.bar.start()
-        self.task = self.bar.add_task("cells", total=total, completed=done)
-
-    def advance(self) -> None:
-        if self.bar is not None:
-            self.bar.advance(self.task)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.stop()
-
-
 # ------------------------------------------------------------------------------ main
 def coverage(
     methods: Sequence[str] = ("naive", "CR1", "bootstrap"),
@@ -333,34 +306,34 @@ def coverage(
             results[i] = [{**r, "cell": i} for r in sink.done[key]]
     n_resumed = len(results)
     todo = [i for i in range(len(cells)) if i not in results]
-    bar = _Progress(progress, len(cells), n_resumed)
     args = (methods, reps, level, boot_reps, seed, interval_kwargs)
-
-    def collect(index: int, rows: list[dict[str, Any]]) -> None:
-        # written first, counted after: an interrupt between the two never reports a
-        # cell as kept that is not in coverage.jsonl
-        sink.write(keys[index], rows)
-        results[index] = rows
-        bar.advance()
-
     backend = "sequential"
-    try:
-        if client is not None and todo:
-            backend = "dask"
-            _run_dask(client, todo, cells, args, collect)
-        elif jobs != 1 and len(todo) > 1:
-            backend = "joblib"
-            _run_joblib(int(jobs), todo, cells, args, collect)
-        else:
-            for i in todo:
-                collect(*_task(i, cells[i], *args))
-    except KeyboardInterrupt:
-        kept = (f"kept {len(results)} of {len(cells)} cells in {sink.path}; rerun with "
-                "resume=True (CLI: --resume) to continue" if sink.path is not None
-                else f"{len(results)} of {len(cells)} cells had finished; nothing written")
-        raise KeyboardInterrupt(kept) from None
-    finally:
-        bar.close()
+    with Progress(progress) as bar:
+        task = bar.task("coverage grid: cells", len(cells), done=n_resumed)
+
+        def collect(index: int, rows: list[dict[str, Any]]) -> None:
+            # written first, counted after: an interrupt between the two never reports a
+            # cell as kept that is not in coverage.jsonl
+            sink.write(keys[index], rows)
+            results[index] = rows
+            bar.advance(task)
+
+        try:
+            if client is not None and todo:
+                backend = "dask"
+                _run_dask(client, todo, cells, args, collect)
+            elif jobs != 1 and len(todo) > 1:
+                backend = "joblib"
+                _run_joblib(int(jobs), todo, cells, args, collect)
+            else:
+                for i in todo:
+                    collect(*_task(i, cells[i], *args))
+        except KeyboardInterrupt:
+            kept = (f"kept {len(results)} of {len(cells)} cells in {sink.path}; rerun with "
+                    "resume=True (CLI: --resume) to continue" if sink.path is not None
+                    else f"{len(results)} of {len(cells)} cells had finished; nothing "
+                    "written")
+            raise KeyboardInterrupt(kept) from None
     rows = [r for i in sorted(results) for r in results[i]]
     table = pd.DataFrame(rows)
     table = table[list(COVERAGE_COLUMNS)]

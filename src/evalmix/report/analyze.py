@@ -9,15 +9,17 @@ and a warning, never a crashed report.
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from contextlib import nullcontext
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
 
+from evalmix._progress import Progress
 from evalmix._version import package_versions
 from evalmix.compare._calls import guarded
 from evalmix.compare.decide import (
@@ -26,7 +28,7 @@ from evalmix.compare.decide import (
     add_decisions,
     headline,
 )
-from evalmix.compare.model_rows import model_rows
+from evalmix.compare.model_rows import fits_to_run, model_rows
 from evalmix.compare.position import position_bias
 from evalmix.compare.recommend import (
     ALL_METHODS,
@@ -34,13 +36,13 @@ from evalmix.compare.recommend import (
     MODEL_METHODS,
     Contrast,
     Recommendation,
+    RowSelector,
     check_methods,
     cluster_levels,
     contrasts,
     judge_role,
     level_label,
     recommend_cluster,
-    select_rows,
 )
 from evalmix.design.effect import design_effect
 from evalmix.errors import EvalmixError, check_level, check_option
@@ -50,8 +52,6 @@ from evalmix.inference.sandwich import FEW_CLUSTERS
 from evalmix.seeding import child_seed, resolve_seed
 
 if TYPE_CHECKING:
-    from rich.progress import Progress
-
     from evalmix.data.table import EvalTable
     from evalmix.report.report import Report
 
@@ -155,48 +155,6 @@ def _call_interval(sub: EvalTable, job: _Job, *, level: float, reps: int,
     return _empty_row(job, sub.n_obs, level, out.error or ""), out.warnings, out.error
 
 
-class _Progress:
-    """A rich progress bar on stderr (or nothing)."""
-
-    def __init__(self, enabled: bool):
-        self.enabled = enabled and sys.stderr is not None
-        self._p: Progress | None = None
-
-    def __enter__(self) -> _Progress:
-        if self.enabled:
-            from rich.console import Console
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-            )
-
-            self._p = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
-                               MofNCompleteColumn(), TimeElapsedColumn(),
-                               console=Console(stderr=True), transient=False)
-            self._p.__enter__()
-        return self
-
-    def task(self, description: str, total: int | None) -> Any:
-        return self._p.add_task(description, total=total) if self._p else None
-
-    def advance(self, task: Any, n: int = 1) -> None:
-        if self._p is not None and task is not None:
-            self._p.advance(task, n)
-
-    def done(self, task: Any) -> None:
-        if self._p is not None and task is not None:
-            t = self._p.tasks[task] if isinstance(task, int) else None
-            total = t.total if t is not None else None
-            self._p.update(task, completed=total)
-
-    def __exit__(self, *exc: Any) -> None:
-        if self._p is not None:
-            self._p.__exit__(*exc)
-
-
 def _summarise_warnings(raw: list[tuple[str, str]], errors: list[tuple[str, str, str]]
                         ) -> list[str]:
     """Collapse repeated callee warnings and failures into a few plain lines."""
@@ -233,8 +191,9 @@ def analyze(
     min_clusters: int = FEW_CLUSTERS,
     draws: int | None = None,
     fit_options: dict[str, Any] | None = None,
-    mcmc_timeout: float | None = None,
+    model_timeout: float | None = 300,
     command: str | None = None,
+    out: str | Path | None = None,
     sampled: Sequence[str] | None = None,
 ) -> Report:
     """Every estimand x method x cluster level of ``table``, in one report.
@@ -283,11 +242,18 @@ def analyze(
         When a cluster factor has fewer than 5 levels the Bayesian fit is refitted with SD
         priors 2.5x wider (``sensitivity=2.5``; the report's ``prior_sensitivity``);
         ``{"sensitivity": None}`` switches that off, another number sets the scale.
-    mcmc_timeout : float, optional
-        Stop the Bayesian fit after this many seconds (it then runs in a forked child
-        process) and report without it; ``None`` or 0: no limit.
+    model_timeout : float, optional
+        Stop every model fit after this many seconds (default 300) and report without
+        it: its rows say "stopped at the limit". The statsmodels fits check the limit at
+        every evaluation; the Bayesian fit then runs in a forked child process that is
+        terminated. ``None`` or 0: no limit.
     command : str, optional
         The command line, recorded in ``summary``.
+    out : str or Path, optional
+        A report folder (see :meth:`Report.write`): when a model is to be fitted, the
+        design-based results (``intervals.csv``, ``report.md`` with an "incomplete"
+        banner, ...) are written there before the first fit starts, without the completion marker, so that an
+        interrupted or stopped run keeps them; the caller writes the full report over it.
 
     Returns
     -------
@@ -306,8 +272,10 @@ def analyze(
     Cameron, A. C. & Miller, D. L. (2015). A practitioner's guide to cluster-robust
     inference. J. Human Resources 50(2). https://doi.org/10.3368/jhr.50.2.317
     """
-    from evalmix.report.report import Report
+    from evalmix.report.report import Report, check_report_dir
 
+    if out is not None:
+        check_report_dir(out)
     if backend is not None:
         check_option("backend", backend, ("bayes", "statsmodels"))
     level = check_level(level)
@@ -351,20 +319,25 @@ def analyze(
     problems: dict[tuple, tuple[Any, list[tuple[str, str]], str | None]] = {}
     empty_cells: set[tuple[str, str]] = set()
 
+    rows_of = RowSelector(table)
+    judge_codes = table.codes(judge) if judge is not None else None
+    judge_code = ({str(lv): i for i, lv in enumerate(table.levels(judge))}
+                  if judge is not None else {})
+
     def subset(c: Contrast, judge_label: str | None) -> EvalTable | None:
         """The rows of a contrast (and judge); None when that cell has no rows."""
         key = (c.column, c.levels, judge_label)
         if key not in subsets:
-            mask = select_rows(table, c)
+            mask = rows_of(c)
             if judge_label is not None:
-                mask = mask & (table.data[judge].astype(str).to_numpy() == judge_label)
+                mask = mask & (judge_codes == judge_code[judge_label])
             subsets[key] = (table if mask.all() else table.subset(mask)) if mask.any() \
                 else None
         return subsets[key]
 
-    with _Progress(progress) as bar:
+    with Progress(progress) as bar:
         t_main = bar.task("intervals", len(jobs))
-        t_judge = bar.task("judge-stratified", len(judge_jobs)) if judge_jobs else None
+        t_judge = None  # counted from its first job: its timer then times its own jobs
         row: dict[str, Any]
         w: list[tuple[str, str]]
         err: str | None
@@ -403,6 +376,8 @@ def analyze(
             else:
                 row["judge"] = job.judge
                 jrows.append(row)
+                if t_judge is None:
+                    t_judge = bar.task("judge-stratified", len(judge_jobs))
                 bar.advance(t_judge)
         if empty_cells:
             judges_empty = sorted({j for j, _ in empty_cells})
@@ -411,50 +386,74 @@ def analyze(
                          " did not judge every contrast); judge-stratified rows are shown "
                          "only where the cell exists")
 
+        # ------------------------------------------------------------ design-only parts
+        with bar.stage("leaderboard: every model pair") if _n_models(table) > \
+                MAX_DIFFERENCE_LEVELS + 1 else nullcontext():
+            board, board_pairs, board_note = _leaderboard(table, rec, level=level,
+                                                          seed=seed)
+        if board_note:
+            notes.append(board_note)
+        one_way = rec.cluster[0] if len(rec.cluster) == 1 else None
+        design = _design(table, levels_run, rec, judge, min_clusters, design_methods)
+        notes = [*_plain_warnings(table, design, rec, min_clusters), *notes]
+        callee = _summarise_warnings(raw_warn, errors)
+
+        def summary(fits: dict[str, Any]) -> dict[str, Any]:
+            return {**_summary(table, seed=seed, reps=reps, level=level, fast=fast,
+                               backend=backend, methods=design_methods, levels=levels_run,
+                               command=command, fits=fits),
+                    "model_timeout": model_timeout}
+
+        base = Report(intervals=pd.DataFrame(), variance=pd.DataFrame(),
+                      judges=_judges_frame(jrows, table, judge, one_way, level),
+                      design=design, headline=pd.DataFrame(), warnings=(),
+                      position=position_bias(table, judge=judge, cluster=one_way,
+                                             level=level),
+                      summary=summary({}), leaderboard=board, leaderboard_pairs=board_pairs)
+        if out is not None and fits_to_run(table, backend=backend, fast=fast,
+                                           methods=model_methods):
+            # the design-based results are on disk before any model fit starts
+            with bar.stage("writing the design-based results"):
+                _assemble(base, rows, table, rec, plan, notes, callee,
+                          incomplete="model fits running").write(out)
+
         # ------------------------------------------------------------ model rows
         fits, mrows, variance, mnotes, prior_sensitivity = model_rows(
             table, plan, backend=backend, fast=fast, methods=model_methods, level=level,
             seed=seed, draws=draws, fit_options=dict(fit_options or {}),
-            mcmc_timeout=mcmc_timeout, bar=bar)
-        notes += mnotes
-    rows += mrows
+            model_timeout=model_timeout, bar=bar)
+    base = replace(base, variance=variance, prior_sensitivity=prior_sensitivity,
+                   summary=summary(fits))
+    return _assemble(base, rows + mrows, table, rec, plan, [*notes, *mnotes], callee)
 
+
+def _assemble(base: Report, rows: list[dict[str, Any]], table: EvalTable,
+              rec: Recommendation, plan: Sequence[Contrast], notes: list[str],
+              callee: list[str], *, incomplete: str | None = None) -> Report:
+    """``base`` with the interval table, its decisions and the headline from ``rows``,
+    and the warnings (``notes``, then the count of intervals not estimable, then the
+    summarised callee warnings); ``incomplete`` (the partial report written before the
+    model fits) says what is still running."""
     frame = pd.DataFrame(rows)
     for col in INTERVAL_COLUMNS:
         if col not in frame.columns:
             frame[col] = np.nan if col not in ("decision", "fragile") else pd.NA
     frame["votes"] = _votes(frame, table, rec)
     missing = frame["lo"].isna() & frame["estimate"].notna()
+    warns = list(notes)
     if missing.any():
-        notes.append(f"{int(missing.sum())} interval(s) are not estimable at their cluster "
+        warns.append(f"{int(missing.sum())} interval(s) are not estimable at their cluster "
                      "level (see each row's note); they carry no decision and do not vote")
+    warns += callee
     frame = add_decisions(frame)[list(INTERVAL_COLUMNS)]
     primary = {c.key for c in plan if c.primary}
     head = headline(frame, cluster=rec.label, method=rec.method, primary=primary,
                     few_levels=", ".join(rec.few_levels), n_levels=rec.n_clusters)
-
-    # ---------------------------------------------------------------- many models
-    board, board_pairs, board_note = _leaderboard(table, rec, level=level, seed=seed)
-    if board_note:
-        notes.append(board_note)
-
-    # ---------------------------------------------------------------- judges
-    one_way = rec.cluster[0] if len(rec.cluster) == 1 else None
-    judges = _judges_frame(jrows, table, judge, one_way, level)
-    position = position_bias(table, judge=judge, cluster=one_way, level=level)
-
-    # ---------------------------------------------------------------- design
-    design = _design(table, levels_run, rec, judge, min_clusters, design_methods)
-    warns = [*_plain_warnings(table, design, rec, min_clusters), *notes]
-    warns += _summarise_warnings(raw_warn, errors)
-    summary = _summary(table, seed=seed, reps=reps, level=level, fast=fast,
-                       backend=backend, methods=design_methods, levels=levels_run,
-                       command=command, fits=fits)
-    summary["mcmc_timeout"] = mcmc_timeout
-    return Report(intervals=frame, variance=variance, judges=judges, design=design,
-                  headline=head, warnings=tuple(dict.fromkeys(warns)), position=position,
-                  summary=summary, prior_sensitivity=prior_sensitivity,
-                  leaderboard=board, leaderboard_pairs=board_pairs)
+    summary = dict(base.summary)
+    if incomplete:
+        summary["incomplete"] = incomplete
+    return replace(base, intervals=frame, headline=head, summary=summary,
+                   warnings=tuple(dict.fromkeys(warns)))
 
 
 def _n_models(table: EvalTable) -> int:
@@ -470,19 +469,16 @@ def _leaderboard(table: EvalTable, rec: Recommendation, *, level: float, seed: i
 
     Every pair of models, paired on shared items, clustered at the recommended level,
     with simultaneous (max-t) intervals and rank intervals
-    (:func:`evalmix.inference.leaderboard.leaderboard`). A multiway recommendation has
-    no leaderboard yet (its covariance is one-way): the note says so.
+    (:func:`evalmix.inference.leaderboard.leaderboard`); a multiway recommendation
+    (crossed sampled factors) gives the multiway CR2 covariance.
     """
     from evalmix.inference.leaderboard import leaderboard
 
     if _n_models(table) <= MAX_DIFFERENCE_LEVELS + 1:
         return None, None, ""
-    if len(rec.cluster) > 1:
-        return None, None, (f"the leaderboard (all model pairs, rank intervals) needs one "
-                            f"cluster level; the recommendation is multiway "
-                            f"({rec.label}), so it was not computed")
-    out = guarded(leaderboard, table, cluster=rec.cluster[0] if rec.cluster else None,
-                  method="CR2", level=level, seed=seed)
+    cluster = (None if not rec.cluster else rec.cluster[0] if len(rec.cluster) == 1
+               else list(rec.cluster))
+    out = guarded(leaderboard, table, cluster=cluster, method="CR2", level=level, seed=seed)
     if not out.ok:
         return None, None, f"the leaderboard could not be computed ({out.error})"
     return out.value.tidy(), out.value.tidy_pairs(), ""

@@ -84,7 +84,8 @@ def truth_table(intervals: pd.DataFrame, truth: Mapping[str, Any], *,
 
 def demo_report(*, seed: int = 2026, fast: bool = False, reps: int = 2000,
                 draws: int | None = None, progress: bool = True,
-                mcmc_timeout: float | None = None, command: str | None = None) -> Any:
+                model_timeout: float | None = 300, command: str | None = None,
+                out: Any = None) -> Any:
     """Simulate :func:`evalmix.sim.pairwise_judges`, analyze, attach the truth check."""
     import warnings
 
@@ -100,8 +101,8 @@ def demo_report(*, seed: int = 2026, fast: bool = False, reps: int = 2000,
     # back end samples until every parameter passes the checks (a fixed 2 x 1,000 draws
     # left the largest R-hat at 1.013 on the default seed).
     report = analyze(table, fast=fast, reps=reps, seed=seed, progress=progress,
-                             draws=draws, mcmc_timeout=mcmc_timeout, command=command,
-                             sampled=DEMO_SAMPLED)
+                     draws=draws, model_timeout=model_timeout, command=command, out=out,
+                     sampled=DEMO_SAMPLED)
     rec = report.recommendation
     tt = truth_table(report.intervals, sim.truth,
                      recommended=(rec.get("method", "CR2"), rec.get("cluster", "")))

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import base64
 import io
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from evalmix.report.report import Report
 
 __all__ = ["forest", "headline_plot", "variance_plot", "position_plot", "controlled_plot",
-           "all_figures", "to_base64", "save_png", "MAX_FOREST"]
+           "all_figures", "figure_list", "png_bytes", "to_base64", "save_png", "MAX_FOREST"]
 
 #: Forest plots drawn per report (fragile and most-widened contrasts first).
 MAX_FOREST = 12
@@ -47,15 +48,20 @@ def _plt() -> Any:
     return plt
 
 
-def to_base64(fig: Figure, dpi: int = 110) -> str:
+def png_bytes(fig: Figure, dpi: int = 110) -> bytes:
+    """The figure as PNG (the figure is closed)."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
     _plt().close(fig)
-    return base64.b64encode(buf.getvalue()).decode("ascii")
+    return buf.getvalue()
+
+
+def to_base64(fig: Figure, dpi: int = 110) -> str:
+    return base64.b64encode(png_bytes(fig, dpi)).decode("ascii")
 
 
 def save_png(fig: Figure, path: str | Path, dpi: int = 110) -> None:
-    fig.savefig(path, format="png", dpi=dpi, bbox_inches="tight")
+    Path(path).write_bytes(png_bytes(fig, dpi))
 
 
 def _label(r: pd.Series) -> str:
@@ -254,20 +260,18 @@ def position_plot(position: pd.DataFrame) -> Figure:
     return fig
 
 
-def controlled_rows(intervals: pd.DataFrame, *, method: str, cluster: str
-                    ) -> pd.DataFrame | None:
-    """The rows :func:`controlled_plot` draws (None: no figure): finite win rates and
-    controlled win rates of one method and cluster level, both present."""
+def _controlled_rows(intervals: pd.DataFrame, method: str, cluster: str) -> pd.DataFrame:
+    """The rows :func:`controlled_plot` draws; empty when there is nothing to compare."""
     f = intervals[(intervals["method"] == method) & (intervals["cluster"] == cluster)
                   & intervals["estimand"].isin(["win_rate", "controlled_win_rate"])]
     f = f[np.isfinite(f["estimate"].astype(float))]
-    return None if f.empty or f["estimand"].nunique() < 2 else f
+    return f if f["estimand"].nunique() == 2 else f.iloc[:0]
 
 
 def controlled_plot(intervals: pd.DataFrame, *, method: str, cluster: str) -> Figure | None:
     """Uncontrolled vs AB/BA-controlled win rate per contrast (recommended method)."""
-    f = controlled_rows(intervals, method=method, cluster=cluster)
-    if f is None:
+    f = _controlled_rows(intervals, method, cluster)
+    if f.empty:
         return None
     plt = _plt()
     contrasts = list(dict.fromkeys(f["contrast"]))
@@ -311,24 +315,37 @@ def forest_order(report: Report) -> list[tuple[str, str]]:
     return (keys + rest)[:MAX_FOREST]
 
 
-def all_figures(report: Report) -> Iterator[tuple[str, Figure]]:
-    """(name, figure) for every figure of a report, in reading order."""
+def figure_list(report: Report) -> list[tuple[str, Callable[[], Figure]]]:
+    """(name, draw) for every figure of a report, in reading order.
+
+    The one list of figures: :meth:`~evalmix.report.report.Report.write` saves
+    ``plots/<name>.png`` for each and the Markdown and HTML pages show exactly these, so a
+    page never links a figure that was not drawn. Deciding the names draws nothing.
+    """
     rec = report.recommendation
     rec_key = (rec.get("method", "CR2"), rec.get("cluster", ""))
     iv = report.intervals
+    out: list[tuple[str, Callable[[], Figure]]] = []
     if not report.headline.empty:
         nulls = iv.groupby("estimand")["null"].first().to_dict()
-        yield "headline", headline_plot(report.headline, null_of=nulls,
-                                        reference=report.common_reference)
+        out.append(("headline", lambda: headline_plot(
+            report.headline, null_of=nulls, reference=report.common_reference)))
     for i, (est, con) in enumerate(forest_order(report)):
         rows = iv[(iv["estimand"] == est) & (iv["contrast"] == con)]
-        if rows.empty:
-            continue
-        yield f"forest_{i:02d}", forest(rows, title=f"{con} - {est}", recommended=rec_key)
+        if not rows.empty:
+            out.append((f"forest_{i:02d}", partial(forest, rows, title=f"{con} - {est}",
+                                                   recommended=rec_key)))
     if not report.variance.empty:
-        yield "variance", variance_plot(report.variance)
+        out.append(("variance", lambda: variance_plot(report.variance)))
     if report.position is not None and not report.position.empty:
-        yield "position", position_plot(report.position)
-    fig = controlled_plot(iv, method=rec_key[0], cluster=rec_key[1])
-    if fig is not None:
-        yield "controlled", fig
+        out.append(("position", lambda: position_plot(report.position)))
+    if not _controlled_rows(iv, *rec_key).empty:
+        out.append(("controlled", lambda: cast("Figure", controlled_plot(
+            iv, method=rec_key[0], cluster=rec_key[1]))))
+    return out
+
+
+def all_figures(report: Report) -> Iterator[tuple[str, Figure]]:
+    """(name, figure) for every figure of :func:`figure_list`, drawn one at a time."""
+    for name, draw in figure_list(report):
+        yield name, draw()

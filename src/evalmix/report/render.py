@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import html as _html
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
 
-from evalmix.report.plots import all_figures, to_base64
+from evalmix._markdown import markdown_table
+from evalmix.report.plots import all_figures, figure_list, to_base64
 
 if TYPE_CHECKING:
     from evalmix.report.report import Report
@@ -84,23 +85,8 @@ def _table_html(df: pd.DataFrame, *, highlight: str | None = None, max_rows: int
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>{more}"
 
 
-def _md_cell(text: str) -> str:
-    """A GitHub-flavoured Markdown table cell: ``|`` escaped (``sd[position|judge]``
-    stays readable), line breaks as spaces."""
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
-
-
 def _table_md(df: pd.DataFrame, max_rows: int = 400) -> str:
-    if df is None or df.empty:
-        return "_none_"
-    d = df.head(max_rows)
-    cols = [_md_cell(str(c)) for c in d.columns]
-    out = ["| " + " | ".join(cols) + " |", "|" + "|".join(" --- " for _ in cols) + "|"]
-    for _, r in d.iterrows():
-        out.append("| " + " | ".join(_md_cell(fmt(r[c])) for c in d.columns) + " |")
-    if len(df) > max_rows:
-        out.append(f"\n_first {max_rows} of {len(df)} rows; all rows are in the CSV files_")
-    return "\n".join(out)
+    return markdown_table(df, cell=fmt, max_rows=max_rows)
 
 
 def _headline_view(rep: Report) -> pd.DataFrame:
@@ -263,10 +249,13 @@ def _img(figs: dict[str, str], key: str, alt: str, cls: str | None = None) -> st
     return f"<img{c} alt='{alt}' src='data:image/png;base64,{figs[key]}'>"
 
 
-def html(rep: Report, sections: Sequence[tuple[str, str]] = ()) -> str:
+def html(rep: Report, sections: Sequence[tuple[str, str]] = (),
+         figures: Mapping[str, str] | None = None) -> str:
     """The report as one self-contained HTML page (``sections``: extra (title, HTML
-    fragment) pairs placed after the headline table)."""
-    figs = dict((name, to_base64(fig)) for name, fig in all_figures(rep))
+    fragment) pairs placed after the headline table; ``figures``: base64 PNGs of
+    :func:`~evalmix.report.plots.figure_list` by name, already drawn, else drawn here)."""
+    figs = (dict(figures) if figures is not None
+            else {name: to_base64(fig) for name, fig in all_figures(rep)})
     esc = _html.escape
     parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'>",
              "<title>evalmix report</title>", f"<style>{_CSS}</style></head><body>",
@@ -377,8 +366,12 @@ def markdown(rep: Report, *, plots_dir: str | None = None,
              sections: Sequence[tuple[str, str]] = ()) -> str:
     """The report as Markdown (figures linked from ``plots_dir`` when given;
     ``sections``: extra (title, Markdown) pairs placed after the headline)."""
-    names = [name for name, fig in _figure_names(rep)] if plots_dir else []
+    names = [name for name, _ in figure_list(rep)] if plots_dir else []
     out = ["# evalmix report: how wide are the error bars really?", ""]
+    if rep.summary.get("incomplete"):
+        out += [f"> **incomplete: {rep.summary['incomplete']}.** This page holds the "
+                "design-based intervals only; the full report replaces it when the run "
+                "ends.", ""]
     cmd = rep.summary.get("command")
     if cmd:
         out += [f"Command: `{cmd}`", ""]
@@ -445,23 +438,3 @@ def design_markdown(rep: Report) -> str:
     for title, frame in _design_frames(rep):
         out += [f"### {title}", "", _table_md(frame), ""]
     return "\n".join(out)
-
-
-def _figure_names(rep: Report) -> list[tuple[str, None]]:
-    """Names of the figures :meth:`Report.write` saves (without drawing them)."""
-    from evalmix.report.plots import controlled_rows, forest_order
-
-    names = []
-    if not rep.headline.empty:
-        names.append("headline")
-    names += [f"forest_{i:02d}" for i in range(len(forest_order(rep)))]
-    if not rep.variance.empty:
-        names.append("variance")
-    if not rep.position.empty:
-        names.append("position")
-    # the same test as all_figures: the recommended method's finite rows of both kinds
-    rec = rep.recommendation
-    if controlled_rows(rep.intervals, method=rec.get("method", "CR2"),
-                       cluster=rec.get("cluster", "")) is not None:
-        names.append("controlled")
-    return [(n, None) for n in names]

@@ -6,6 +6,7 @@ A report holds tidy frames only; rendering (plots, HTML, Markdown) lives in
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import os
@@ -241,19 +242,22 @@ class Report:
             Path(path).write_text(text)
         return text
 
-    def to_html(self, path: str | Path | None = None) -> str:
-        """A self-contained HTML page (plots embedded as base64 PNG)."""
+    def to_html(self, path: str | Path | None = None, *,
+                figures: Mapping[str, str] | None = None) -> str:
+        """A self-contained HTML page (plots embedded as base64 PNG; ``figures``: those
+        already drawn, by name, as :meth:`write` passes them)."""
         from evalmix.report.leaderboard import leaderboard_html, leaderboard_plot
         from evalmix.report.plots import to_base64
         from evalmix.report.render import html
 
         sections = []
         if self.leaderboard is not None:
-            png = to_base64(leaderboard_plot(self.leaderboard))
+            png = (figures["leaderboard"] if figures is not None
+                   else to_base64(leaderboard_plot(self.leaderboard)))
             sections.append((LEADERBOARD_TITLE, leaderboard_html(
                 self.leaderboard, self.leaderboard_pairs)
                 + f"<img alt='leaderboard' src='data:image/png;base64,{png}'>"))
-        text = html(self, sections=sections)
+        text = html(self, sections=sections, figures=figures)
         if path is not None:
             Path(path).write_text(text, encoding="utf-8")
         return text
@@ -269,31 +273,38 @@ class Report:
         interrupted write leaves the old report (or nothing), stale files of the old
         report do not survive, and two writers never mix their files. An existing
         ``out`` must be empty or an evalmix report (see :func:`check_report_dir`).
+
+        A report whose ``summary["incomplete"]`` says what is still running (the partial
+        report :func:`~evalmix.report.analyze.analyze` writes before its model fits) is
+        written the same way but without plots, ``report.html`` and the completion
+        marker; its ``report.md`` opens with an "incomplete" banner.
         """
         d = check_report_dir(out)
+        complete = not self.summary.get("incomplete")
         tmp = Path(tempfile.mkdtemp(dir=d.parent, prefix=f".{d.name}.tmp-"))
         try:
             umask = os.umask(0)
             os.umask(umask)
             tmp.chmod(0o777 & ~umask)  # mkdtemp makes it private; a report folder is not
-            self._write_files(tmp)
-            (tmp / REPORT_MARKER).write_text(
-                json.dumps({"evalmix_report": True, "files": sorted(
-                    str(f.relative_to(tmp)) for f in tmp.rglob("*") if f.is_file())}))
+            self._write_files(tmp, figures=complete)
+            if complete:
+                (tmp / REPORT_MARKER).write_text(
+                    json.dumps({"evalmix_report": True, "files": sorted(
+                        str(f.relative_to(tmp)) for f in tmp.rglob("*") if f.is_file())}))
             _swap_into_place(tmp, d)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         names = ["intervals.csv", "variance.csv", "judges.csv", "design.json", "design.md",
-                 "report.html", "report.md", "summary.json"]
+                 *(["report.html"] if complete else []), "report.md", "summary.json"]
         if self.prior_sensitivity is not None:
             names.append("prior_sensitivity.csv")
         if self.leaderboard is not None:
             names += ["leaderboard.csv", "leaderboard_pairs.csv"]
         return {name: d / name for name in names}
 
-    def _write_files(self, d: Path) -> None:
-        from evalmix.report.plots import all_figures, save_png
+    def _write_files(self, d: Path, *, figures: bool = True) -> None:
+        from evalmix.report.plots import all_figures, png_bytes
         from evalmix.report.render import design_markdown
 
         self.intervals.to_csv(d / "intervals.csv", index=False)
@@ -317,16 +328,22 @@ class Report:
             summary["prior_sensitivity"] = self.prior_sensitivity
         (d / "summary.json").write_text(json.dumps(_jsonable(summary), indent=2,
                                                    default=str))
+        if not figures:
+            self.to_markdown(d / "report.md")
+            return
         plots = d / "plots"
         plots.mkdir()
-        for name, fig in all_figures(self):
-            save_png(fig, plots / f"{name}.png")
+        # each figure is drawn once: its PNG file and the HTML page's copy
+        pngs = {name: png_bytes(fig) for name, fig in all_figures(self)}
         if self.leaderboard is not None:
             from evalmix.report.leaderboard import leaderboard_plot
 
-            save_png(leaderboard_plot(self.leaderboard), plots / "leaderboard.png")
+            pngs["leaderboard"] = png_bytes(leaderboard_plot(self.leaderboard))
+        for name, png in pngs.items():
+            (plots / f"{name}.png").write_bytes(png)
         self.to_markdown(d / "report.md", plots_dir="plots")
-        self.to_html(d / "report.html")
+        self.to_html(d / "report.html", figures={
+            name: base64.b64encode(png).decode("ascii") for name, png in pngs.items()})
 
     def __str__(self) -> str:
         lines = ["evalmix report"]
