@@ -84,7 +84,7 @@ def test_single_order_table_is_read_and_standardised_by_hand():
 
 
 def test_cr1_standard_errors_match_statsmodels_cluster_ols():
-    sm = pytest.importorskip("statsmodels.api")
+    import statsmodels.api as sm
     df = single_order_frame(np.random.default_rng(3), n_items=25, per_item=6)
     t = evalmix.read(df, **KW)
     problem = build_problem(t, "controlled_win_rate", model="new")
