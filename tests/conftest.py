@@ -17,6 +17,9 @@ import evalmix.datasets
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
 REFERENCE = Path(__file__).resolve().parent / "reference"
+#: scripts that made the frozen reference values (some need R-side or optional Python
+#: packages) and fixture files: not test modules, so --doctest-modules does not import them
+collect_ignore_glob = ["reference/*", "fixtures/*"]
 #: bundled data set -> its file under ../shared/data
 SHARED_FILES = {
     "mtbench_position_bias": "judging_the_judges/jtj_MTBench_position_bias.csv",
