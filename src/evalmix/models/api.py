@@ -35,7 +35,7 @@ _BAYES_DEFAULTS: dict[str, Any] = {
 }
 _STATSMODELS_DEFAULTS: dict[str, Any] = {
     "method": "auto", "vc_prior_sd": 1.0, "fe_prior_sd": 2.0, "n_draws": 4000,
-    "df": "containment",
+    "df": "containment", "deadline": None,
 }
 #: Back end -> the options of :func:`fit` that only it takes.
 BACKEND_OPTIONS: dict[str, tuple[str, ...]] = {
@@ -73,6 +73,7 @@ def fit(
     fe_prior_sd: float = 2.0,
     n_draws: int = 4000,
     df: Literal["containment", "none"] = "containment",
+    deadline: float | None = None,
     **unknown: Any,
 ) -> ModelFit:
     """Fit a crossed random-effects model to an eval table (or to a built spec).
@@ -123,8 +124,10 @@ def fit(
         Show the sampler's progress bar (Bayesian back end).
     engine, sampler, draws, tune, chains, prior_scale, sensitivity, sensitivity_method, target_accept, retry_divergent
         Bayesian back end only, see :func:`evalmix.models.bayes.fit_bayes`.
-    method, vc_prior_sd, fe_prior_sd, n_draws, df
-        statsmodels back end only, see :func:`evalmix.models.frequentist.fit_statsmodels`.
+    method, vc_prior_sd, fe_prior_sd, n_draws, df, deadline
+        statsmodels back end only, see :func:`evalmix.models.frequentist.fit_statsmodels`
+        (``deadline``: a :func:`time.monotonic` instant past which the fit stops with
+        ``StoppedAtLimit``; ``analyze(model_timeout=)`` sets it).
 
     Returns
     -------
@@ -160,7 +163,7 @@ def fit(
                      "sensitivity": sensitivity, "sensitivity_method": sensitivity_method,
                      "target_accept": target_accept, "retry_divergent": retry_divergent}
     sm_options: dict[str, Any] = {"method": method, "vc_prior_sd": vc_prior_sd, "fe_prior_sd": fe_prior_sd,
-                  "n_draws": n_draws, "df": df}
+                  "n_draws": n_draws, "df": df, "deadline": deadline}
     other = _STATSMODELS_DEFAULTS if backend == "bayes" else _BAYES_DEFAULTS
     given = sm_options if backend == "bayes" else bayes_options
     wrong = [k for k, v in given.items() if v != other[k]]
