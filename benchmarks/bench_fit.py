@@ -22,7 +22,8 @@ memory is the peak sum of RSS over the child and its descendants (psutil, polled
 50 ms). The MT-Bench cases need ``../shared/data`` and are skipped without it.
 
 Usage: ``python benchmarks/bench_fit.py [--no-bambi] [--bambi-draws 300] [--only CASE]``;
-writes ``benchmarks/results/fit.json``.
+writes ``benchmarks/results/fit.json`` (with ``--only``, the other cases are kept from
+the file, each with the date and load it was measured at).
 """
 
 from __future__ import annotations
@@ -218,11 +219,17 @@ def main() -> None:
         cases = [c for c in cases if not c.startswith("mtbench")]
     if a.only:
         cases = [c for c in cases if c in a.only]
-    results: dict[str, dict] = {}
+    # the cases not run this time are kept from the last file, each with its own date
+    # and load (a ratio between cases of different runs says so in "measured")
+    results: dict[str, dict] = (json.loads(OUT.read_text()).get("results", {})
+                                if a.only and OUT.exists() else {})
     for case in cases:
         bambi = case == "bambi_20k_slope"
+        load = os.getloadavg()
         results[case] = run_case(case, draws=a.bambi_draws if bambi else None,
                                  tune=a.bambi_draws if bambi else None)
+        results[case]["measured"] = {"date": time.strftime("%Y-%m-%d %H:%M:%S"),
+                                     "loadavg_start": load}
         print(json.dumps(results[case]), flush=True)
         _write(results, load0)   # after every case: a long run keeps what it measured
 
