@@ -15,14 +15,14 @@ import statsmodels.api as sm
 
 import evalmix
 from evalmix.errors import DroppedRowsWarning, EvalmixError, InvalidOptionError
-from evalmix.inference.estimands import build_problem, fit
+from evalmix.inference.estimands import build_problem, fit_problem
 
 #: Same arithmetic done two ways (pandas means vs least squares) in double precision.
 EXACT_TOL = 1e-10
 
 
 def _fit_est(p):
-    return fit(p).beta[p.target]
+    return fit_problem(p).beta[p.target]
 
 
 @pytest.fixture(scope="module")
@@ -157,13 +157,13 @@ def test_coef_linear_and_logit_match_statsmodels(pairwise):
     y = d["y"].to_numpy(float)
     p = build_problem(pairwise, "coef")
     assert p.names == ("(Intercept)", "model_b[treatment]", "position") and p.target == 1
-    np.testing.assert_allclose(fit(p).beta, sm.OLS(y, X).fit().params, rtol=1e-9)
+    np.testing.assert_allclose(fit_problem(p).beta, sm.OLS(y, X).fit().params, rtol=1e-9)
     q = build_problem(pairwise, "coef", term="position", family="logit")
     assert q.target == 2
     ref = sm.GLM(y, X, family=sm.families.Binomial()).fit(tol=1e-13).params
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        np.testing.assert_allclose(fit(q).beta, ref, rtol=1e-7)
+        np.testing.assert_allclose(fit_problem(q).beta, ref, rtol=1e-7)
     assert build_problem(pairwise, "coef", term="treatment").target == 1
 
 

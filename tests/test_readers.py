@@ -25,14 +25,14 @@ from evalmix.data.readers import (
     read_log,
 )
 from evalmix.errors import DroppedRowsWarning, EvalmixError, EvalmixWarning
-from evalmix.inference.estimands import build_problem, fit
+from evalmix.inference.estimands import build_problem, fit_problem
 
 LOGS = Path(__file__).resolve().parent / "fixtures" / "logs"
 
 
 def estimate(table, estimand, **kw) -> float:
     problem = build_problem(table, estimand, **kw)
-    return float(fit(problem).beta[problem.target])
+    return float(fit_problem(problem).beta[problem.target])
 
 
 def means(table) -> dict[str, float]:

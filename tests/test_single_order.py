@@ -18,7 +18,7 @@ import pytest
 import evalmix
 from evalmix.compare.position import position_bias
 from evalmix.errors import EvalmixError, FewClustersWarning
-from evalmix.inference.estimands import build_problem, fit
+from evalmix.inference.estimands import build_problem, fit_problem
 
 #: each record is its own comparison: several judgments of one item in random orders
 #: are not AB/BA pairs (order_design="auto" would match an item's two orders)
@@ -68,10 +68,10 @@ def test_single_order_table_is_read_and_standardised_by_hand():
     problem = build_problem(t, "controlled_win_rate", model="new")
     assert problem.details["method"].startswith("standardisation")
     assert (problem.details["n_first"], problem.details["n_second"]) == (6, 2)
-    est = fit(problem).beta
+    est = fit_problem(problem).beta
     assert est[0] == pytest.approx((np.mean(first) + np.mean(second)) / 2)
     assert est[1] == pytest.approx(np.mean(first) - np.mean(second))  # position term
-    naive = fit(build_problem(t, "win_rate", model="new")).beta[0]
+    naive = fit_problem(build_problem(t, "win_rate", model="new")).beta[0]
     assert naive == pytest.approx(np.mean(first + second))
     # the answer shown first won 6 of the 7 decisive verdicts (all but row 7)
     row = position_bias(t, judge=None, cluster="item").iloc[-1]

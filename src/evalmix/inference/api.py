@@ -35,7 +35,7 @@ from evalmix.errors import (
     check_level,
     check_option,
 )
-from evalmix.inference.estimands import ESTIMANDS, LinearProblem, build_problem, fit
+from evalmix.inference.estimands import ESTIMANDS, LinearProblem, build_problem, fit_problem
 from evalmix.inference.naive import naive_se, wilson_interval
 from evalmix.inference.result import IntervalResult
 from evalmix.inference.sandwich import (
@@ -243,7 +243,7 @@ def _interval(table: EvalTable, problem: LinearProblem, *, method: str,
         return _resampling(problem, method, codes_list[0], label, unit, G, level, reps, seed,
                            ci, weights, nested, null_value, common, details, table)
 
-    f = fit(problem)
+    f = fit_problem(problem)
     est = float(f.beta[problem.target])
     k = problem.target
     if method == "naive":

@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     from evalmix.data.table import EvalTable
 
 __all__ = [
-    "ESTIMANDS", "FAMILIES", "LinearProblem", "Fit", "build_problem", "fit", "fit_ols",
+    "ESTIMANDS", "FAMILIES", "LinearProblem", "Fit", "build_problem", "fit_problem", "fit_ols",
     "fit_logit",
 ]
 
@@ -207,7 +207,7 @@ def fit_logit(X: np.ndarray, y: np.ndarray) -> Fit:
     return Fit(beta, mu, y - mu, w, converged, it)
 
 
-def fit(problem: LinearProblem) -> Fit:
+def fit_problem(problem: LinearProblem) -> Fit:
     """Fit the problem's regression (OLS or logit)."""
     if problem.family == "logit":
         return fit_logit(problem.X, problem.y)
