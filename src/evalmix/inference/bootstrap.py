@@ -42,6 +42,7 @@ from evalmix.errors import (
     check_level,
     check_option,
 )
+from evalmix.inference.estimands import FAMILIES, Family
 from evalmix.inference.sandwich import (
     FEW_CLUSTERS,
     MIN_BOOTSTRAP_CLUSTERS,
@@ -65,9 +66,7 @@ __all__ = [
 ]
 
 CIType = Literal["percentile", "expanded", "bca", "studentized"]
-Family = Literal["linear", "logit"]
 CI_TYPES: tuple[str, ...] = ("percentile", "expanded", "bca", "studentized")
-FAMILIES: tuple[str, ...] = ("linear", "logit")
 #: Largest number of weight entries (replicates x resampled units) held at once.
 CHUNK_ENTRIES = 2_000_000
 
