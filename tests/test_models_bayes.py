@@ -126,6 +126,41 @@ def test_linear_probability_matches_lmer(crossed):
     _check_vc(fit, vc, ["scenario", "persona", "Residual"])
 
 
+def _assert_kernel_equals_pymc(model, kern, terms, rng, *, cutpoints=False):
+    """At two random points: the kernel's gradient equals PyMC's (in PyMC's value-variable
+    order) and the two log densities differ by the same constant (normalising terms).
+    Returns the points."""
+    # FAST_COMPILE: no C compilation for these tiny graphs (keeps the test quick)
+    logp = model.compile_logp(mode="FAST_COMPILE")
+    dlogp = model.compile_dlogp(mode="FAST_COMPILE")
+    offsets, points = [], []
+    for _ in range(2):
+        x = rng.normal(0, 0.5, kern.ndim)
+        point, order = {"b_centred": x[:kern.k]}, ["b_centred"]
+        for tt, (i0, i1, i2) in zip(terms, kern.slices, strict=True):
+            dev = ("z_" + tt.var[2:] if not tt.centred else tt.var) + (
+                "_zerosum__" if tt.zero_sum else "")
+            point[tt.sd_var + "_log__"] = x[i0]
+            point[dev] = x[i1:i2]
+            order += [tt.sd_var + "_log__", dev]
+        if cutpoints:
+            point["cutpoints_ordered__"] = x[kern.cut_at:]
+            order.append("cutpoints_ordered__")
+        mine, grad = kern.logp(x)
+        g = dlogp(point)
+        sizes = {v.name: np.size(point[v.name]) for v in model.value_vars}
+        starts = np.cumsum([0] + [sizes[v.name] for v in model.value_vars])
+        at = {v.name: (a, a + sizes[v.name])
+              for v, a in zip(model.value_vars, starts[:-1], strict=True)}
+        np.testing.assert_allclose(
+            grad, np.concatenate([g[at[n][0]:at[n][1]] for n in order]),
+            rtol=KERNEL_RTOL, atol=1e-9)
+        offsets.append(logp(point) - mine)
+        points.append(x)
+    assert offsets[0] == pytest.approx(offsets[1], abs=1e-8)
+    return points
+
+
 @pytest.mark.parametrize("layout", ["rows", "grid"])
 def test_kernel_density_equals_pymc(layout):
     """The hand-written Numba density and gradient equal PyMC's, for every
@@ -151,29 +186,7 @@ def test_kernel_density_equals_pymc(layout):
         kern = DensityKernel(spec, data, terms, prior_scale=1.7, layout=layout,
                              centre_slopes=False, centre_nested=False)
         assert (kern.grid is not None) == (layout == "grid")
-        # FAST_COMPILE: no C compilation for these tiny graphs (keeps the test quick)
-        logp = model.compile_logp(mode="FAST_COMPILE")
-        dlogp = model.compile_dlogp(mode="FAST_COMPILE")
-        offsets = []
-        for _ in range(2):
-            x = rng.normal(0, 0.5, kern.ndim)
-            point, order = {"b_centred": x[:kern.k]}, ["b_centred"]
-            for tt, (i0, i1, i2) in zip(terms, kern.slices, strict=True):
-                dev = ("z_" + tt.var[2:] if not tt.centred else tt.var) + (
-                    "_zerosum__" if tt.zero_sum else "")
-                point[tt.sd_var + "_log__"] = x[i0]
-                point[dev] = x[i1:i2]
-                order += [tt.sd_var + "_log__", dev]
-            mine, grad = kern.logp(x)
-            g = dlogp(point)
-            sizes = {v.name: np.size(point[v.name]) for v in model.value_vars}
-            starts = np.cumsum([0] + [sizes[v.name] for v in model.value_vars])
-            at = {v.name: (s, s + sizes[v.name]) for v, s in zip(model.value_vars, starts[:-1], strict=True)}
-            g_mine_order = np.concatenate([g[at[n][0]:at[n][1]] for n in order])
-            np.testing.assert_allclose(grad, g_mine_order, rtol=KERNEL_RTOL, atol=1e-9)
-            offsets.append(logp(point) - mine)
-        # the densities differ only by a constant (normalising terms)
-        assert offsets[0] == pytest.approx(offsets[1], abs=1e-8)
+        _assert_kernel_equals_pymc(model, kern, terms, rng)
 
 
 @pytest.mark.parametrize("source", ["ties_separate", "ordinal_scores"])
@@ -202,36 +215,12 @@ def test_cumulative_kernel_density_equals_pymc(source):
         model, _ = build_model(spec, data, terms=terms, prior_scale=1.3)
         kern = DensityKernel(spec, data, terms, prior_scale=1.3, centre_slopes=False,
                              centre_nested=False)
-        logp = model.compile_logp(mode="FAST_COMPILE")
-        dlogp = model.compile_dlogp(mode="FAST_COMPILE")
-        offsets = []
-        for _ in range(2):
-            x = rng.normal(0, 0.5, kern.ndim)
-            point, order = {"b_centred": x[:kern.k]}, ["b_centred"]
-            for tt, (i0, i1, i2) in zip(terms, kern.slices, strict=True):
-                dev = ("z_" + tt.var[2:] if not tt.centred else tt.var) + (
-                    "_zerosum__" if tt.zero_sum else "")
-                point[tt.sd_var + "_log__"] = x[i0]
-                point[dev] = x[i1:i2]
-                order += [tt.sd_var + "_log__", dev]
-            point["cutpoints_ordered__"] = x[kern.cut_at:]
-            order.append("cutpoints_ordered__")
-            mine, grad = kern.logp(x)
-            g = dlogp(point)
-            sizes = {v.name: np.size(point[v.name]) for v in model.value_vars}
-            starts = np.cumsum([0] + [sizes[v.name] for v in model.value_vars])
-            at = {v.name: (a, a + sizes[v.name])
-                  for v, a in zip(model.value_vars, starts[:-1], strict=True)}
-            np.testing.assert_allclose(
-                grad, np.concatenate([g[at[n][0]:at[n][1]] for n in order]),
-                rtol=KERNEL_RTOL, atol=1e-9)
-            offsets.append(logp(point) - mine)
+        for x in _assert_kernel_equals_pymc(model, kern, terms, rng, cutpoints=True):
             # the stored cut points are PyMC's ordered transform of the same coordinates
             e = kern.expand(x)["cutpoints"]
             y = x[kern.cut_at:]
             np.testing.assert_allclose(e, np.cumsum(np.r_[y[0], np.exp(y[1:])]),
                                        rtol=1e-14)
-        assert offsets[0] == pytest.approx(offsets[1], abs=1e-8)
 
 
 def test_vectorised_exp_and_log1p_match_numpy():
