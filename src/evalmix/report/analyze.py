@@ -404,11 +404,11 @@ def analyze(
                                command=command, fits=fits),
                     "model_timeout": model_timeout}
 
+        position = position_bias(table, judge=judge, cluster=one_way, level=level)
         base = Report(intervals=pd.DataFrame(), variance=pd.DataFrame(),
-                      judges=_judges_frame(jrows, table, judge, one_way, level),
+                      judges=_judges_frame(jrows, position, level),
                       design=design, headline=pd.DataFrame(), warnings=(),
-                      position=position_bias(table, judge=judge, cluster=one_way,
-                                             level=level),
+                      position=position,
                       summary=summary({}), leaderboard=board, leaderboard_pairs=board_pairs)
         if out is not None and fits_to_run(table, backend=backend, fast=fast,
                                            methods=model_methods):
@@ -484,8 +484,10 @@ def _leaderboard(table: EvalTable, rec: Recommendation, *, level: float, seed: i
     return out.value.tidy(), out.value.tidy_pairs(), ""
 
 
-def _judges_frame(jrows: list[dict[str, Any]], table: EvalTable, judge: str | None,
-                  cluster: str | None, level: float) -> pd.DataFrame:
+def _judges_frame(jrows: list[dict[str, Any]], pos: pd.DataFrame, level: float
+                  ) -> pd.DataFrame:
+    """Per-judge rows: the judge-stratified intervals and each judge's first-shown win
+    rate from ``pos`` (:func:`~evalmix.compare.position.position_bias`)."""
     cols = ["judge", "estimand", "contrast", "method", "cluster", "estimate", "se", "lo",
             "hi", "level", "df", "n_clusters", "n_obs", "decision", "note"]
     parts = []
@@ -493,7 +495,6 @@ def _judges_frame(jrows: list[dict[str, Any]], table: EvalTable, judge: str | No
         f = pd.DataFrame(jrows)
         f = add_decisions(f)
         parts.append(f[[c for c in cols if c in f.columns]])
-    pos = position_bias(table, judge=judge, cluster=cluster, level=level)
     for _, r in pos.iterrows():
         base = {"judge": r["judge"], "contrast": "all comparisons", "level": level,
                 "n_obs": r["n_decisive"], "note": ""}
