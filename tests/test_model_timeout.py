@@ -99,3 +99,12 @@ def test_model_timeout_option_and_its_old_name():
     for name in ("--model-timeout", "--mcmc-timeout"):
         args = parser.parse_args(["report", "d.csv", "--out", "o", name, "7"])
         assert args.model_timeout == 7
+
+
+@pytest.mark.parametrize("bad", [-1, float("nan"), float("inf"), "300", True])
+def test_a_bad_model_timeout_is_refused_before_any_work(bad):
+    table = _binary()
+    before = table.data.copy()
+    with pytest.raises(evalmix.InvalidOptionError, match="model_timeout="):
+        evalmix.analyze(table, methods=["naive"], progress=False, model_timeout=bad)
+    pd.testing.assert_frame_equal(table.data, before)

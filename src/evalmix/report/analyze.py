@@ -9,6 +9,7 @@ and a warning, never a crashed report.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
 from contextlib import nullcontext
@@ -45,7 +46,7 @@ from evalmix.compare.recommend import (
     recommend_cluster,
 )
 from evalmix.design.effect import design_effect
-from evalmix.errors import EvalmixError, check_level, check_option
+from evalmix.errors import EvalmixError, InvalidOptionError, check_level, check_option
 from evalmix.inference.api import interval
 from evalmix.inference.estimands import build_problem
 from evalmix.inference.sandwich import FEW_CLUSTERS
@@ -279,6 +280,11 @@ def analyze(
     if backend is not None:
         check_option("backend", backend, ("bayes", "statsmodels"))
     level = check_level(level)
+    if model_timeout is not None and (
+            isinstance(model_timeout, bool) or not isinstance(model_timeout, int | float)
+            or not math.isfinite(model_timeout) or model_timeout < 0):
+        raise InvalidOptionError(
+            f"model_timeout={model_timeout!r}: give seconds >= 0 (0 or None = no limit)")
     if reps < 1:
         raise EvalmixError(f"reps must be a positive integer, got {reps}")
     seed = resolve_seed(seed)
