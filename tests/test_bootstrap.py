@@ -143,7 +143,7 @@ def test_logit_matches_statsmodels_per_replicate():
     X = np.column_stack([np.ones(n), rng.integers(0, 2, n), rng.normal(size=n)])
     eta = -0.3 + 0.6 * X[:, 1] + 0.5 * X[:, 2] + rng.normal(scale=0.5, size=30)[g]
     y = (rng.random(n) < 1 / (1 + np.exp(-eta))).astype(float)
-    res = cluster_bootstrap(X, y, g, target=1, family="logit", reps=200, seed=3,
+    res = cluster_bootstrap(X, y, g, target=1, family="binomial", reps=200, seed=3,
                             ci="studentized")
     fit = sm.Logit(y, X).fit(disp=0, cov_type="cluster", cov_kwds={"groups": g})
     assert res.estimate == pytest.approx(fit.params[1], rel=STATSMODELS_TOL)
@@ -244,7 +244,7 @@ def test_studentized_replicate_se_is_cr1_of_the_expanded_resample():
     X = np.column_stack([np.ones(n), rng.integers(0, 2, n)])
     y = (rng.random(n) < 0.3 + 0.3 * X[:, 1]).astype(float)
     W = cluster_weights(12, 3, np.random.default_rng(8)).astype(int)
-    for family in ("linear", "logit"):
+    for family in ("gaussian", "binomial"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FewClustersWarning)
             res = cluster_bootstrap(X, y, g, target=1, family=family, reps=3,
@@ -254,8 +254,8 @@ def test_studentized_replicate_se_is_cr1_of_the_expanded_resample():
                                    for _ in range(W[b, c])])
             copy = np.concatenate([np.full((g == c).sum(), 100 * c + k) for c in range(12)
                                    for k in range(W[b, c])])
-            model = sm.OLS if family == "linear" else sm.Logit
-            kw = {} if family == "linear" else {"disp": 0}
+            model = sm.OLS if family == "gaussian" else sm.Logit
+            kw = {} if family == "gaussian" else {"disp": 0}
             fit = model(y[rows], X[rows]).fit(cov_type="cluster",
                                               cov_kwds={"groups": copy}, **kw)
             assert res.draws[b] == pytest.approx(fit.params[1], rel=STATSMODELS_TOL)

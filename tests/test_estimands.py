@@ -158,7 +158,7 @@ def test_coef_linear_and_logit_match_statsmodels(pairwise):
     p = build_problem(pairwise, "coef")
     assert p.names == ("(Intercept)", "model_b[treatment]", "position") and p.target == 1
     np.testing.assert_allclose(fit_problem(p).beta, sm.OLS(y, X).fit().params, rtol=1e-9)
-    q = build_problem(pairwise, "coef", term="position", family="logit")
+    q = build_problem(pairwise, "coef", term="position", family="binomial")
     assert q.target == 2
     ref = sm.GLM(y, X, family=sm.families.Binomial()).fit(tol=1e-13).params
     with warnings.catch_warnings():
@@ -175,8 +175,8 @@ def test_errors(scores, pairwise):
         build_problem(t, "median")
     with pytest.raises(InvalidOptionError, match="is not a coefficient"):
         build_problem(pairwise, "coef", term="nope")
-    with pytest.raises(InvalidOptionError, match="family='logit'"):
-        build_problem(t, "mean", family="logit")
+    with pytest.raises(InvalidOptionError, match="family='binomial'"):
+        build_problem(t, "mean", family="binomial")
     with pytest.raises(InvalidOptionError, match="two labels"):
         build_problem(t, "difference", conditions=("base",))
     with pytest.raises(EvalmixError, match="no comparison"):

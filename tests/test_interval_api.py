@@ -165,7 +165,7 @@ def test_bootstrap_and_wild_by_cluster(pairwise):
     assert w.ci_type == "test-inversion" and 0 <= w.p_value <= 1
     with pytest.raises(InvalidOptionError, match="wild"):
         evalmix.interval(pairwise, "coef", method="wild", cluster="scenario",
-                         family="logit", reps=99)
+                         family="binomial", reps=99)
 
 
 def test_paired_flag_and_tidy(pairwise):
@@ -177,7 +177,7 @@ def test_paired_flag_and_tidy(pairwise):
 
 
 def test_logit_coef_cr2(pairwise):
-    r = evalmix.interval(pairwise, "coef", method="CR2", cluster="scenario", family="logit",
+    r = evalmix.interval(pairwise, "coef", method="CR2", cluster="scenario", family="binomial",
                          term="position")
     assert r.contrast == "position" and np.isfinite(r.df) and r.se > 0
 

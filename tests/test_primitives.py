@@ -64,7 +64,7 @@ def test_logit_bootstrap_cr1_se_equals_the_glm_sandwich():
     X, _, codes = _clustered(2)
     rng = np.random.default_rng(3)
     y = (rng.random(codes.size) < special.expit(X @ [0.2, 0.8])).astype(float)
-    boot = cluster_bootstrap(X, y, codes, target=1, reps=50, seed=1, family="logit")
+    boot = cluster_bootstrap(X, y, codes, target=1, reps=50, seed=1, family="binomial")
     beta = np.zeros(2)
     for _ in range(50):  # Newton-Raphson for the full-sample logit fit
         mu = special.expit(X @ beta)

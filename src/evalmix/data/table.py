@@ -45,7 +45,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import numpy as np
 import pandas as pd
@@ -59,7 +59,7 @@ Kind = Literal["scores", "pairwise"]
 OutcomeType = Literal["binary", "proportion", "numeric"]
 TiePolicy = Literal["exclude", "half", "separate"]
 
-TIE_POLICIES: tuple[str, ...] = ("exclude", "half", "separate")
+TIE_POLICIES: tuple[str, ...] = get_args(TiePolicy)
 OUTCOME_TYPES: tuple[str, ...] = ("auto", "binary", "proportion", "numeric")
 #: Column names the canonical frame uses itself; cluster roles may not take them.
 RESERVED_NAMES: frozenset[str] = frozenset(

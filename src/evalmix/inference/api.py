@@ -20,7 +20,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
 import numpy as np
 from scipy import stats
@@ -35,6 +35,7 @@ from evalmix.errors import (
     check_level,
     check_option,
 )
+from evalmix.families import Regression
 from evalmix.inference.estimands import ESTIMANDS, LinearProblem, build_problem, fit_problem
 from evalmix.inference.naive import naive_se, wilson_interval
 from evalmix.inference.result import IntervalResult
@@ -51,11 +52,13 @@ from evalmix.inference.scale import SCALES, Scale, bounded_interval
 
 if TYPE_CHECKING:
     from evalmix.data.table import EvalTable
+    from evalmix.inference.bootstrap import CIType
+    from evalmix.inference.wild import WeightsType
 
 __all__ = ["interval", "METHODS", "FEW_CLUSTERS", "MIN_BOOTSTRAP_CLUSTERS"]
 
 Method = Literal["naive", "wilson", "CR0", "CR1", "CR2", "CR3", "bootstrap", "wild"]
-METHODS: tuple[str, ...] = ("naive", "wilson", "CR0", "CR1", "CR2", "CR3", "bootstrap", "wild")
+METHODS: tuple[str, ...] = get_args(Method)
 CI_TYPES: tuple[str, ...] = ("percentile", "expanded", "bca", "studentized")
 DEFAULT_REPS = {"bootstrap": 2000, "wild": 9999}
 
@@ -104,10 +107,10 @@ def interval(
     model: str | None = None,
     conditions: Sequence[str] | None = None,
     term: str | None = None,
-    family: Literal["linear", "logit"] = "linear",
+    family: Regression = "gaussian",
     paired: bool | Literal["auto"] = "auto",
-    ci: Literal["percentile", "expanded", "bca", "studentized"] = "percentile",
-    weights: Literal["rademacher", "webb"] = "rademacher",
+    ci: CIType = "percentile",
+    weights: WeightsType = "rademacher",
     nested: str | None = None,
     null: float | None = None,
     scale: Scale = "auto",
@@ -352,7 +355,7 @@ def _not_estimable(res: IntervalResult, problem: LinearProblem,
                         return (f"{name!r} is seen in {g} {role} cluster"
                                 f"{'' if g == 1 else 's'}; a difference needs each arm in "
                                 "at least 2 clusters")
-    if problem.estimand in _PROPORTIONS and problem.family == "linear" and (
+    if problem.estimand in _PROPORTIONS and problem.family == "gaussian" and (
             np.all(problem.y == problem.y[0])):
         return f"every outcome is {problem.y[0]:g}: there is no variation to estimate from"
     if np.isfinite(res.se) and res.se <= SE_REL_TOL * max(1.0, abs(res.estimate)):
@@ -376,7 +379,7 @@ def _finalise(res: IntervalResult, problem: LinearProblem, codes_list: list[np.n
     if bounded and res.ci_type in ("t", "normal"):
         lo, hi, p = bounded_interval(res.estimate, res.se, res.df, res.level, res.null)
         return replace(res, lo=lo, hi=hi, p_value=p, scale="logit")
-    if unit_y and problem.estimand in _PROPORTIONS and problem.family == "linear":
+    if unit_y and problem.estimand in _PROPORTIONS and problem.family == "gaussian":
         return replace(res, lo=max(res.lo, 0.0), hi=min(res.hi, 1.0))
     if problem.estimand == "difference" and bool(np.all(np.abs(problem.y) <= 1)):
         # a difference of proportions lies in [-1, 1]
@@ -433,9 +436,9 @@ def _resampling(problem: LinearProblem, method: str, codes: np.ndarray, label: s
                               seed=res.seed, p_value=p, ci_type=ci, details=details,
                               **common)
     # wild
-    if problem.family != "linear":
+    if problem.family != "gaussian":
         raise InvalidOptionError(
-            "method='wild' is for least-squares estimands; use family='linear' (linear "
+            "method='wild' is for least-squares estimands; use family='gaussian' (linear "
             "probability) or method='CR2'/'bootstrap' for a logit coefficient"
         )
     if G < 2:

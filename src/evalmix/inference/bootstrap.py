@@ -29,7 +29,7 @@ import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Literal, cast, get_args
 
 import numpy as np
 import pandas as pd
@@ -42,7 +42,7 @@ from evalmix.errors import (
     check_level,
     check_option,
 )
-from evalmix.inference.estimands import FAMILIES, Family
+from evalmix.families import REGRESSION_FAMILIES, Regression, family_name
 from evalmix.inference.sandwich import (
     FEW_CLUSTERS,
     MIN_BOOTSTRAP_CLUSTERS,
@@ -66,7 +66,7 @@ __all__ = [
 ]
 
 CIType = Literal["percentile", "expanded", "bca", "studentized"]
-CI_TYPES: tuple[str, ...] = ("percentile", "expanded", "bca", "studentized")
+CI_TYPES: tuple[str, ...] = get_args(CIType)
 #: Largest number of weight entries (replicates x resampled units) held at once.
 CHUNK_ENTRIES = 2_000_000
 
@@ -110,7 +110,7 @@ class BootstrapResult(PicklableProxies):
     ci_type: str
     n_clusters: int
     level: float = 0.95
-    family: str = "linear"
+    family: str = "gaussian"
     nested: bool = False
     n_failed: int = 0
     se_cr1: float = float("nan")
@@ -130,7 +130,7 @@ class BootstrapResult(PicklableProxies):
                "family": self.family, "nested": self.nested, "n_failed": self.n_failed,
                "bias": self.details.get("bias", float("nan"))}
         return tidy_rows([row], estimand="coef", method="bootstrap",
-                         scale="log-odds" if self.family == "logit" else "identity",
+                         scale="log-odds" if self.family == "binomial" else "identity",
                          note="")
 
     def __str__(self) -> str:
@@ -443,7 +443,7 @@ def cluster_bootstrap(
     clusters: np.ndarray,
     *,
     target: int = 0,
-    family: Family = "linear",
+    family: Regression = "gaussian",
     reps: int = 2000,
     level: float = 0.95,
     ci: CIType = "percentile",
@@ -462,7 +462,7 @@ def cluster_bootstrap(
         BA records of one comparison) must share a code.
     target : int
         Column of ``X`` whose coefficient is bootstrapped.
-    family : {"linear", "logit"}
+    family : {"gaussian", "binomial"}
         OLS (means, differences, linear-probability coefficients) or logistic regression
         (batched Newton on the cluster-weighted data; slower).
     reps : int
@@ -502,7 +502,7 @@ def cluster_bootstrap(
     >>> bool(res.lo < y.mean() < res.hi)
     True
     """
-    check_option("family", family, FAMILIES)
+    family = cast(Regression, family_name(family, REGRESSION_FAMILIES))
     check_option("ci", ci, CI_TYPES)
     X, y, codes, g = regression_arrays(X, y, clusters, target=target)
     n, k = X.shape
@@ -539,7 +539,7 @@ def cluster_bootstrap(
     n_blocks = int(block.max()) + 1
 
     gather = None
-    if family == "linear":
+    if family == "gaussian":
         sums = _block_sums(X, y, block, n_blocks, True)
         if nested is None and not studentized and k <= 2:
             gather = np.column_stack([sums["H"].reshape(n_blocks, k * k), sums["s"]])

@@ -32,7 +32,6 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -41,14 +40,20 @@ from scipy import stats
 from evalmix.errors import EvalmixError, FewClustersWarning, check_level, check_option
 from evalmix.inference.bootstrap import cluster_weights, norm_inter
 from evalmix.inference.ranking import pairwise_satterthwaite
-from evalmix.inference.sandwich import MIN_BOOTSTRAP_CLUSTERS, cluster_codes, cr1_factor
+from evalmix.inference.sandwich import (
+    CR_TYPES,
+    MIN_BOOTSTRAP_CLUSTERS,
+    CRType,
+    cluster_codes,
+    cr1_factor,
+)
 from evalmix.seeding import SeedLike, seeded_rng
 from evalmix.tidy import RESULT_COLUMNS
 
 __all__ = ["compare_all", "ComparisonResult", "holm", "cell_means_vcov"]
 
-Method = Literal["CR0", "CR1", "CR2", "CR3"]
-METHODS: tuple[str, ...] = ("CR0", "CR1", "CR2", "CR3")
+Method = CRType
+METHODS: tuple[str, ...] = CR_TYPES
 CHUNK_ENTRIES = 4_000_000
 
 #: Columns of :meth:`ComparisonResult.tidy`: the result contract's

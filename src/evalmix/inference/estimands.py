@@ -33,7 +33,7 @@ variance method (naive, sandwich, cluster bootstrap, wild bootstrap) consumes:
     ``model_b`` (or ``condition``) is A or B.
 ``coef``
     A coefficient of ``y ~ 1 + condition dummies + position`` (linear probability by
-    default, ``family="logit"`` for logistic); ``term=`` selects it. Position is
+    default, ``family="binomial"`` for logistic); ``term=`` selects it. Position is
     ``a_first - 1/2`` on pairwise tables (so its coefficient is the first-shown
     advantage of ``model_a``), the ``position`` column on score tables.
 """
@@ -44,7 +44,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
 import numpy as np
 import pandas as pd
@@ -58,19 +58,18 @@ from evalmix.errors import (
     InvalidOptionError,
     check_option,
 )
+from evalmix.families import REGRESSION_FAMILIES, Regression, family_name
 
 if TYPE_CHECKING:
     from evalmix.data.table import EvalTable
 
 __all__ = [
-    "ESTIMANDS", "FAMILIES", "LinearProblem", "Fit", "build_problem", "fit_problem", "fit_ols",
+    "ESTIMANDS", "LinearProblem", "Fit", "build_problem", "fit_problem", "fit_ols",
     "fit_logit",
 ]
 
 Estimand = Literal["mean", "win_rate", "controlled_win_rate", "difference", "coef"]
-Family = Literal["linear", "logit"]
-ESTIMANDS: tuple[str, ...] = ("mean", "win_rate", "controlled_win_rate", "difference", "coef")
-FAMILIES: tuple[str, ...] = ("linear", "logit")
+ESTIMANDS: tuple[str, ...] = get_args(Estimand)
 AUTO = "auto"
 PAIRED: tuple[object, ...] = (AUTO, True, False)
 #: ``paired="auto"`` pairs when at least this share of units has both conditions (the
@@ -93,7 +92,8 @@ class LinearProblem:
         Column of ``X`` whose coefficient is the estimand.
     names : tuple of str
         Column names of ``X``.
-    family : {"linear", "logit"}
+    family : {"gaussian", "binomial"}
+        Least squares or logistic (quasi-binomial) regression.
     cluster_codes : Mapping[str, ndarray]
         Dense int codes (0..G-1) of every cluster factor, for the rows of ``X``.
     pair_codes : ndarray or None
@@ -170,7 +170,7 @@ def fit_logit(X: np.ndarray, y: np.ndarray) -> Fit:
     """Logistic regression (quasi-binomial for y in [0, 1]) by Newton-IRLS."""
     X = np.asarray(X, dtype=float)
     if np.any((y < 0) | (y > 1)):
-        raise EvalmixError("family='logit' needs outcomes in [0, 1]")
+        raise EvalmixError("family='binomial' (logistic) needs outcomes in [0, 1]")
     p0 = np.clip(y.mean(), 1e-6, 1 - 1e-6)
     beta = np.zeros(X.shape[1])
     beta[0] = np.log(p0 / (1 - p0)) if np.allclose(X[:, 0], 1) else 0.0
@@ -188,7 +188,7 @@ def fit_logit(X: np.ndarray, y: np.ndarray) -> Fit:
                 f"{it} Newton steps, largest |coef| {np.max(np.abs(beta)):.3g}): the outcome "
                 "is perfectly separated by a condition or covariate (e.g. one condition "
                 "scores all 1s or all 0s), so its log-odds coefficient is infinite. Use "
-                "family='linear' (difference in proportions) instead"
+                "family='gaussian' (difference in proportions) instead"
             ) from None
         beta = beta + step
         if np.max(np.abs(step)) < LOGIT_TOL * (1 + np.max(np.abs(beta))):
@@ -200,7 +200,7 @@ def fit_logit(X: np.ndarray, y: np.ndarray) -> Fit:
         warnings.warn(
             f"logistic fit did not converge in {it} iterations (largest |coef| "
             f"{np.max(np.abs(beta)):.3g}); the outcome may be separated by a covariate. "
-            "Use family='linear' (linear probability) instead",
+            "Use family='gaussian' (linear probability) instead",
             ConvergenceWarning, stacklevel=3,
         )
         w = np.maximum(w, 1e-300)
@@ -209,7 +209,7 @@ def fit_logit(X: np.ndarray, y: np.ndarray) -> Fit:
 
 def fit_problem(problem: LinearProblem) -> Fit:
     """Fit the problem's regression (OLS or logit)."""
-    if problem.family == "logit":
+    if problem.family == "binomial":
         return fit_logit(problem.X, problem.y)
     return fit_ols(problem.X, problem.y)
 
@@ -318,7 +318,7 @@ def _scored_for_labels(table: EvalTable, conditions: Sequence[str] | None,
     return replace(table, data=frame, _codes={})
 
 
-def _problem(X, y, target, names, table, mask, *, estimand, contrast, null, family="linear",
+def _problem(X, y, target, names, table, mask, *, estimand, contrast, null, family="gaussian",
              paired=None, details=None, cluster_codes=None, pair_codes="auto") -> LinearProblem:
     X = np.asarray(X, dtype=float)
     if X.ndim == 1:
@@ -645,7 +645,7 @@ def build_problem(
     model: str | None = None,
     conditions: Sequence[str] | None = None,
     term: str | None = None,
-    family: Family = "linear",
+    family: Regression = "gaussian",
     paired: bool | Literal["auto"] = "auto",
 ) -> LinearProblem:
     """Turn an estimand on an :class:`~evalmix.data.table.EvalTable` into a LinearProblem.
@@ -667,8 +667,9 @@ def build_problem(
     term : str, optional
         ``coef``: the coefficient (e.g. ``"position"``, ``"condition[treatment]"`` or
         just ``"treatment"``); default the first non-intercept term.
-    family : {"linear", "logit"}
-        ``coef`` only.
+    family : {"gaussian", "binomial"}
+        ``coef`` only: least squares (linear probability for 0/1 outcomes) or logistic
+        (quasi-binomial) regression (see :mod:`evalmix.families`).
     paired : "auto", True or False
         ``difference``: force or forbid the per-unit (paired) estimator.
 
@@ -680,10 +681,10 @@ def build_problem(
     (50, 1)
     """
     check_option("estimand", estimand, ESTIMANDS)
-    check_option("family", family, FAMILIES)
-    if family == "logit" and estimand != "coef":
+    family = cast(Regression, family_name(family, REGRESSION_FAMILIES))
+    if family == "binomial" and estimand != "coef":
         raise InvalidOptionError(
-            f"family='logit' is for estimand='coef'; {estimand!r} is a mean or a "
+            f"family='binomial' (logistic) is for estimand='coef'; {estimand!r} is a mean or a "
             "difference of means, estimated by least squares"
         )
     if estimand == "mean":

@@ -38,7 +38,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
 import numpy as np
 import pandas as pd
@@ -60,7 +60,9 @@ from evalmix.inference.ranking import (
     rank_intervals,
 )
 from evalmix.inference.sandwich import (
+    CR_TYPES,
     FEW_CLUSTERS,
+    CRType,
     MultiwayTerm,
     _inclusion_exclusion,
     _psd,
@@ -79,14 +81,14 @@ if TYPE_CHECKING:
 
 __all__ = ["leaderboard", "LeaderboardResult", "MODEL_COLUMNS", "PAIR_COLUMNS"]
 
-Method = Literal["CR0", "CR1", "CR2", "CR3"]
+Method = CRType
 Adjust = Literal["max-t", "bonferroni", "none"]
 Estimand = Literal["auto", "mean", "win_rate", "bradley_terry"]
-METHODS: tuple[str, ...] = ("CR0", "CR1", "CR2", "CR3")
+METHODS: tuple[str, ...] = CR_TYPES
 #: Methods with a multiway form (CR3 has none; as for evalmix.interval).
 MULTIWAY_METHODS: tuple[str, ...] = ("CR0", "CR1", "CR2")
-ADJUSTS: tuple[str, ...] = ("max-t", "bonferroni", "none")
-ESTIMANDS: tuple[str, ...] = ("auto", "mean", "win_rate", "bradley_terry")
+ADJUSTS: tuple[str, ...] = get_args(Adjust)
+ESTIMANDS: tuple[str, ...] = get_args(Estimand)
 
 #: The board's columns: the result contract's :data:`~evalmix.tidy.RESULT_COLUMNS`
 #: (``contrast`` is the model, prefixed ``"<stratum>: "`` on a stratum's board), then

@@ -57,7 +57,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Literal
+from typing import Literal, get_args
 
 import numpy as np
 from scipy import linalg
@@ -84,7 +84,7 @@ __all__ = [
 ]
 
 CRType = Literal["CR0", "CR1", "CR2", "CR3"]
-CR_TYPES: tuple[str, ...] = ("CR0", "CR1", "CR2", "CR3")
+CR_TYPES: tuple[str, ...] = get_args(CRType)
 #: Eigenvalues of ``I - H_gg`` at or below this are treated as zero (clubSandwich's
 #: ``matrix_power`` uses the same 1e-12 cut-off).
 EIGEN_TOL = 1e-12
@@ -230,7 +230,7 @@ def _dense_pieces(wh: _Whitened, codes: np.ndarray, G: int, type: str,
         raise EvalmixError(
             f"logit CR2 forms an m x m matrix per cluster and the largest cluster has "
             f"{int(sizes.max())} rows (limit {DENSE_MAX_SIZE}); use CR1/CR3 for this "
-            "factor, family='linear', or a finer cluster factor"
+            "factor, family='gaussian', or a finer cluster factor"
         )
     batches = []
     for m in np.unique(sizes):

@@ -23,7 +23,7 @@ expected number of positive counts estimated from survey data. Survey Methodolog
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 import numpy as np
 from scipy import stats
@@ -32,7 +32,7 @@ from scipy.special import expit, logit
 __all__ = ["SCALES", "Scale", "bounded_interval", "t_quantile"]
 
 Scale = Literal["auto", "identity", "logit"]
-SCALES: tuple[str, ...] = ("auto", "identity", "logit")
+SCALES: tuple[str, ...] = get_args(Scale)
 
 
 def t_quantile(level: float, df: float) -> float:

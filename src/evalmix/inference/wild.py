@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, get_args
 
 import numpy as np
 import pandas as pd
@@ -43,7 +43,7 @@ from evalmix.tidy import tidy_rows
 __all__ = ["WildResult", "wild_cluster_bootstrap", "wild_weights", "WEBB_VALUES"]
 
 WeightsType = Literal["rademacher", "webb"]
-WEIGHTS: tuple[str, ...] = ("rademacher", "webb")
+WEIGHTS: tuple[str, ...] = get_args(WeightsType)
 #: Webb's six-point distribution: +-sqrt(1/2), +-1, +-sqrt(3/2), each with probability 1/6.
 WEBB_VALUES = np.array([-np.sqrt(1.5), -1.0, -np.sqrt(0.5), np.sqrt(0.5), 1.0, np.sqrt(1.5)])
 CHUNK_ENTRIES = 4_000_000

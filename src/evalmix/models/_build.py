@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from evalmix.errors import EvalmixError
+from evalmix.families import family_name
 from evalmix.models._formula import parse_formula
 from evalmix.models._spec_types import ModelSpec, RandomTerm, _readonly
 
@@ -141,16 +142,17 @@ ORDINAL_MAX_CATEGORIES = 30
 def _response(table, design: str, family: str | None = None
               ) -> tuple[np.ndarray, str, str, tuple[str, ...]]:
     d = table.data
-    if family is not None and family != "ordinal":
-        raise EvalmixError(f"family={family!r}; choose None (from the table) or 'ordinal'")
-    if family == "ordinal" and not (table.kind == "scores"
+    # None: the family follows from the table; the one family to ask for is the
+    # cumulative logit
+    ordinal = family is not None and family_name(family, ("cumulative",)) == "cumulative"
+    if ordinal and not (table.kind == "scores"
                                     and table.outcome_type == "numeric"):
         raise EvalmixError("family='ordinal' is for numeric score tables (e.g. 1-10 "
                            "ratings); pairwise tables get an ordinal model with "
                            "evalmix.read(..., ties='separate')")
     if table.kind == "scores":
         y = d["y"].to_numpy(dtype=float)
-        if family == "ordinal":
+        if ordinal:
             values = np.unique(y)
             if not 3 <= len(values) <= ORDINAL_MAX_CATEGORIES:
                 raise EvalmixError(
@@ -224,10 +226,10 @@ def build_spec(
         baseline designs the first sorted ``model_b``).
     judge : str
         Name of the judge role (for ``judge_position``).
-    family : {None, "ordinal"}
+    family : {None, "ordinal", "cumulative"}
         None: from the table (logit for binary outcomes and pairwise verdicts, Gaussian
-        for numeric scores, cumulative logit for ``ties="separate"``). ``"ordinal"``:
-        a cumulative-logit model for numeric scores (e.g. 1-10), one cut point between
+        for numeric scores, cumulative logit for ``ties="separate"``). ``"ordinal"``
+        (= ``"cumulative"``, see :mod:`evalmix.families`): a cumulative-logit model for numeric scores (e.g. 1-10), one cut point between
         each pair of adjacent observed values.
 
     Returns

@@ -1,7 +1,7 @@
 """The frozen dataclasses of a model specification: :class:`ModelSpec`, :class:`RandomTerm`.
 
-Also the family names (:data:`FAMILIES`, :func:`check_family`). Kept apart from
-:mod:`evalmix.models.spec` so that the formula parser and the spec builder can import
+The family names are :mod:`evalmix.families`. Kept apart from :mod:`evalmix.models.spec`
+so that the formula parser and the spec builder can import
 them without an import cycle; import them from :mod:`evalmix.models.spec`, whose docstring
 describes the model.
 """
@@ -9,15 +9,12 @@ describes the model.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Literal
 
 import numpy as np
 import pandas as pd
 
-from evalmix.errors import EvalmixError, InvalidOptionError
-
-Family = Literal["bernoulli", "binomial", "gaussian", "cumulative"]
-FAMILIES: tuple[str, ...] = ("bernoulli", "binomial", "gaussian", "cumulative")
+from evalmix.errors import EvalmixError
+from evalmix.families import Family
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
@@ -154,7 +151,3 @@ class ModelSpec:
                 f"  response: {self.response}\n  fixed: {', '.join(self.fixed_names)}\n"
                 f"  random: {', '.join(r.name for r in self.random) or 'none'}")
 
-
-def check_family(family: str) -> None:
-    if family not in FAMILIES:
-        raise InvalidOptionError(f"family={family!r}; choose one of {FAMILIES}")

@@ -105,7 +105,7 @@ def fit(
         Cluster roles with random intercepts (default: every role not in ``fixed``).
     reference : str, optional
         Reference level of the condition / model abilities.
-    family : {None, "ordinal"}
+    family : {None, "ordinal", "cumulative"}
         ``"ordinal"``: a cumulative-logit model for numeric scores (1-10 ratings) instead
         of the Gaussian one (Bayesian back end; see :func:`~evalmix.models.spec.build_spec`).
     strata : str, optional

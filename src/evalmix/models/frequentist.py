@@ -47,7 +47,7 @@ import time
 import warnings
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import numpy as np
 import pandas as pd
@@ -100,7 +100,7 @@ __all__ = [
 ]
 
 Method = Literal["auto", "mixedlm", "laplace", "vb", "map"]
-METHODS: tuple[str, ...] = ("auto", "mixedlm", "laplace", "vb", "map")
+METHODS: tuple[str, ...] = get_args(Method)
 
 #: Factors with fewer levels get a FewClustersWarning (their SD is barely identified).
 FEW_LEVELS = 5

@@ -51,12 +51,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from evalmix.families import FAMILIES
+from evalmix.families import Family as Family
 from evalmix.models._build import build_spec
 from evalmix.models._formula import ParsedFormula as ParsedFormula
 from evalmix.models._formula import parse_formula
-from evalmix.models._spec_types import FAMILIES, ModelSpec, RandomTerm, _readonly
-from evalmix.models._spec_types import Family as Family
-from evalmix.models._spec_types import check_family as check_family
+from evalmix.models._spec_types import ModelSpec, RandomTerm, _readonly
 
 __all__ = [
     "ModelSpec",

@@ -22,7 +22,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import numpy as np
 import pandas as pd
@@ -30,6 +30,7 @@ from scipy import stats
 from scipy.special import expit
 
 from evalmix.errors import EvalmixError, check_option
+from evalmix.families import REGRESSION_FAMILIES, Regression, family_name
 from evalmix.inference.estimands import build_problem
 from evalmix.inference.sandwich import cluster_codes, intersect_codes
 from evalmix.seeding import SeedLike, seeded_rng
@@ -205,7 +206,7 @@ def bootstrap_power(
 
 
 Estimand = Literal["mean", "win_rate", "controlled_win_rate", "difference"]
-PILOT_ESTIMANDS: tuple[str, ...] = ("mean", "win_rate", "controlled_win_rate", "difference")
+PILOT_ESTIMANDS: tuple[str, ...] = get_args(Estimand)
 
 
 def pilot_power(
@@ -240,8 +241,9 @@ def pilot_power(
     common: dict[str, Any] = dict(n_clusters=n_clusters, effect=effect, reps=reps,
                                   level=level, power=power, seed=seed)
     prob = build_problem(table, estimand, conditions=conditions, **dict(problem_kwargs or {}))
-    if prob.family != "linear":
-        raise EvalmixError("pilot_power bootstraps OLS estimands; use a linear family")
+    if prob.family != "gaussian":
+        raise EvalmixError("pilot_power bootstraps least-squares estimands; use "
+                           "family='gaussian'")
     null_value = null if null is not None else (
         float(prob.null) if np.isfinite(prob.null) else 0.0)
     return bootstrap_power(prob.X, prob.y, prob.cluster_codes[roles[0]],
@@ -386,7 +388,7 @@ def parametric_power(
     null: float | None = None,
     cluster: str | Sequence[str] | None = None,
     n_per_cell: int = 1,
-    family: Literal["binomial", "gaussian"] | None = None,
+    family: Regression | None = None,
     residual_sd: float | None = None,
     reps: int = 500,
     level: float = 0.95,
@@ -440,8 +442,7 @@ def parametric_power(
     if bad:
         raise EvalmixError(f"variance components are standard deviations, finite and >= 0; "
                            f"got {bad}")
-    model_family: str = family or fam
-    check_option("family", model_family, ("binomial", "gaussian"))
+    model_family = family_name(family or fam, REGRESSION_FAMILIES)
     if residual_sd is not None:
         resid_sd = residual_sd
     if model_family == "gaussian" and resid_sd <= 0:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import numpy as np
 import pandas as pd
@@ -36,9 +36,9 @@ Estimand = Literal["mean", "win_rate", "difference"]
 Alternative = Literal["two-sided", "larger", "smaller"]
 Distribution = Literal["t", "normal"]
 
-ESTIMANDS: tuple[str, ...] = ("mean", "win_rate", "difference")
-ALTERNATIVES: tuple[str, ...] = ("two-sided", "larger", "smaller")
-DISTRIBUTIONS: tuple[str, ...] = ("t", "normal")
+ESTIMANDS: tuple[str, ...] = get_args(Estimand)
+ALTERNATIVES: tuple[str, ...] = get_args(Alternative)
+DISTRIBUTIONS: tuple[str, ...] = get_args(Distribution)
 
 #: Columns of :meth:`PowerResult.tidy`: the result contract's
 #: :data:`~evalmix.tidy.RESULT_COLUMNS` (``contrast`` names the design, ``estimate`` is

@@ -21,7 +21,7 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from evalmix.data.read import read
 from evalmix.data.readers.alpaca_eval import read_alpaca_eval
@@ -35,7 +35,7 @@ __all__ = ["FORMATS", "detect_format", "read_log", "read_inspect", "read_lm_eval
            "read_alpaca_eval", "read_battles"]
 
 Format = Literal["auto", "table", "inspect", "lm_eval", "alpaca_eval", "battles"]
-FORMATS: tuple[str, ...] = ("auto", "table", "inspect", "lm_eval", "alpaca_eval", "battles")
+FORMATS: tuple[str, ...] = get_args(Format)
 _READERS: dict[str, Callable[..., EvalTable]] = {"inspect": read_inspect, "lm_eval": read_lm_eval,
             "alpaca_eval": read_alpaca_eval, "battles": read_battles}
 
