@@ -115,7 +115,7 @@ def test_interaction_cell_from_the_cli(judged, tmp_path):
          "--model-a", "model_a", "--model-b", "model_b", "--first-shown", "first_shown",
          "--cluster", "scenario=scenario", "--cluster", "persona=persona",
          "--cluster", "cell=scenario:persona", "--sampled", "scenario,persona",
-         "--fast", "--reps", "99", "--seed", "1", "--quiet", "--levels", "cell", "none",
+         "--fast", "--reps", "99", "--seed", "1", "--quiet", "--cluster-levels", "cell", "none",
          "--out", str(out)], capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr
     iv = pd.read_csv(out / "intervals.csv", keep_default_na=False)

@@ -59,14 +59,14 @@ def test_power_cli_writes_curves_sizes_and_plot(tmp_path):
 def test_power_cli_parametric_one_line_per_factor(tmp_path):
     out = tmp_path / "pilot"
     _run("power", "--components", "scenario=0.8", "--components", "judge=0.4",
-         "--levels", "scenario=12", "--levels", "judge=3", "--vary", "scenario=6,24",
+         "--n-levels", "scenario=12", "--n-levels", "judge=3", "--vary", "scenario=6,24",
          "--vary", "judge=2,6", "--estimand", "mean", "--intercept", "0.4", "--reps", "60",
          "--out", str(out))
     curves = pd.read_csv(out / "power.csv")
     assert set(curves.line) == {"vary scenario", "vary judge"}
     plans = pd.read_csv(out / "plans.csv")
-    assert {"plan", "power", "power_mcse", "mde", "mde_mcse", "levels_scenario",
-            "levels_judge"} <= set(plans.columns)
+    assert {"plan", "power", "power_mcse", "mde", "mde_mcse", "n_levels_scenario",
+            "n_levels_judge"} <= set(plans.columns)
     assert len(plans) == 5
     _png(out / "power.png")
 

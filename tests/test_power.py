@@ -182,7 +182,7 @@ def test_parametric_power_matches_analytic_gaussian():
     # tested against 0: the noncentral t is exact, so simulation must agree within MC error
     reps = 1500
     res = parametric_power({"scenario": np.sqrt(0.2), "item": 0.0},
-                           levels={"scenario": 12, "item": 8}, vary={"scenario": [24]},
+                           n_levels={"scenario": 12, "item": 8}, vary={"scenario": [24]},
                            estimand="mean", family="gaussian", residual_sd=np.sqrt(0.8),
                            effect=0.3, reps=reps, seed=3)
     for _, row in res.table.iterrows():
@@ -201,7 +201,7 @@ def test_parametric_interaction_term_acts_as_item_noise():
     # same design as above with the residual moved into the interaction term
     reps = 1500
     res = parametric_power({"scenario": np.sqrt(0.2), "scenario:item": np.sqrt(0.79)},
-                           levels={"scenario": 12, "item": 8}, estimand="mean",
+                           n_levels={"scenario": 12, "item": 8}, estimand="mean",
                            family="gaussian", residual_sd=0.1, effect=0.3, reps=reps, seed=4)
     analytic = float(power(0.3, n_clusters=12, cluster_size=8, icc=0.2, sd=1.0).power)
     mcse = np.sqrt(analytic * (1 - analytic) / reps)
@@ -272,7 +272,7 @@ def test_components_from_model_fit_variance_frame():
     assert intercepts == {"scenario": 0.8, "judge": 0.4, "scenario:judge": 0.2}
     assert slopes == {"judge": 0.3} and family == "binomial"
     assert components_from_fit({"scenario": 0.5})[0] == {"scenario": 0.5}
-    res = parametric_power(fit, levels={"scenario": 10, "judge": 3}, estimand="difference",
+    res = parametric_power(fit, n_levels={"scenario": 10, "judge": 3}, estimand="difference",
                            effect=0.5, reps=50, seed=1, cluster=["scenario", "judge"])
     assert res.table.loc[0, "df"] == 2  # multiway: min(G) - 1
 

@@ -283,7 +283,7 @@ def test_scores_table_means_and_differences():
     t = evalmix.read(df, outcome="score", condition="cond", clusters={"item": "item"})
     rep = evalmix.analyze(t, fast=True, backend="statsmodels", reps=199, seed=1,
                           progress=False, methods=["naive", "CR2", "mixedlm"],
-                          levels=["none"])
+                          cluster_levels=["none"])
     iv = rep.intervals
     assert set(zip(iv["estimand"], iv["contrast"], strict=True)) == {
         ("mean", "A"), ("mean", "B"), ("difference", "B - A")}

@@ -69,7 +69,7 @@ BUILDERS = {
     "PilotPowerResult": lambda s, j: pilot_power(s, n_clusters=[10, 20], null=0.5, reps=100,
                                                  seed=1),
     "PilotPowerResult (parametric)": lambda s, j: parametric_power(
-        {"scenario": 0.4, "item": 0.0}, levels={"scenario": 8, "item": 4},
+        {"scenario": 0.4, "item": 0.0}, n_levels={"scenario": 8, "item": 4},
         vary={"scenario": [8, 16]}, estimand="mean", family="gaussian", residual_sd=1.0,
         effect=0.3, reps=100, seed=3),
     "HeadlineCoverage": lambda s, j: headline_coverage([next(iter(DESIGNS))], reps=4,

@@ -89,7 +89,7 @@ def test_parametric_power_refuses_negative_sd():
     from evalmix.plan.pilot import parametric_power
 
     with pytest.raises(EvalmixError, match=r"standard deviations.*'scenario': -0.8"):
-        parametric_power({"scenario": -0.8}, levels={"scenario": 10}, reps=20, seed=1)
+        parametric_power({"scenario": -0.8}, n_levels={"scenario": 10}, reps=20, seed=1)
 
 
 def test_coverage_plot_survives_failed_and_single_cells(tmp_path):

@@ -92,8 +92,10 @@ def add_parser(subparsers: Any) -> list[str]:
                     help="target power")
     pw.add_argument("--components", action="append", default=[], metavar="FACTOR=SD",
                     help="simulate from latent SDs instead (repeatable), e.g. scenario=0.8")
-    pw.add_argument("--levels", action="append", default=[], metavar="FACTOR=N",
-                    help="pilot levels per factor (with --components)")
+    pw.add_argument("--n-levels", "--levels", dest="n_levels", action="append", default=[],
+                    metavar="FACTOR=N",
+                    help="pilot number of levels per factor (with --components; --levels is "
+                         "the old name)")
     pw.add_argument("--vary", action="append", default=[], metavar="FACTOR=N1,N2",
                     help="levels to try per factor (with --components)")
     pw.add_argument("--intercept", type=finite_float, default=0.0,
@@ -174,15 +176,15 @@ def _parametric_lines(args) -> tuple[pd.DataFrame, pd.DataFrame]:
     from evalmix.plan.pilot import parametric_power
 
     comps = {k: parse_numbers(v)[0] for k, v in _pairs(args.components, "--components").items()}
-    levels = {k: parse_numbers(v, integer=True)[0]
-              for k, v in _pairs(args.levels, "--levels").items()}
+    n_levels = {k: parse_numbers(v, integer=True)[0]
+                for k, v in _pairs(args.n_levels, "--n-levels").items()}
     vary = {k: parse_numbers(v, integer=True) for k, v in _pairs(args.vary, "--vary").items()}
-    if not levels:
-        raise EvalmixError("--components needs --levels FACTOR=N for every factor")
+    if not n_levels:
+        raise EvalmixError("--components needs --n-levels FACTOR=N for every factor")
     estimand: Literal["mean", "difference"] = (
         "mean" if args.estimand in ("mean", "win_rate") else "difference")
     effects = parse_numbers(args.effect)
-    res = parametric_power(comps, levels=levels, vary=vary, estimand=estimand,
+    res = parametric_power(comps, n_levels=n_levels, vary=vary, estimand=estimand,
                            intercept=args.intercept, effect=effects[0], reps=args.reps,
                            level=args.level, power=args.target, seed=args.seed)
     table = res.table
@@ -190,7 +192,7 @@ def _parametric_lines(args) -> tuple[pd.DataFrame, pd.DataFrame]:
     rows = []
     for factor in vary:
         part = pd.concat([base, table[table.factor == factor]])
-        part = part.assign(line=f"vary {factor}", n_levels=part[f"levels_{factor}"])
+        part = part.assign(line=f"vary {factor}", n_levels=part[f"n_levels_{factor}"])
         rows.append(part)
     curves = pd.concat(rows, ignore_index=True) if rows else table.assign(line="base",
                                                                         n_levels=0)

@@ -89,8 +89,10 @@ def add_parser(subparsers: Any) -> list[str]:
     rp.add_argument("--roles", help="roles.toml with the same keys")
     rp.add_argument("--backend", choices=("bayes", "statsmodels"), default=None,
                     help="model back end (default: statsmodels, plus bayes unless --fast)")
-    rp.add_argument("--levels", nargs="*", default=None,
-                    help="cluster levels to run (roles, a+b for multiway, none)")
+    rp.add_argument("--cluster-levels", "--levels", dest="cluster_levels", nargs="*",
+                    default=None, metavar="LEVEL",
+                    help="cluster levels to run (roles, a+b for multiway, none; --levels is "
+                         "the old name)")
     rp.add_argument("--encoding", default=None,
                     help="text encoding of a CSV/TSV/JSON file (default utf-8), e.g. latin-1")
     rp.add_argument("--on-unparsed", dest="on_unparsed", choices=("auto", "error", "drop"),
@@ -215,7 +217,7 @@ def run_report(args: argparse.Namespace) -> int:
     table = _read(args)
     try:
         report = analyze(
-            table, levels=args.levels, backend=args.backend, fast=args.fast,
+            table, cluster_levels=args.cluster_levels, backend=args.backend, fast=args.fast,
             reps=args.reps, seed=args.seed, progress=not args.quiet, draws=args.draws,
             model_timeout=args.model_timeout, command=_command_line(), out=args.out,
             fit_options=None if args.sensitivity else {"sensitivity": None})

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from evalmix.data.table import EvalTable
 
 __all__ = [
-    "ALL_METHODS", "FEW_LEVELS", "Contrast", "Recommendation", "cluster_levels",
+    "ALL_METHODS", "FEW_LEVELS", "Contrast", "Recommendation", "levels_to_run",
     "contrasts", "recommend_cluster", "judge_role",
 ]
 
@@ -190,12 +190,12 @@ def output_cell(table: EvalTable) -> str | None:
     return cell
 
 
-def cluster_levels(table: EvalTable, levels: Sequence[str] | None = None
-                   ) -> list[tuple[str, ...]]:
+def levels_to_run(table: EvalTable, asked: Sequence[str] | None = None
+                  ) -> list[tuple[str, ...]]:
     """Cluster levels to run: none, each role, and two-way combinations of crossed roles.
 
     The default list also holds the output-generating cell (:func:`output_cell`).
-    ``levels`` restricts the list: role names, ``"a:b"`` for an interaction cell,
+    ``asked`` restricts the list: role names, ``"a:b"`` for an interaction cell,
     ``"a+b"`` for multiway, ``""``/``"none"`` for independent rows.
     """
     all_levels: list[tuple[str, ...]] = [()]
@@ -206,10 +206,10 @@ def cluster_levels(table: EvalTable, levels: Sequence[str] | None = None
     cell = output_cell(table)
     if cell is not None:
         all_levels.append((cell,))
-    if levels is None:
+    if asked is None:
         return all_levels
     wanted: list[tuple[str, ...]] = []
-    for lv in levels:
+    for lv in asked:
         key = () if lv in ("", "none", None) else tuple(str(lv).split("+"))
         table.check_cluster(key or None)
         if key not in wanted:

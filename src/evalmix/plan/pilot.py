@@ -20,6 +20,7 @@ Both report power and the minimum detectable effect with Monte Carlo SEs, per pl
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
@@ -29,7 +30,7 @@ import pandas as pd
 from scipy import stats
 from scipy.special import expit
 
-from evalmix.errors import EvalmixError, check_option
+from evalmix.errors import EvalmixError, InvalidOptionError, check_option
 from evalmix.families import REGRESSION_FAMILIES, Regression, family_name
 from evalmix.inference.estimands import build_problem
 from evalmix.inference.sandwich import cluster_codes, intersect_codes
@@ -53,7 +54,7 @@ class PilotPowerResult:
     Attributes
     ----------
     table : pandas.DataFrame
-        One row per plan, columns :data:`PILOT_COLUMNS` plus one ``levels_<factor>``
+        One row per plan, columns :data:`PILOT_COLUMNS` plus one ``n_levels_<factor>``
         column per factor for parametric plans. ``power`` is the share of replications
         whose CR1 t test rejects ``null`` at ``level``, ``power_mcse`` its Monte Carlo SE;
         ``mde = (t_{1-a/2, df} + t_{power, df}) * se_rms`` with ``se_rms`` the root mean
@@ -380,7 +381,7 @@ def _simulate_plan(levels, intercepts, slopes, *, family, residual_sd, intercept
 def parametric_power(
     components: Any,
     *,
-    levels: Mapping[str, int],
+    n_levels: Mapping[str, int] | None = None,
     vary: Mapping[str, Sequence[int]] | None = None,
     estimand: Literal["mean", "difference"] = "difference",
     intercept: float = 0.0,
@@ -394,6 +395,7 @@ def parametric_power(
     level: float = 0.95,
     power: float = 0.8,
     seed: SeedLike = None,
+    levels: Mapping[str, int] | None = None,
 ) -> PilotPowerResult:
     """Power per plan by drawing crossed data from variance components.
 
@@ -414,18 +416,21 @@ def parametric_power(
     ----------
     components : ModelFit or mapping
         Latent SDs; see :func:`components_from_fit`.
-    levels : mapping
+    n_levels : mapping
         Pilot (base) number of levels per factor, e.g. ``{"scenario": 30, "persona": 6,
         "author": 3, "judge": 3}``.
     vary : mapping, optional
         Numbers of levels to try per factor, each factor varied with the others held at
-        ``levels``, e.g. ``{"scenario": [10, 20, 40], "judge": [3, 6]}``. The base plan
+        ``n_levels``, e.g. ``{"scenario": [10, 20, 40], "judge": [3, 6]}``. The base plan
         is always included.
+    levels : mapping, optional
+        Deprecated: the old name of ``n_levels`` (``level`` is the confidence level); it
+        still works, with a :class:`FutureWarning`.
 
     Returns
     -------
     PilotPowerResult
-        One row per plan with ``levels_<factor>`` columns.
+        One row per plan with ``n_levels_<factor>`` columns.
 
     References
     ----------
@@ -447,11 +452,20 @@ def parametric_power(
         resid_sd = residual_sd
     if model_family == "gaussian" and resid_sd <= 0:
         raise EvalmixError("a gaussian model needs residual_sd > 0 (or a Residual row)")
-    levels = {str(k): int(v) for k, v in levels.items()}
+    if levels is not None:
+        if n_levels is not None:
+            raise InvalidOptionError("give n_levels= only (levels= is its old name)")
+        warnings.warn("parametric_power(levels=...) is now parametric_power(n_levels=...); "
+                      "the old name will be removed", FutureWarning, stacklevel=2)
+        n_levels = levels
+    if not n_levels:
+        raise InvalidOptionError("parametric_power needs n_levels={factor: number of "
+                                 "levels} for every factor of the components")
+    levels = {str(k): int(v) for k, v in n_levels.items()}
     used = {f for term in intercepts for f in term.split(":")}
     unknown = (used | set(slopes) | set(vary or {})) - set(levels)
     if unknown:
-        raise EvalmixError(f"factors {sorted(unknown)} have no number of levels; levels= "
+        raise EvalmixError(f"factors {sorted(unknown)} have no number of levels; n_levels= "
                            f"has {sorted(levels)}")
     clusters = [next(iter(levels))] if cluster is None else (
         [cluster] if isinstance(cluster, str) else list(cluster))
@@ -479,11 +493,11 @@ def parametric_power(
                                  chunk=chunk)
         rows.append({"plan": label, "factor": factor,
                      "n_clusters": min(lv[c] for c in clusters), **summary,
-                     **{f"levels_{f}": n for f, n in lv.items()}})
+                     **{f"n_levels_{f}": n for f, n in lv.items()}})
     table = pd.DataFrame(rows)
     table["null"], table["effect"] = null_value, effect
     table["level"], table["target_power"] = level, power
     table["method"], table["seed"] = "parametric", seed
-    extra = [c for c in table.columns if c.startswith("levels_")]
+    extra = [c for c in table.columns if c.startswith("n_levels_")]
     return PilotPowerResult(table=table[list(PILOT_COLUMNS) + extra], method="parametric",
                             reps=reps, seed=seed, level=level)

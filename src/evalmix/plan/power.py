@@ -132,7 +132,7 @@ class PowerResult:
         frame["solved_for"] = self.solved_for
         for name, (icc_f, levels_f) in self.crossed.items():
             frame[f"icc_{name}"] = icc_f
-            frame[f"levels_{name}"] = levels_f
+            frame[f"n_levels_{name}"] = levels_f
         frame = tidy_rows(frame, estimand=self.estimand, method="analytic", cluster="",
                           scale="identity", reps=0, seed=None, note="")
         return frame[list(TIDY_COLUMNS) + [c for c in frame.columns if c not in TIDY_COLUMNS]]

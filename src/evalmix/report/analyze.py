@@ -10,6 +10,7 @@ and a warning, never a crashed report.
 from __future__ import annotations
 
 import math
+import warnings
 from collections import Counter
 from collections.abc import Sequence
 from contextlib import nullcontext
@@ -39,10 +40,10 @@ from evalmix.compare.recommend import (
     Recommendation,
     RowSelector,
     check_methods,
-    cluster_levels,
     contrasts,
     judge_role,
     level_label,
+    levels_to_run,
     recommend_cluster,
 )
 from evalmix.design.effect import design_effect
@@ -181,7 +182,7 @@ def _summarise_warnings(raw: list[tuple[str, str]], errors: list[tuple[str, str,
 def analyze(
     table: EvalTable,
     *,
-    levels: Sequence[str] | None = None,
+    cluster_levels: Sequence[str] | None = None,
     methods: Sequence[str] | None = None,
     backend: Backend | None = None,
     fast: bool = False,
@@ -196,6 +197,7 @@ def analyze(
     command: str | None = None,
     out: str | Path | None = None,
     sampled: Sequence[str] | None = None,
+    levels: Sequence[str] | None = None,
 ) -> Report:
     """Every estimand x method x cluster level of ``table``, in one report.
 
@@ -203,7 +205,7 @@ def analyze(
     ----------
     table : EvalTable
         From :func:`evalmix.read`.
-    levels : sequence of str, optional
+    cluster_levels : sequence of str, optional
         Cluster levels to run (role names, ``"a:b"`` for an interaction cell, ``"a+b"``
         for multiway, ``"none"``); default: none, every role, two-way combinations of
         crossed roles, the output-generating cell (all sampled roles) and the
@@ -253,8 +255,12 @@ def analyze(
     out : str or Path, optional
         A report folder (see :meth:`Report.write`): when a model is to be fitted, the
         design-based results (``intervals.csv``, ``report.md`` with an "incomplete"
-        banner, ...) are written there before the first fit starts, without the completion marker, so that an
-        interrupted or stopped run keeps them; the caller writes the full report over it.
+        banner, ...) are written there before the first fit starts, without the
+        completion marker, so that an interrupted or stopped run keeps them; the caller
+        writes the full report over it.
+    levels : sequence of str, optional
+        Deprecated: the old name of ``cluster_levels`` (``level`` is the confidence
+        level); it still works, with a :class:`FutureWarning`.
 
     Returns
     -------
@@ -287,13 +293,19 @@ def analyze(
             f"model_timeout={model_timeout!r}: give seconds >= 0 (0 or None = no limit)")
     if reps < 1:
         raise EvalmixError(f"reps must be a positive integer, got {reps}")
+    if levels is not None:
+        if cluster_levels is not None:
+            raise InvalidOptionError("give cluster_levels= only (levels= is its old name)")
+        warnings.warn("analyze(levels=...) is now analyze(cluster_levels=...); the old name "
+                      "will be removed", FutureWarning, stacklevel=2)
+        cluster_levels = levels
     seed = resolve_seed(seed)
     chosen = check_methods(methods)
     design_methods = [m for m in ALL_METHODS if m in chosen]
     model_methods = [m for m in MODEL_METHODS if m in chosen] if methods is not None \
         else None
     table = table.with_sampled(sampled)
-    levels_run = cluster_levels(table, levels)
+    levels_run = levels_to_run(table, cluster_levels)
     judge = judge_role(table)
     rec = recommend_cluster(table)
     plan = contrasts(table)
@@ -301,7 +313,7 @@ def analyze(
     rec_level = rec.cluster
     if rec_level not in levels_run:
         levels_run.append(rec_level)
-        if levels is not None:
+        if cluster_levels is not None:
             notes.append(f"the recommended cluster level '{rec.label}' was added to the "
                          "levels you asked for, so the headline can compare against it")
     if "naive" not in design_methods or rec.method not in design_methods:
