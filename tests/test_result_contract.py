@@ -120,6 +120,17 @@ def test_every_public_result_follows_the_contract(result):
     _check_contract(result)
 
 
+def test_leaderboard_pairs_follow_the_contract():
+    """tidy_pairs() on a board with strata: the same pair in two strata has two keys."""
+    board = _quiet(leaderboard, baseline_leaderboard(5, 30, seed=2).table(), cluster="item",
+                   by="judge", seed=1, draws=200)
+    pairs = board.tidy_pairs()
+    assert tuple(pairs.columns[:len(RESULT_COLUMNS)]) == RESULT_COLUMNS
+    assert pairs["stratum"].nunique() > 1
+    assert not pairs.duplicated(list(KEY_COLUMNS)).any()
+    assert pairs[list(KEY_COLUMNS)].notna().all().all()
+
+
 @pytest.mark.mcmc
 def test_bayesian_model_fit_follows_the_contract(judged):
     f = _quiet(evalmix.fit, judged, seed=1, draws=60, tune=60, progress=False)

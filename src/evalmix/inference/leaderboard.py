@@ -96,10 +96,12 @@ ESTIMANDS: tuple[str, ...] = get_args(Estimand)
 MODEL_COLUMNS: tuple[str, ...] = RESULT_COLUMNS + (
     "stratum", "model", "rank", "rank_lo", "rank_hi", "tier", "n_obs", "adjust", "crit",
 )
-PAIR_COLUMNS: tuple[str, ...] = (
-    "stratum", "contrast", "model_a", "model_b", "estimand", "estimate", "se", "df", "t",
-    "p_value", "p_holm", "p_adjusted", "lo", "hi", "sim_lo", "sim_hi", "significant",
-    "method", "cluster", "level", "adjust", "crit", "n_clusters", "reps", "seed",
+#: The pairs' columns: :data:`~evalmix.tidy.RESULT_COLUMNS` (``contrast`` is ``"a - b"``,
+#: prefixed ``"<stratum>: "`` on a stratum's board, so keys are unique across boards),
+#: then the comparisons' own.
+PAIR_COLUMNS: tuple[str, ...] = RESULT_COLUMNS + (
+    "stratum", "model_a", "model_b", "t", "p_value", "p_holm", "p_adjusted", "sim_lo",
+    "sim_hi", "significant", "adjust", "crit",
 )
 
 
@@ -148,7 +150,8 @@ class LeaderboardResult:
         return self.models.copy()
 
     def tidy_pairs(self) -> pd.DataFrame:
-        """One row per stratum x pair (columns :data:`PAIR_COLUMNS`)."""
+        """One row per stratum x pair (columns :data:`PAIR_COLUMNS`, which start with the
+        result contract's; keys are unique)."""
         return self.pairs.copy()
 
     def __str__(self) -> str:
@@ -435,7 +438,9 @@ def _board(rows: _Rows, codes: list[np.ndarray], stratum: str, pairs, opts: dict
         keep = np.arange(len(chosen))
     out = pd.DataFrame({
         "stratum": stratum,
-        "contrast": [f"{labels[a]} - {labels[b]}" for a, b in zip(pi, pj, strict=True)],
+        "contrast": [f"{stratum}: {labels[a]} - {labels[b]}" if stratum
+                     else f"{labels[a]} - {labels[b]}" for a, b in zip(pi, pj, strict=True)],
+        "scale": models["scale"].iloc[0] if len(models) else "identity", "note": "",
         "model_a": labels[pi], "model_b": labels[pj],
         **{key: fam[key] for key in fam}, **common}, columns=list(PAIR_COLUMNS))
     return (models[list(MODEL_COLUMNS)].reset_index(drop=True),

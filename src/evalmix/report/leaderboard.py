@@ -63,7 +63,8 @@ def pairs_frame(pairs: pd.DataFrame, *, stratum: str = "", max_rows: int = 20
     p = pairs[pairs["stratum"] == stratum]
     p = p.iloc[np.argsort(np.abs(p["t"].to_numpy()), kind="stable")].head(max_rows)
     return pd.DataFrame({
-        "contrast": p["contrast"].to_numpy(), "difference": p["estimate"].to_numpy(),
+        "contrast": [f"{a} - {b}" for a, b in zip(p["model_a"], p["model_b"], strict=True)],
+        "difference": p["estimate"].to_numpy(),
         "simultaneous interval": [f"[{fmt(lo)}, {fmt(hi)}]" for lo, hi in
                                   zip(p["sim_lo"], p["sim_hi"], strict=True)],
         "p (Holm)": p["p_holm"].to_numpy(), "p (adjusted)": p["p_adjusted"].to_numpy(),
