@@ -108,3 +108,14 @@ def test_a_bad_model_timeout_is_refused_before_any_work(bad):
     with pytest.raises(evalmix.InvalidOptionError, match="model_timeout="):
         evalmix.analyze(table, methods=["naive"], progress=False, model_timeout=bad)
     pd.testing.assert_frame_equal(table.data, before)
+
+
+@pytest.mark.parametrize("bad", ["60", float("nan"), True, [1.0]])
+def test_fit_refuses_a_deadline_that_is_not_an_instant(bad):
+    from evalmix.errors import InvalidOptionError
+
+    with pytest.raises(InvalidOptionError, match=r"deadline=.*time\.monotonic\(\)"):
+        evalmix.fit(_binary(), backend="statsmodels", method="laplace", deadline=bad)
+    with pytest.raises(StoppedAtLimit):   # an instant in the past is valid: it stops
+        evalmix.fit(_binary(), backend="statsmodels", method="laplace",
+                    deadline=time.monotonic() - 1)

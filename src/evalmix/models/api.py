@@ -154,6 +154,12 @@ def fit(
             "help(evalmix.fit) (model: formula, slopes, fixed, random, ...; Bayesian: "
             "draws, tune, chains, ...; statsmodels: method, vc_prior_sd, ...)")
     check_option("backend", backend, BACKENDS)
+    if deadline is not None and not (isinstance(deadline, int | float)
+                                     and not isinstance(deadline, bool)
+                                     and np.isfinite(deadline)):
+        raise InvalidOptionError(
+            f"deadline={deadline!r}: give a time.monotonic() instant (e.g. "
+            "time.monotonic() + 60) or None; analyze(model_timeout=SECONDS) sets it")
     spec_options: dict[str, Any] = {"formula": formula, "slopes": tuple(slopes), "position": position,
                     "judge_position": judge_position, "fixed": tuple(fixed),
                     "random": None if random is None else tuple(random),
