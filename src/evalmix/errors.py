@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import os
 import tempfile
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TypeVar
 
 __all__ = [
     "EvalmixError",
@@ -26,7 +28,10 @@ __all__ = [
     "check_option",
     "check_level",
     "check_out_dir",
+    "renamed_option",
 ]
+
+T = TypeVar("T")
 
 
 class EvalmixError(Exception):
@@ -108,6 +113,28 @@ def check_level(level: object) -> float:
         raise InvalidOptionError(
             f"level must be in (0, 1), got {level!r}: give a confidence level such as 0.95")
     return value
+
+
+
+def renamed_option(where: str, old: str, new: str, old_value: T | None,
+                   new_value: T | None) -> T | None:
+    """The value of option ``new`` of ``where()``, given under its old name ``old`` or not.
+
+    The old name still works, with a :class:`FutureWarning`; giving both is an
+    :class:`InvalidOptionError`.
+
+    Examples
+    --------
+    >>> renamed_option("analyze", "levels", "cluster_levels", None, ["none"])
+    ['none']
+    """
+    if old_value is None:
+        return new_value
+    if new_value is not None:
+        raise InvalidOptionError(f"give {new}= only ({old}= is its old name)")
+    warnings.warn(f"{where}({old}=...) is now {where}({new}=...); the old name will be "
+                  "removed", FutureWarning, stacklevel=3)
+    return old_value
 
 
 def check_out_dir(path: str | os.PathLike[str], *, what: str = "--out") -> Path:

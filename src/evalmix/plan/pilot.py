@@ -20,7 +20,6 @@ Both report power and the minimum detectable effect with Monte Carlo SEs, per pl
 from __future__ import annotations
 
 import itertools
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
@@ -30,7 +29,7 @@ import pandas as pd
 from scipy import stats
 from scipy.special import expit
 
-from evalmix.errors import EvalmixError, InvalidOptionError, check_option
+from evalmix.errors import EvalmixError, InvalidOptionError, check_option, renamed_option
 from evalmix.families import REGRESSION_FAMILIES, Regression, family_name
 from evalmix.inference.estimands import build_problem
 from evalmix.inference.sandwich import cluster_codes, intersect_codes
@@ -452,12 +451,8 @@ def parametric_power(
         resid_sd = residual_sd
     if model_family == "gaussian" and resid_sd <= 0:
         raise EvalmixError("a gaussian model needs residual_sd > 0 (or a Residual row)")
-    if levels is not None:
-        if n_levels is not None:
-            raise InvalidOptionError("give n_levels= only (levels= is its old name)")
-        warnings.warn("parametric_power(levels=...) is now parametric_power(n_levels=...); "
-                      "the old name will be removed", FutureWarning, stacklevel=2)
-        n_levels = levels
+    n_levels = renamed_option(
+        "parametric_power", "levels", "n_levels", levels, n_levels)
     if not n_levels:
         raise InvalidOptionError("parametric_power needs n_levels={factor: number of "
                                  "levels} for every factor of the components")

@@ -10,7 +10,6 @@ and a warning, never a crashed report.
 from __future__ import annotations
 
 import math
-import warnings
 from collections import Counter
 from collections.abc import Sequence
 from contextlib import nullcontext
@@ -47,7 +46,13 @@ from evalmix.compare.recommend import (
     recommend_cluster,
 )
 from evalmix.design.effect import design_effect
-from evalmix.errors import EvalmixError, InvalidOptionError, check_level, check_option
+from evalmix.errors import (
+    EvalmixError,
+    InvalidOptionError,
+    check_level,
+    check_option,
+    renamed_option,
+)
 from evalmix.inference.api import interval
 from evalmix.inference.estimands import build_problem
 from evalmix.inference.sandwich import FEW_CLUSTERS
@@ -293,12 +298,8 @@ def analyze(
             f"model_timeout={model_timeout!r}: give seconds >= 0 (0 or None = no limit)")
     if reps < 1:
         raise EvalmixError(f"reps must be a positive integer, got {reps}")
-    if levels is not None:
-        if cluster_levels is not None:
-            raise InvalidOptionError("give cluster_levels= only (levels= is its old name)")
-        warnings.warn("analyze(levels=...) is now analyze(cluster_levels=...); the old name "
-                      "will be removed", FutureWarning, stacklevel=2)
-        cluster_levels = levels
+    cluster_levels = renamed_option(
+        "analyze", "levels", "cluster_levels", levels, cluster_levels)
     seed = resolve_seed(seed)
     chosen = check_methods(methods)
     design_methods = [m for m in ALL_METHODS if m in chosen]
