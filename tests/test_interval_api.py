@@ -112,6 +112,17 @@ def test_cluster_that_splits_pairs_is_refused(pairwise):
     broken = dataclasses.replace(pairwise, data=frame, _codes={})
     with pytest.raises(EvalmixError, match="splits .* matched AB/BA pairs"):
         evalmix.interval(broken, "win_rate", method="CR1", cluster="judge")
+    # the count in the message is the number of comparisons seen in two clusters
+    # (half of them here: only BA records of some judges were relabelled)
+    half = pairwise.frame()
+    flip = (half.a_first == 0) & (half.pair_id % 2 == 0)
+    half.loc[flip, "judge"] = half.loc[flip, "judge"] + "x"
+    part = dataclasses.replace(pairwise, data=half, _codes={})
+    want = int((half.groupby("pair_id")["judge"].nunique() > 1).sum())
+    assert 0 < want < half.pair_id.nunique()
+    with pytest.raises(EvalmixError, match=f"splits {want} matched AB/BA pairs"):
+        evalmix.interval(part, "win_rate", method="CR1", cluster="judge")
+    evalmix.interval(part, "win_rate", method="CR1", cluster="scenario")  # does not split
 
 
 def test_multiway_label_and_df(pairwise):

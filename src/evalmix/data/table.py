@@ -450,11 +450,8 @@ class EvalTable:
         roles = self.check_cluster(cluster)
         if self.kind != "pairwise" or not self.has_order or not roles:
             return
-        pid = self._frame["pair_id"].to_numpy()
         for role in roles:
-            codes = self.codes(role)
-            per_pair = pd.Series(codes).groupby(pid).nunique()
-            bad = int((per_pair > 1).sum())
+            bad = self._split_pairs(role)
             if bad:
                 raise EvalmixError(
                     f"cluster factor {role!r} (column {self.roles.clusters.get(role, role)!r}) splits "
@@ -462,6 +459,20 @@ class EvalTable:
                     "comparison must share a cluster. Cluster by a factor that is constant "
                     "within a comparison (e.g. item or scenario)."
                 )
+
+    def _split_pairs(self, role: str) -> int:
+        """How many matched AB/BA pairs cluster factor ``role`` splits (memoised: the
+        report asks once per interval)."""
+        memo = self.__dict__.setdefault("_split_memo", {})
+        if role not in memo:
+            pid = dense_codes(self._frame["pair_id"].to_numpy())
+            codes = self.codes(role)
+            g = int(codes.max(initial=0)) + 1
+            # one entry per distinct (pair, cluster) combination; a pair in two clusters
+            # appears twice
+            pairs_of = np.unique(pid.astype(np.int64) * g + codes) // g
+            memo[role] = int((np.bincount(pairs_of) > 1).sum())
+        return int(memo[role])
 
     # ------------------------------------------------------------------ views
     def frame(self) -> pd.DataFrame:
