@@ -23,7 +23,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
 import numpy as np
-from scipy import stats
 
 from evalmix.errors import (
     EvalmixError,
@@ -48,7 +47,7 @@ from evalmix.inference.sandwich import (
     vcov_cluster,
     vcov_multiway,
 )
-from evalmix.inference.scale import SCALES, Scale, bounded_interval
+from evalmix.inference.scale import SCALES, Scale, bounded_interval, t_pvalue, t_quantile
 
 if TYPE_CHECKING:
     from evalmix.data.table import EvalTable
@@ -85,11 +84,8 @@ def _few_clusters(G: int, method: str, unit: str) -> None:
 
 def _t_result(problem: LinearProblem, est: float, se: float, df: float, level: float,
               null: float, **kw: Any) -> dict[str, Any]:
-    q = stats.t.ppf(0.5 + level / 2, df) if np.isfinite(df) else stats.norm.ppf(0.5 + level / 2)
-    p = float("nan")
-    if np.isfinite(null) and se > 0:
-        tt = abs(est - null) / se
-        p = float(2 * (stats.t.sf(tt, df) if np.isfinite(df) else stats.norm.sf(tt)))
+    q = t_quantile(level, df)
+    p = t_pvalue((est - null) / se, df) if np.isfinite(null) and se > 0 else float("nan")
     return dict(estimate=est, se=se, lo=est - q * se, hi=est + q * se, df=float(df),
                 p_value=p, **kw)
 

@@ -33,10 +33,10 @@ from typing import Literal, get_args
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from evalmix.errors import EvalmixError, TooFewClustersError, check_level, check_option
 from evalmix.inference.sandwich import cluster_sums, cr1_factor, regression_arrays
+from evalmix.inference.scale import t_quantile
 from evalmix.seeding import SeedLike, seeded_rng
 from evalmix.tidy import tidy_rows
 
@@ -199,7 +199,7 @@ def _p_value(m: np.ndarray, theta: float, p: _Parts) -> float:
 def _invert(m: np.ndarray, p: _Parts, alpha: float, side: int) -> float:
     """Null value on one side of the estimate where the p-value falls to ``alpha``."""
     inner = p.beta
-    step = stats.t.ppf(1 - alpha / 2, max(len(p.a0) - 1, 1)) * p.se
+    step = t_quantile(1 - alpha, max(len(p.a0) - 1, 1)) * p.se
     outer = p.beta + side * step
     for _ in range(MAX_WIDEN):  # widen until the test rejects
         if _p_value(m, outer, p) < alpha:
