@@ -49,9 +49,13 @@ def _plt() -> Any:
 
 
 def png_bytes(fig: Figure, dpi: int = 110) -> bytes:
-    """The figure as PNG (the figure is closed)."""
+    """The figure as PNG (the figure is closed).
+
+    A figure with a layout engine is laid out while it is drawn; one without (labels
+    placed outside its axes) is cropped to what it draws, which costs another draw."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    crop = {} if fig.get_layout_engine() is not None else {"bbox_inches": "tight"}
+    fig.savefig(buf, format="png", dpi=dpi, **crop)
     _plt().close(fig)
     return buf.getvalue()
 
@@ -146,7 +150,7 @@ def forest(rows: pd.DataFrame, *, title: str, recommended: tuple[str, str] | Non
             side.set_edgecolor(_FRAGILE)
             side.set_linewidth(1.5)
     ax.grid(axis="x", alpha=0.3)
-    fig.tight_layout()
+    fig.set_layout_engine("tight")   # laid out once, while saving
     return fig
 
 
@@ -180,7 +184,7 @@ def headline_plot(head: pd.DataFrame, *, null_of: dict[str, float],
                  + (f"\nwin rate of each model against {reference}" if reference else ""),
                  fontsize=10, loc="left")
     ax.grid(axis="x", alpha=0.3)
-    fig.tight_layout()
+    fig.set_layout_engine("tight")   # laid out once, while saving
     return fig
 
 
@@ -224,7 +228,7 @@ def variance_plot(variance: pd.DataFrame) -> Figure:
     ax2.set_xlabel("SD on the latent scale, with interval", fontsize=8)
     ax2.set_xlim(left=0)
     ax2.grid(axis="x", alpha=0.3)
-    fig.tight_layout()
+    fig.set_layout_engine("tight")   # laid out once, while saving
     return fig
 
 
@@ -256,7 +260,7 @@ def position_plot(position: pd.DataFrame) -> Figure:
     a2.set_xlabel("share of complete AB/BA pairs", fontsize=8)
     a2.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=2,
               frameon=False)
-    fig.tight_layout()
+    fig.set_layout_engine("tight")   # laid out once, while saving
     return fig
 
 
@@ -294,7 +298,7 @@ def controlled_plot(intervals: pd.DataFrame, *, method: str, cluster: str) -> Fi
     ax.set_title(f"Controlled vs uncontrolled win rates ({method}, cluster: "
                  f"{cluster or 'none'})", fontsize=10, loc="left")
     ax.grid(axis="x", alpha=0.3)
-    fig.tight_layout()
+    fig.set_layout_engine("tight")   # laid out once, while saving
     return fig
 
 
