@@ -456,3 +456,19 @@ def test_report_md_links_only_the_figures_written(small_report, tmp_path):
     small_report.write(tmp_path / "full")   # the complete report draws and links it
     assert (tmp_path / "full" / "plots" / "controlled.png").is_file()
     assert "plots/controlled.png" in (tmp_path / "full" / "report.md").read_text()
+
+
+def test_a_model_fit_without_report_rows_says_so():
+    """A linear-probability mixedlm on win rates answers none of the contrasts: the
+    report says so instead of silently showing nothing for it."""
+    from evalmix.sim import pairwise_judges
+
+    t = pairwise_judges(12, 3, 2, 2, tie_threshold=0, seed=3).table()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rep = evalmix.analyze(t, methods=["naive", "CR2", "mixedlm"], backend="statsmodels",
+                              progress=False, seed=1, reps=99)
+    assert (rep.intervals["source"] == "model").sum() == 0
+    assert not rep.variance.empty
+    assert any("mixedlm fit answers none of this report's contrasts" in w
+               and "glmm_laplace" in w for w in rep.warnings)

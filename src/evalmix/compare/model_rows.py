@@ -366,7 +366,17 @@ def model_rows(table: EvalTable, plan: Sequence[Contrast], *, backend: str | Non
                          f"{kwargs.get('sensitivity')} to check how much the few-level "
                          "factors' SDs lean on the prior; see the section 'Prior "
                          "sensitivity (Bayesian model)' and prior_sensitivity.csv")
-        rows += _rows_from_fit(f, method, plan, level, table.n_obs)
+        new = _rows_from_fit(f, method, plan, level, table.n_obs)
+        if not new and plan:
+            # a fit that answers none of the report's contrasts (e.g. a linear-probability
+            # mixedlm on win rates, which reports only condition differences) says so
+            notes.append(f"the {method} fit answers none of this report's contrasts "
+                         f"({', '.join(sorted({c.estimand for c in plan}))}), so it adds "
+                         "no rows; only its variance components are shown"
+                         + (" (for 0/1 outcomes use glmm_laplace)"
+                            if method == "mixedlm" and table.outcome_type != "numeric"
+                            else ""))
+        rows += new
         var_parts.append(_variance_rows(f, method))
         div = int(getattr(f, "divergences", 0) or 0)
         own = tuple(getattr(f, "warnings", ()))
