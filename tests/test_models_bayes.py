@@ -708,3 +708,40 @@ def test_psis_prior_sensitivity_agrees_with_a_refit(design, scale, cbpp_table):
     assert (psis_shift > 0).all(), psis_shift
     assert 0.3 * refit_shift < psis_shift.mean() < 3 * refit_shift, (psis_shift,
                                                                       refit_shift)
+
+
+def test_sampling_stops_at_its_step_budget_with_a_warning(monkeypatch):
+    """``draws=None`` sampling stops once a chain has taken ``STEPS_MAX`` leapfrog steps
+    after warm-up (here 600, before the first check at 200 draws): the kept draws are a
+    prefix of what was sampled (at most that many steps in every chain), provenance
+    records it and the convergence warning says the budget stopped it."""
+    from evalmix.models import bayes
+
+    monkeypatch.setattr(bayes, "STEPS_MAX", 600)
+    t = pairwise_judges(8, 3, 3, 3, tie_threshold=0, seed=4).table()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit = evalmix.fit(t, seed=1, tune=100, progress=False, retry_divergent=False)
+    steps = fit.idata.sample_stats["n_steps"].sum("draw").to_numpy()
+    assert fit.provenance["stopped_at_steps"] >= 600
+    assert steps.max() <= fit.provenance["stopped_at_steps"]
+    assert fit.provenance["draws"] < bayes.DRAWS_FIRST
+    msg = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert msg and "stopped at its budget" in msg[0], msg
+
+
+def test_many_fixed_columns_sample_with_the_low_rank_mass_matrix():
+    """A model with >= 8 fixed columns (here 7 scenario dummies) is sampled with nutpie's
+    low-rank mass matrix (recorded in provenance) and passes the checks; 3 columns
+    keep the diagonal one."""
+    t = pairwise_judges(8, 4, 3, 3, tie_threshold=0, seed=5).table()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        warnings.simplefilter("ignore", FewClustersWarning)
+        fit = evalmix.fit(t, seed=1, fixed=("scenario",), progress=False)
+    small = _fit_quiet(t, seed=1, draws=100, tune=100, progress=False)
+    assert fit.provenance["mass_matrix"] == "low-rank"
+    assert small.provenance["mass_matrix"] == "diagonal"
+    d = fit.diagnostics
+    assert fit.divergences == 0 and d["r_hat"].max() <= 1.01
+    assert min(d["ess_bulk"].min(), d["ess_tail"].min()) >= 400
