@@ -569,9 +569,10 @@ def psis_sensitivity(spec: ModelSpec, terms, post: dict[str, np.ndarray], *, sca
     w = np.exp(np.asarray(lw_s) - np.max(lw_s))
     w /= w.sum()
     k_max = min(1.0 - 1.0 / np.log10(n_draws), 0.7)
+    ess = round(float(1.0 / np.sum(w * w)), 1)
     info = {"method": "psis", "pareto_k": round(float(k), 3), "k_max": round(float(k_max), 3),
-            "ess": round(float(1.0 / np.sum(w * w)), 1)}
-    if not (float(k) < k_max and info["ess"] >= ESS_MIN):
+            "ess": ess}
+    if not (float(k) < k_max and ess >= ESS_MIN):
         return None, info
     # systematic resampling: each draw kept about n_draws * w times
     u = (np.random.default_rng([seed, 11]).random() + np.arange(n_draws)) / n_draws
