@@ -72,6 +72,11 @@ SAMPLERS = ("auto", "nutpie", "pymc")
 SENSITIVITY_METHODS = ("auto", "psis", "refit")
 #: Convergence thresholds (Vehtari et al. 2021, doi:10.1214/20-BA1221).
 RETRY_TARGET_ACCEPT = 0.95
+#: No re-run after divergences when the run takes at least this many leapfrog steps per
+#: draw: the smaller step size multiplies them (MT-Bench with 90 judge x condition
+#: slopes: 28 -> 124 steps per draw, 25 -> 117 in warm-up; the re-run took 20 of the
+#: fit's 23 minutes); the divergences are then reported in the checks' warning.
+RETRY_MAX_STEPS_PER_DRAW = 20.0
 
 
 def _has(mod: str) -> bool:
@@ -156,10 +161,11 @@ DRAWS_FIRST = 200
 DRAWS_GROWTH = 1.1
 DRAWS_MAX = 4000
 #: ``draws=None``: sampling also stops once a chain has taken this many leapfrog steps
-#: (gradient evaluations) after warm-up (4,000 draws at 25 steps per draw): a bound on
-#: the run time of slowly mixing models (MT-Bench with 90 judge x condition slopes:
-#: ~28 steps per draw at ~3 ms per step), which then get the checks' warning.
-STEPS_MAX = 100_000
+#: (gradient evaluations) after warm-up (2,000 draws at 25 steps per draw; fits that
+#: pass their checks here take 3,000-15,000): a bound on the run time of slowly mixing
+#: models (MT-Bench with 90 judge x condition slopes: ~28 steps per draw at ~3 ms per
+#: step), which then get the checks' warning.
+STEPS_MAX = 50_000
 #: sampling time between two checks, at least this many times the last check's time
 CHECK_SPACING = 5.0
 
@@ -169,7 +175,7 @@ def _sample_to_target(compiled, spec, terms, *, tune: int, chains: int, seed: in
     """Sample in the background and stop at the first check where every parameter
     passes (bulk and tail ESS >= ``ESS_MIN``, R-hat <= ``RHAT_MAX``) or, with
     ``stop_on_divergence`` (the caller re-runs at a higher target_accept), a divergence
-    appears; else at ``DRAWS_MAX`` draws per chain or once a chain has taken
+    appears while a re-run pays (:func:`_retry_pays`); else at ``DRAWS_MAX`` draws per chain or once a chain has taken
     ``STEPS_MAX`` leapfrog steps after warm-up. Returns (idata, the post-warm-up steps
     of the longest chain when ``STEPS_MAX`` stopped it, else None).
 
@@ -210,7 +216,8 @@ def _sample_to_target(compiled, spec, terms, *, tune: int, chains: int, seed: in
             if done or n >= target:
                 post = _arrow_arrays(draw_b, n_tune, n)
                 stats = _arrow_arrays(stat_b, n_tune, n)
-                if done or (stop_on_divergence and bool(stats["diverging"].any())):
+                if done or (stop_on_divergence and bool(stats["diverging"].any())
+                            and _retry_pays(stats["n_steps"])):
                     break
                 t_check = time.thread_time()
                 post.update(_marginal_sds(spec, terms, post, prior_scale=prior_scale,
@@ -235,6 +242,12 @@ def _sample_to_target(compiled, spec, terms, *, tune: int, chains: int, seed: in
     stats = {k: v for k, v in stats.items() if v.ndim == 2}
     return az.from_dict(posterior=post, sample_stats=stats, coords=compiled.coords,
                         dims={k: list(v) for k, v in (compiled.dims or {}).items()}), budget
+
+
+def _retry_pays(n_steps: np.ndarray) -> bool:
+    """Whether a run taking ``n_steps`` leapfrog steps per draw is cheap enough to re-run
+    at ``RETRY_TARGET_ACCEPT`` after divergences (:data:`RETRY_MAX_STEPS_PER_DRAW`)."""
+    return float(np.mean(n_steps)) < RETRY_MAX_STEPS_PER_DRAW
 
 
 def _rate(first, now: float, n: int) -> float | None:
@@ -372,7 +385,8 @@ def fit_bayes(
         stop_on_divergence=target_accept is None and retry_divergent)
     retried = None
     n_div = int(idata.sample_stats["diverging"].sum())
-    if n_div and target_accept is None and retry_divergent:
+    if (n_div and target_accept is None and retry_divergent
+            and _retry_pays(idata.sample_stats["n_steps"].to_numpy())):
         # divergences come from the funnel of poorly identified SDs (few levels, small
         # data); a smaller step size usually removes most of them (docs/models.md)
         retried = {"divergences_first_run": n_div, "target_accept": RETRY_TARGET_ACCEPT}
@@ -391,6 +405,13 @@ def fit_bayes(
     diag = idata_diagnostics(idata, names)
     divergences = int(idata.sample_stats["diverging"].sum())
     msgs = check_quality(spec, diag, divergences, var)
+    skipped = (n_div and not retried and target_accept is None and retry_divergent)
+    if skipped and msgs and msgs[0][1] is ConvergenceWarning:
+        per_draw = float(idata.sample_stats["n_steps"].mean())
+        msgs[0] = (msgs[0][0].replace(
+            "MCMC did not pass", f"MCMC (not re-run at target_accept={RETRY_TARGET_ACCEPT}: "
+            f"at {per_draw:.0f} leapfrog steps per draw a re-run would cost several times "
+            "this fit) did not pass", 1), ConvergenceWarning)
     if retried and msgs and msgs[0][1] is ConvergenceWarning:
         msgs[0] = (msgs[0][0].replace(
             "MCMC did not pass", f"MCMC (re-run at target_accept={RETRY_TARGET_ACCEPT} after "
