@@ -175,9 +175,11 @@ def _sample_to_target(compiled, spec, terms, *, tune: int, chains: int, seed: in
     """Sample in the background and stop at the first check where every parameter
     passes (bulk and tail ESS >= ``ESS_MIN``, R-hat <= ``RHAT_MAX``) or, with
     ``stop_on_divergence`` (the caller re-runs at a higher target_accept), a divergence
-    appears while a re-run pays (:func:`_retry_pays`); else at ``DRAWS_MAX`` draws per chain or once a chain has taken
-    ``STEPS_MAX`` leapfrog steps after warm-up. Returns (idata, the post-warm-up steps
-    of the longest chain when ``STEPS_MAX`` stopped it, else None).
+    appears while a re-run pays (:func:`_retry_pays`); else at ``DRAWS_MAX`` draws per
+    chain or once a chain has taken ``STEPS_MAX`` leapfrog steps after warm-up (and
+    every chain has at least 50 draws, the fewest ``fit_bayes`` takes). Returns (idata,
+    the post-warm-up steps of the longest chain when ``STEPS_MAX`` stopped it, else
+    None).
 
     The chains keep running while a check is computed on a copy of the trace; the
     posterior kept is exactly the one checked (the first ``n`` draws of every chain),
@@ -208,7 +210,7 @@ def _sample_to_target(compiled, spec, terms, *, tune: int, chains: int, seed: in
                 first = (now, n)
             steps = max([int(np.asarray(s.column("n_steps"))[t:].sum())
                          for s, t in zip(stat_b, n_tune, strict=True)] + [0])
-            if n > 0 and steps >= STEPS_MAX and not done:
+            if n >= 50 and steps >= STEPS_MAX and not done:
                 budget = steps
                 post = _arrow_arrays(draw_b, n_tune, n)
                 stats = _arrow_arrays(stat_b, n_tune, n)
