@@ -712,20 +712,23 @@ def test_psis_prior_sensitivity_agrees_with_a_refit(design, scale, cbpp_table):
 
 def test_sampling_stops_at_its_step_budget_with_a_warning(monkeypatch):
     """``draws=None`` sampling stops once a chain has taken ``STEPS_MAX`` leapfrog steps
-    after warm-up (here 600, before the first check at 200 draws): the kept draws are a
-    prefix of what was sampled (at most that many steps in every chain), provenance
-    records it and the convergence warning says the budget stopped it."""
-    from evalmix.models import bayes
+    after warm-up (here 2,000, with checks that cannot pass): well before ``DRAWS_MAX``
+    draws, the kept draws a prefix of what was sampled (at most that many steps in every
+    chain), provenance records it and the convergence warning says the budget stopped
+    it."""
+    from evalmix.models import _posterior, bayes
 
-    monkeypatch.setattr(bayes, "STEPS_MAX", 600)
-    t = pairwise_judges(8, 3, 3, 3, tie_threshold=0, seed=4).table()
+    monkeypatch.setattr(bayes, "STEPS_MAX", 2000)
+    monkeypatch.setattr(bayes, "ESS_MIN", 10 ** 9)
+    monkeypatch.setattr(_posterior, "ESS_MIN", 10 ** 9)
+    t = pairwise_judges(20, 6, 3, 3, tie_threshold=0, seed=4).table()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         fit = evalmix.fit(t, seed=1, tune=100, progress=False, retry_divergent=False)
     steps = fit.idata.sample_stats["n_steps"].sum("draw").to_numpy()
-    assert fit.provenance["stopped_at_steps"] >= 600
+    assert fit.provenance["stopped_at_steps"] >= 2000
     assert steps.max() <= fit.provenance["stopped_at_steps"]
-    assert fit.provenance["draws"] < bayes.DRAWS_FIRST
+    assert fit.provenance["draws"] < bayes.DRAWS_MAX / 2
     msg = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
     assert msg and "stopped at its budget" in msg[0], msg
 
