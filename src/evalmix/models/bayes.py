@@ -541,6 +541,11 @@ def sensitivity_table(fixed: pd.DataFrame, var: pd.DataFrame, alt_fixed: pd.Data
     return out.reset_index().rename(columns={"index": "term"})
 
 
+#: :func:`psis_sensitivity`: draws of each integrated-out SD from ``sd | u`` per kept
+#: posterior draw.
+SD_REDRAWS = 4
+
+
 def psis_sensitivity(spec: ModelSpec, terms, post: dict[str, np.ndarray], *, scale_a: float,
                      scale_b: float, level: float, seed: int):
     """The posterior under SD priors ``scale_b / scale_a`` times wider, by Pareto-smoothed
@@ -558,7 +563,8 @@ def psis_sensitivity(spec: ModelSpec, terms, post: dict[str, np.ndarray], *, sca
     2.5, a refit) and these are not (k ~ 0). The weights are Pareto smoothed (PSIS) and
     trusted when the shape estimate ``k < min(1 - 1 / log10(S), 0.7)`` and their
     effective sample size is at least ``ESS_MIN``; the tables are then computed from a
-    systematic resample of the draws. This is the importance-sampling step of
+    systematic resample of the draws (each kept draw with :data:`SD_REDRAWS` draws of
+    its integrated-out SDs). This is the importance-sampling step of
     power-scaling sensitivity analysis (Kallioinen et al. 2023) for a change of the
     prior's scale instead of its power, with its rule for when a refit is needed.
 
@@ -600,6 +606,9 @@ def psis_sensitivity(spec: ModelSpec, terms, post: dict[str, np.ndarray], *, sca
     # systematic resampling: each draw kept about n_draws * w times
     u = (np.random.default_rng([seed, 11]).random() + np.arange(n_draws)) / n_draws
     idx = np.minimum(np.searchsorted(np.cumsum(w), u), n_draws - 1)
+    # SD_REDRAWS draws of each marginal SD from sd | u per kept draw: the conditional is
+    # the wide part of a few-level SD's posterior, so this cuts its Monte Carlo error
+    idx = np.repeat(idx, SD_REDRAWS)
     alt = {n: a[idx] for n, a in post.items()}
     rng = np.random.default_rng([seed, 13])
     for t in terms:
