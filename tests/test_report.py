@@ -353,10 +353,10 @@ def test_three_judges_get_a_prior_sensitivity_table(bayes_report, tmp_path):
         <= set(s.columns)
     assert "sd[judge]" in set(s["term"]) and "condition[treatment]" in set(s["term"])
     models = bayes_report.summary["models"]["bayes"]
-    # 2.5x wider priors on 3-level SDs move the posterior too far for PSIS weights
-    # (Pareto k > 0.7), so the report refits
+    # 2.5x wider priors on 3-level SDs: the joint weights on (u, sd) had Pareto k > 0.7
+    # (a refit); the weights on the marginal prior of u (SDs integrated out) do not
     assert models["prior_sensitivity"] == {"scale": 2.5, "few_level_factors": {
-        "persona": 4, "author": 3, "judge": 3}, "method": "refit"}
+        "persona": 4, "author": 3, "judge": 3}, "method": "psis"}
     assert any("prior_sensitivity.csv" in w for w in bayes_report.warnings)
     assert "prior_sensitivity" in json.loads(bayes_report.to_json())
 
@@ -368,6 +368,7 @@ def test_three_judges_get_a_prior_sensitivity_table(bayes_report, tmp_path):
     md = (tmp_path / "report.md").read_text()
     section = md.split("## Prior sensitivity (Bayesian model)", 1)[1].split("\n## ", 1)[0]
     assert "2.5x wider" in section and "judge (3 levels)" in section
+    assert "reweighted by Pareto-smoothed importance sampling" in section
     assert "| sd[judge] |" in section and "| condition[treatment] |" in section
     # the logistic residual SD is the same constant in both fits: not shown
     assert "sd[Residual]" not in section

@@ -3,8 +3,9 @@
 Each back end's fixed-effect rows on the probability scale (population-averaged where
 the back end gives both) become interval rows with ``method`` = the back end
 (``bayes``, ``mixedlm``, ``glmm_vb``); variance components are stacked by back end.
-When a cluster factor has fewer than 5 levels, the Bayesian back end is refitted with
-SD priors ``SENSITIVITY_SCALE`` times wider and its prior-sensitivity table is returned.
+When a cluster factor has fewer than 5 levels, the Bayesian back end also gives its
+posterior under SD priors ``SENSITIVITY_SCALE`` times wider (reweighted draws, or a
+refit when the weights are unreliable) and its prior-sensitivity table is returned.
 """
 
 from __future__ import annotations
@@ -294,9 +295,9 @@ def model_rows(table: EvalTable, plan: Sequence[Contrast], *, backend: str | Non
     Returns (fit summaries, rows, variance, notes, prior sensitivity). The last is the
     Bayesian fit's :attr:`~evalmix.models.result.ModelFit.prior_sensitivity` table: when
     a cluster factor has fewer than 5 levels and ``fit_options`` does not set
-    ``sensitivity`` (``{"sensitivity": None}`` switches the refit off), the Bayesian
-    back end is refitted with SD priors ``SENSITIVITY_SCALE`` times wider; None when no
-    refit was made. Every fit stops after ``model_timeout`` seconds (None or 0: no
+    ``sensitivity`` (``{"sensitivity": None}`` switches it off), the Bayesian back end's
+    posterior under SD priors ``SENSITIVITY_SCALE`` times wider (see
+    :func:`~evalmix.models.bayes.psis_sensitivity`); None when there is none. Every fit stops after ``model_timeout`` seconds (None or 0: no
     limit); a stopped fit leaves one empty row per contrast saying so.
     """
     from evalmix.models.api import BACKEND_OPTIONS, fit

@@ -88,7 +88,7 @@ from evalmix.models.spec import Collapsed, ModelSpec
 
 __all__ = ["TermInfo", "build_model", "choose_parameterization", "DEFAULT_PRIORS",
            "population_draws", "FEW_LEVELS", "RAYLEIGH_SCALE", "fixed_shift", "uncentre",
-           "draw_marginal_sd"]
+           "draw_marginal_sd", "log_marginal_prior"]
 
 #: Weakly informative priors on the latent (link) scale; ``prior_scale`` multiplies the
 #: SD priors. Gaussian models use the same numbers times ``sd(y)``.
@@ -274,6 +274,20 @@ def uncentre(bc, shift: np.ndarray, spec: ModelSpec):
     if isinstance(bc, np.ndarray):
         return bc - np.multiply.outer(bc @ shift, e)
     return bc - e * (bc * shift).sum()
+
+
+def log_marginal_prior(u: np.ndarray, n: int, scale: float) -> np.ndarray:
+    """Log density of a marginal term's level effects with ``sd ~ Rayleigh(scale)``
+    integrated out (the module docstring's ``p(u)``, the kernel's prior of ``u``).
+
+    ``u`` has shape (..., G) with ``n`` free coordinates (``G - 1`` for a zero-sum term);
+    returns (...)."""
+    from scipy.special import kve
+
+    lam = 1.0 - 0.5 * n
+    z = np.maximum(np.sqrt(np.sum(u * u, axis=-1)) / scale, 1e-8)
+    return (-0.5 * n * np.log(2.0 * np.pi) - 2.0 * np.log(scale)
+            + lam * np.log(z * scale * scale) + np.log(kve(lam, z)) - z)
 
 
 def draw_marginal_sd(u: np.ndarray, n: int, scale: float, rng: np.random.Generator

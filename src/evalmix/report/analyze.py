@@ -247,8 +247,8 @@ def analyze(
         Posterior draws per chain for the Bayesian back end (default: the back end's).
     fit_options : dict, optional
         Extra keyword arguments for :func:`evalmix.fit` (e.g. ``{"slopes": ("judge",)}``).
-        When a cluster factor has fewer than 5 levels the Bayesian fit is refitted with SD
-        priors 2.5x wider (``sensitivity=2.5``; the report's ``prior_sensitivity``);
+        When a cluster factor has fewer than 5 levels the Bayesian fit is also given under
+        SD priors 2.5x wider (``sensitivity=2.5``; the report's ``prior_sensitivity``);
         ``{"sensitivity": None}`` switches that off, another number sets the scale.
     model_timeout : float, optional
         Stop every model fit after this many seconds (default 300) and report without
