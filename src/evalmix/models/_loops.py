@@ -11,7 +11,9 @@ Likelihood loops, in two layouts:
   gaussian, cumulative logit).
 * **grid** (:class:`_Grid`, binomial): for (nearly) fully crossed designs, rows are
   ``levels of the largest unit-scale factor x rest patterns``; ``eta = a[item] + B[rest]``
-  is a dense grid with contiguous loops and no gathers.
+  is a dense grid with contiguous loops and no gathers, and ``exp(-|eta|)`` is the
+  product of per-row and per-column factors (:func:`_grid_row_binary`: a few
+  multiplications and one division per cell; 24 -> ~5 ns per cell on 100k cells here).
 
 ``exp``, ``log1p`` and the reciprocal of the binomial loops are written as polynomials
 and Newton steps (:func:`_vexp_neg`, :func:`_log1p01`, :func:`_recip12`) that LLVM
@@ -49,6 +51,8 @@ _JIT = dict(cache=True, nogil=True, fastmath=False, boundscheck=False)
 #: fused multiply-add allowed (polynomials); with reassociation for the sums over rows
 _JIT_FMA = dict(_JIT, fastmath={"contract"})
 _JIT_SUM = dict(_JIT, fastmath={"contract", "reassoc", "nsz"})
+#: and a division that LLVM vectorises (no zero-division check: never by zero there)
+_JIT_DIV = dict(_JIT_SUM, error_model="numpy")
 _LN2_HI = 6.93147180369123816490e-01
 _LN2_LO = 1.90821492927058770002e-10
 _INV_LN2 = 1.44269504088896338700e00
@@ -278,22 +282,111 @@ def cumulative_rows(X, b, cg, xs, unit, u, counts, cut, g_b, g_u, g_cut
 
 
 @numba.njit(**_JIT)
-def binomial_grid(a, gX, b, gcg, gxs, gunit, u, succ, trials, g_b, g_u, g_a
+def _exp_pm(x, e_neg, e_pos, bits):  # pragma: no cover
+    """``e_neg = exp(-x)`` and ``e_pos = exp(x)`` (vectorised: one :func:`_vexp_neg` of
+    ``|x|`` and one reciprocal; a few units in the last place for ``|x| <= 708``)."""
+    m = x.shape[0]
+    for i in range(m):
+        e_pos[i] = abs(x[i])
+    _vexp_neg(e_pos, e_pos, bits)
+    for i in range(m):
+        ex = e_pos[i]
+        inv = 1.0 / ex
+        pos = x[i] >= 0.0
+        e_neg[i] = ex if pos else inv
+        e_pos[i] = inv if pos else ex
+
+
+@numba.njit(**_JIT_DIV)
+def _grid_row_binary(av, an, ap, B, b_neg, b_pos, succ, trials, g_B, c0, c1
+                     ):  # pragma: no cover
+    """Cells ``c0 <= c < c1`` of one grid row, each with ``trials`` 0 or 1:
+    ``exp(-|eta|)`` as the product ``exp(-a) exp(-B)`` (or ``exp(a) exp(B)``) of
+    precomputed factors, and ``sum n log1p(exp(-|eta|))`` as the log of the product of
+    the factors ``1 + n exp(-|eta|)`` (each in [1, 2]: at most 512 cells per call keep
+    it finite), so that a cell costs a few multiplications and one division. Returns
+    (log-likelihood, sum of ``g``)."""
+    total = 0.0
+    acc = 0.0
+    prod = 1.0
+    for c in range(c0, c1):
+        et = av + B[c]
+        pos = et > 0.0
+        e = an * b_neg[c] if pos else ap * b_pos[c]
+        q = 1.0 / (1.0 + e)
+        n = trials[c]
+        total += succ[c] * et - n * (et if pos else 0.0)
+        prod *= 1.0 + n * e
+        g = succ[c] - n * (q if pos else e * q)
+        acc += g
+        g_B[c] += g
+    return total - math.log(prod), acc
+
+
+@numba.njit(**_JIT_DIV)
+def _grid_row_counts(av, an, ap, B, b_neg, b_pos, succ, trials, g_B):  # pragma: no cover
+    """:func:`_grid_row_binary` for any trial counts (``log1p`` per cell), all cells."""
+    total = 0.0
+    acc = 0.0
+    for c in range(B.shape[0]):
+        et = av + B[c]
+        pos = et > 0.0
+        e = an * b_neg[c] if pos else ap * b_pos[c]
+        q = 1.0 / (1.0 + e)
+        n = trials[c]
+        total += succ[c] * et - n * ((et if pos else 0.0) + _log1p01(e))
+        g = succ[c] - n * (q if pos else e * q)
+        acc += g
+        g_B[c] += g
+    return total, acc
+
+
+#: a grid row whose ``|a| + max |B|`` is at most this uses the factored ``exp`` (every
+#: factor and product then stays inside double range)
+_GRID_FACTOR_MAX = 700.0
+
+
+@numba.njit(**_JIT)
+def binomial_grid(a, gX, b, gcg, gxs, gunit, u, succ, trials, binary, g_b, g_u, g_a
                   ):  # pragma: no cover
     """:func:`binomial_rows` on the grid layout (:class:`_Grid`): ``E[s, c] = a[s] +
     B[c]``; the derivative is summed over each row (``g_a``, the row factor's levels)
     and each column (scattered from the rest patterns to ``g_b``, ``g_u``). Empty cells
-    have ``trials = succ = 0`` and contribute nothing."""
+    have ``trials = succ = 0`` and contribute nothing. ``binary``: every cell has 0 or
+    1 trials (:func:`_grid_row_binary`). Rows with an extreme ``|a| + max |B|`` (far
+    out in warm-up) take the :func:`_vexp_neg` path."""
     C = gX.shape[0]
     S = a.shape[0]
     B = np.empty(C)
     _eta(gX, b, gcg, gxs, gunit, u, B, np.empty(C))
+    bmax = 0.0
+    for c in range(C):
+        bmax = max(bmax, abs(B[c]))
+    bits = np.empty(max(C, S), dtype=np.int64)
+    b_neg, b_pos = np.empty(C), np.empty(C)
+    _exp_pm(B, b_neg, b_pos, bits)
+    a_neg, a_pos = np.empty(S), np.empty(S)
+    _exp_pm(a, a_neg, a_pos, bits)
     g_B = np.zeros(C)
     e, ex, g = np.empty(C), np.empty(C), np.empty(C)
-    bits = np.empty(C, dtype=np.int64)
     total = 0.0
     for s in range(S):
         av = a[s]
+        if abs(av) + bmax <= _GRID_FACTOR_MAX:
+            if binary:
+                lp, acc = 0.0, 0.0
+                for c0 in range(0, C, 512):
+                    lpc, accc = _grid_row_binary(av, a_neg[s], a_pos[s], B, b_neg, b_pos,
+                                                 succ[s], trials[s], g_B, c0,
+                                                 min(c0 + 512, C))
+                    lp += lpc
+                    acc += accc
+                g_a[s] = acc
+            else:
+                lp, g_a[s] = _grid_row_counts(av, a_neg[s], a_pos[s], B, b_neg, b_pos,
+                                              succ[s], trials[s], g_B)
+            total += lp
+            continue
         for c in range(C):
             e[c] = av + B[c]
             ex[c] = abs(e[c])
@@ -326,6 +419,7 @@ class _Grid:
     unit: np.ndarray        # (r - 1,)
     succ: np.ndarray        # (S, C)
     trials: np.ndarray      # (S, C)
+    binary: bool            # every cell has 0 or 1 trials
 
 
 #: Use the grid layout when at least this fraction of its cells hold data.
@@ -357,7 +451,8 @@ def _make_grid(X, cg, xs, unit, u_off, succ, trials, min_fill: float = GRID_MIN_
                  X=np.ascontiguousarray(X[first]),
                  cg=np.ascontiguousarray(cg[first][:, rest]),
                  xs=np.ascontiguousarray(xs[first][:, rest]),
-                 unit=np.ascontiguousarray(unit[rest]), succ=S_, trials=T_)
+                 unit=np.ascontiguousarray(unit[rest]), succ=S_, trials=T_,
+                 binary=bool(np.all((T_ == 0.0) | (T_ == 1.0))))
 
 
 #: scipy.special.kve(double, double) (``__pyx_fuse_0`` is the complex version).
@@ -367,8 +462,9 @@ KVE_ADDRESS = get_cython_function_address("scipy.special.cython_special",
 #: (name, dtype, ndim) of the arrays in the header, in order. ``meta`` (int64) holds
 #: family, k, r, number of level effects, ndim, sigma index, cut index, number of cut
 #: points, grid flag, grid term, grid offset, grid levels, kve address, intercept index,
-#: expanded size. ``flt`` holds SD-prior scale, Rayleigh scale, sd(y), total trials,
-#: then mu_b (k), sd_b (k), shift (k) and the cut-point prior means.
+#: expanded size, binary grid (every cell 0 or 1 trials). ``flt`` holds SD-prior
+#: scale, Rayleigh scale, sd(y), total trials, then mu_b (k), sd_b (k), shift (k) and
+#: the cut-point prior means.
 ARRAYS = (("meta", np.int64, 1), ("terms", np.int64, 2), ("flt", np.float64, 1),
           ("X", np.float64, 2), ("cg", np.int64, 2), ("xs", np.float64, 2),
           ("unit", np.bool_, 1), ("succ", np.float64, 1), ("trials", np.float64, 1),
@@ -513,7 +609,7 @@ def logp_core(x, grad, meta, terms, flt, X, cg, xs, unit, succ, trials, s2, coun
         lo, S = meta[10], meta[11]
         g_a = np.empty(S)
         lp = binomial_grid(ueta[lo:lo + S], gX, b, gcg, gxs, gunit, ueta, gsucc, gtrials,
-                           g_b, g_u, g_a)
+                           meta[15] != 0, g_b, g_u, g_a)
         g_u[lo:lo + S] += g_a
     elif family == 0:
         lp = binomial_rows(X, b, cg, xs, unit, ueta, succ, trials, g_b, g_u)

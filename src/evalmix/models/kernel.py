@@ -202,7 +202,7 @@ class DensityKernel:
                 self.sigma_at if self.sigma_at is not None else -1,
                 self.cut_at if self.cut_at is not None else -1, self.ncut,
                 g is not None, g.term if g else -1, g.lo if g else 0,
-                g.n_levels if g else 0, KVE_ADDRESS, icpt, n_exp]
+                g.n_levels if g else 0, KVE_ADDRESS, icpt, n_exp, bool(g and g.binary)]
         c = np.ascontiguousarray
 
         def f2(a, ncol):
