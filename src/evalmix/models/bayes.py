@@ -42,6 +42,7 @@ from evalmix.errors import (
     EvalmixError,
     check_option,
 )
+from evalmix.models._mcmc_diagnostics import rhat_ess
 from evalmix.models._posterior import (
     BAYES_PACKAGES,
     ESS_MIN,
@@ -51,7 +52,6 @@ from evalmix.models._posterior import (
     stack_draws,
     summarise,
 )
-from evalmix.models._mcmc_diagnostics import rhat_ess
 from evalmix.models.pymc_model import (
     DEFAULT_PRIORS,
     FEW_LEVELS,
