@@ -194,10 +194,10 @@ class DensityKernel:
         g = self.grid
         cut_mu = np.linspace(-1, 1, self.ncut) if self.ncut else np.zeros(0)
         # cumulative: the binomial (cut point x row) grid of _loops.cumulative_grid
-        cnt = np.asarray(self.data.counts, dtype=np.float64) if self.ncut else None
-        cgrid = (np.vstack([cnt[:, :-1].T, (cnt[:, :-1] + cnt[:, 1:]).T]) if self.ncut
-                 else np.zeros((0, 0)))
-        n_cat = cnt.sum(axis=0)[:-1] if self.ncut else np.zeros(0)
+        cnt = np.asarray(self.data.counts, dtype=np.float64).reshape(
+            self.data.n_patterns, -1) if self.ncut else np.zeros((0, 1))
+        cgrid = np.vstack([cnt[:, :-1].T, (cnt[:, :-1] + cnt[:, 1:]).T])
+        n_cat = cnt.sum(axis=0)[:-1]
         binary = (bool(np.all((cgrid == 0.0) | (cgrid == 1.0))) if self.ncut
                   else bool(g and g.binary))
         icpt = (self.spec.fixed_names.index("Intercept")
