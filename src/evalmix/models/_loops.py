@@ -14,7 +14,7 @@ Likelihood loops, in two layouts:
   ``levels of the largest unit-scale factor x rest patterns``; ``eta = a[item] + B[rest]``
   is a dense grid with contiguous loops and no gathers, and ``exp(-|eta|)`` is the
   product of per-row and per-column factors (:func:`_grid_row_binary`: a few
-  multiplications and one division per cell; 24 -> ~5 ns per cell on 100k cells here).
+  multiplications and one division per cell; 24 -> ~4 ns per cell on 100k cells here).
 
 ``exp``, ``log1p`` and the reciprocal of the binomial loops are written as polynomials
 and Newton steps (:func:`_vexp_neg`, :func:`_log1p01`, :func:`_recip12`) that LLVM
@@ -240,9 +240,8 @@ def _exp_pm(x, e_neg, e_pos, bits):  # pragma: no cover
 
 
 @numba.njit(**_JIT_DIV)
-def _grid_row_binary(av, an, ap, B, b_neg, b_pos, succ, trials, g_B, c0, c1
-                     ):  # pragma: no cover
-    """Cells ``c0 <= c < c1`` of one grid row, each with ``trials`` 0 or 1:
+def _grid_row_binary(av, an, ap, B, b_neg, b_pos, succ, trials, g_B):  # pragma: no cover
+    """Cells of one grid row (or a slice of it), each with ``trials`` 0 or 1:
     ``exp(-|eta|)`` as the product ``exp(-a) exp(-B)`` (or ``exp(a) exp(B)``) of
     precomputed factors, and ``sum n log1p(exp(-|eta|))`` as the log of the product of
     the factors ``1 + n exp(-|eta|)`` (each in [1, 2]: at most 512 cells per call keep
@@ -251,7 +250,7 @@ def _grid_row_binary(av, an, ap, B, b_neg, b_pos, succ, trials, g_B, c0, c1
     total = 0.0
     acc = 0.0
     prod = 1.0
-    for c in range(c0, c1):
+    for c in range(B.shape[0]):
         et = av + B[c]
         pos = et > 0.0
         e = an * b_neg[c] if pos else ap * b_pos[c]
@@ -312,9 +311,12 @@ def _grid_sum(a, B, succ, trials, binary, g_a, g_B):  # pragma: no cover
             if binary:
                 lp, acc = 0.0, 0.0
                 for c0 in range(0, C, 512):
-                    lpc, accc = _grid_row_binary(av, a_neg[s], a_pos[s], B, b_neg, b_pos,
-                                                 succ[s], trials[s], g_B, c0,
-                                                 min(c0 + 512, C))
+                    # slices, not index bounds: with bounds LLVM's loop ran 2x slower
+                    c1 = min(c0 + 512, C)
+                    lpc, accc = _grid_row_binary(av, a_neg[s], a_pos[s], B[c0:c1],
+                                                 b_neg[c0:c1], b_pos[c0:c1],
+                                                 succ[s, c0:c1], trials[s, c0:c1],
+                                                 g_B[c0:c1])
                     lp += lpc
                     acc += accc
                 g_a[s] = acc
