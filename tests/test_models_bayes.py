@@ -304,6 +304,32 @@ def test_grid_layout_equals_row_loop_and_is_chosen_only_when_dense():
             np.testing.assert_allclose(g2, g1, rtol=1e-9, atol=1e-9)
 
 
+def test_grid_row_paths_equal_the_row_loop():
+    """The grid's three row paths give the row loop's log density and gradient: 0/1
+    trials (factored exp, one log per product of up to 512 cells), any trial counts
+    (repeated runs: 2 per cell) and rows with an extreme ``|eta|`` (polynomial exp)."""
+    sim = pairwise_judges(30, 4, 3, 3, seed=5, tie_threshold=0.3)
+    twice = pd.concat([sim.data.assign(epoch=1), sim.data.assign(epoch=2)])
+    tables = [sim.table(ties="half"),
+              evalmix.read(twice, **{**sim.read_kwargs, "ties": "half"}, replicate="epoch")]
+    rng = np.random.default_rng(3)
+    for t, binary in zip(tables, [True, False], strict=True):
+        spec = build_spec(t, slopes=("judge",))
+        data = collapse(spec)
+        terms = choose_parameterization(spec, data)
+        rows = DensityKernel(spec, data, terms, layout="rows")
+        grid = DensityKernel(spec, data, terms, layout="grid")
+        assert grid.grid.binary == binary and grid.grid.term == 0
+        x = rng.normal(0, 0.7, rows.ndim)
+        far = x.copy()   # scenario effects far out: |a| + max |B| > 700 in some rows
+        i1, i2 = rows.slices[0][1:]
+        far[i1:i2] = np.linspace(-900.0, 900.0, i2 - i1)
+        for point in (x, far):
+            (l1, g1), (l2, g2) = rows.logp(point), grid.logp(point)
+            assert l2 == pytest.approx(l1, rel=1e-12)
+            np.testing.assert_allclose(g2, g1, rtol=1e-9, atol=1e-9)
+
+
 @pytest.mark.parametrize("marginal", [True, False])
 def test_slope_centring_is_the_same_density_in_other_coordinates(marginal, monkeypatch):
     """Coupled intercept u' = u + sum xbar v (slopes on centred covariates) is a linear

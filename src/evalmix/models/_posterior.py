@@ -15,7 +15,7 @@ from evalmix.models.spec import ModelSpec
 from evalmix.models.summaries import fixed_table, variance_table
 
 __all__ = ["RHAT_MAX", "ESS_MIN", "BAYES_PACKAGES", "diagnostics", "idata_diagnostics",
-           "summarise", "check_quality"]
+           "stack_draws", "summarise", "check_quality"]
 
 RHAT_MAX = 1.01
 ESS_MIN = 400
@@ -26,28 +26,35 @@ BAYES_PACKAGES = ("numpy", "numba", "nutpie", "pymc", "pytensor", "arviz", "bamb
 
 
 
+def stack_draws(post, names: list[str]) -> np.ndarray:
+    """The named variables' draws as one (parameter, chain, draw) array, parameters in
+    the order of :func:`diagnostics`'s rows. ``post`` maps names to (chain, draw, ...)."""
+    rows = [np.moveaxis(np.asarray(post[n], dtype=float).reshape(
+        *np.shape(post[n])[:2], -1), 2, 0) for n in names]
+    return np.concatenate(rows, axis=0) if rows else np.zeros((0, 1, 1))
+
+
 def diagnostics(post, names: list[str], coords, dims, rhat_max: float | None = None
-                 ) -> pd.DataFrame:
+                ) -> pd.DataFrame:
     """Per sampled parameter (ArviZ's labels, e.g. ``u_judge[j1]``): mean, sd, rank
     R-hat, bulk and tail ESS (:func:`~evalmix.models._mcmc_diagnostics.rhat_ess`; NaN
     ESS when some R-hat exceeds ``rhat_max``). ``post`` maps names to arrays (chain,
     draw, ...); ``coords``/``dims`` label them."""
     import itertools
 
-    labels, rows = [], []
+    labels = []
     for name in names:
-        a = np.asarray(post[name], dtype=float)
+        shape = np.shape(post[name])
         d = list(dims.get(name, ()))
         levels = [list(coords[x]) if x in coords else list(range(n))
-                  for x, n in zip(d, a.shape[2:], strict=False)]
-        levels += [list(range(n)) for n in a.shape[2 + len(levels):]]
+                  for x, n in zip(d, shape[2:], strict=False)]
+        levels += [list(range(n)) for n in shape[2 + len(levels):]]
         if not levels:
             labels.append(name)
         else:
             labels += [f"{name}[{', '.join(str(v) for v in ix)}]"
                        for ix in itertools.product(*levels)]
-        rows.append(np.moveaxis(a.reshape(a.shape[0], a.shape[1], -1), 2, 0))
-    draws = np.concatenate(rows, axis=0) if rows else np.zeros((0, 1, 1))
+    draws = stack_draws(post, names)
     r_hat, ess_bulk, ess_tail = rhat_ess(draws, rhat_max=rhat_max)
     flat = draws.reshape(draws.shape[0], -1)
     return pd.DataFrame({"parameter": labels, "mean": flat.mean(axis=1),

@@ -193,6 +193,13 @@ class DensityKernel:
             off += len(parent)
         g = self.grid
         cut_mu = np.linspace(-1, 1, self.ncut) if self.ncut else np.zeros(0)
+        # cumulative: the binomial (cut point x row) grid of _loops.cumulative_grid
+        cnt = np.asarray(self.data.counts, dtype=np.float64).reshape(
+            self.data.n_patterns, -1) if self.ncut else np.zeros((0, 1))
+        cgrid = np.vstack([cnt[:, :-1].T, (cnt[:, :-1] + cnt[:, 1:]).T])
+        n_cat = cnt.sum(axis=0)[:-1]
+        binary = (bool(np.all((cgrid == 0.0) | (cgrid == 1.0))) if self.ncut
+                  else bool(g and g.binary))
         icpt = (self.spec.fixed_names.index("Intercept")
                 if "Intercept" in self.spec.fixed_names else -1)
         n_exp = k + sum(1 + t.n_levels for t in self.terms) + (
@@ -202,7 +209,7 @@ class DensityKernel:
                 self.sigma_at if self.sigma_at is not None else -1,
                 self.cut_at if self.cut_at is not None else -1, self.ncut,
                 g is not None, g.term if g else -1, g.lo if g else 0,
-                g.n_levels if g else 0, KVE_ADDRESS, icpt, n_exp]
+                g.n_levels if g else 0, KVE_ADDRESS, icpt, n_exp, binary]
         c = np.ascontiguousarray
 
         def f2(a, ncol):
@@ -211,11 +218,10 @@ class DensityKernel:
         return {
             "meta": np.array(meta, dtype=np.int64), "terms": terms,
             "flt": np.concatenate([[self.sd_prior, self.rayleigh, self.ysd, self.n_total],
-                                   self.mu_b, self.sd_b, self.shift, cut_mu]),
+                                   self.mu_b, self.sd_b, self.shift, cut_mu, n_cat]),
             "X": f2(self.X, k), "cg": c(self.cg), "xs": f2(self.xs, r), "unit": c(self.unit),
             "succ": self.succ, "trials": self.trials, "s2": self.s2,
-            "counts": f2(self.data.counts, max(self.data.counts.shape[1], 1))
-            if self.family == 2 else np.zeros((0, 0)),
+            "counts": c(cgrid),
             "gX": f2(g.X, k) if g else np.zeros((0, 0)),
             "gcg": c(g.cg.astype(np.int64)) if g else np.zeros((0, 0), dtype=np.int64),
             "gxs": f2(g.xs, max(r - 1, 1)) if g else np.zeros((0, 0)),
