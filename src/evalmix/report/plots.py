@@ -54,8 +54,8 @@ def png_bytes(fig: Figure, dpi: int = 110) -> bytes:
     A figure with a layout engine is laid out while it is drawn; one without (labels
     placed outside its axes) is cropped to what it draws, which costs another draw."""
     buf = io.BytesIO()
-    crop = {} if fig.get_layout_engine() is not None else {"bbox_inches": "tight"}
-    fig.savefig(buf, format="png", dpi=dpi, **crop)
+    crop = fig.get_layout_engine() is None
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight" if crop else None)
     _plt().close(fig)
     return buf.getvalue()
 
