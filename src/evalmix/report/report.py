@@ -7,6 +7,7 @@ A report holds tidy frames only; rendering (plots, HTML, Markdown) lives in
 from __future__ import annotations
 
 import base64
+import errno
 import json
 import math
 import os
@@ -94,9 +95,11 @@ def _swap_into_place(tmp: Path, out: Path) -> None:
         try:
             os.rename(tmp, out)
             return
-        except OSError:
-            if not out.is_dir():
+        except OSError as e:
+            if e.errno not in (errno.ENOTEMPTY, errno.EEXIST):
                 raise
+            if not out.is_dir():
+                continue   # another writer moved it away since: rename again
         graveyard = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.old-"))
         try:
             os.rename(out, graveyard / "report")
