@@ -146,6 +146,9 @@ def _assert_kernel_equals_pymc(model, kern, terms, rng, *, cutpoints=False):
         if cutpoints:
             point["cutpoints_ordered__"] = x[kern.cut_at:]
             order.append("cutpoints_ordered__")
+        if kern.sigma_at is not None:
+            point["sigma_log__"] = x[kern.sigma_at]
+            order.append("sigma_log__")
         mine, grad = kern.logp(x)
         g = dlogp(point)
         sizes = {v.name: np.size(point[v.name]) for v in model.value_vars}
@@ -187,6 +190,37 @@ def test_kernel_density_equals_pymc(layout):
                              centre_slopes=False, centre_nested=False)
         assert (kern.grid is not None) == (layout == "grid")
         _assert_kernel_equals_pymc(model, kern, terms, rng)
+
+
+@pytest.mark.parametrize("outcome", ["binary", "numeric"])
+def test_kernel_with_many_conditions_equals_pymc(outcome):
+    """Rows of 12 treatment-coded conditions hold 2 non-zero fixed columns of 12 (+
+    position): the row layout keeps them as non-zeros of the raw columns and applies the
+    centring shift to the coefficients and the gradient (same density as PyMC's, which
+    multiplies the dense centred columns), for the logit and the Gaussian families."""
+    import dataclasses
+
+    rng = np.random.default_rng(5)
+    items, conds = 24, 12
+    df = pd.DataFrame({"item": np.repeat([f"q{i}" for i in range(items)], conds),
+                       "model": np.tile([f"m{j:02d}" for j in range(conds)], items)})
+    df["judge"] = rng.choice(["ja", "jb", "jc"], len(df))
+    eta = rng.normal(0, 0.5, items)[np.repeat(np.arange(items), conds)] + np.tile(
+        np.linspace(-1, 1, conds), items)
+    df["score"] = (rng.random(len(df)) < 1 / (1 + np.exp(-eta))).astype(float) \
+        if outcome == "binary" else eta + rng.normal(0, 1, len(df))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = evalmix.read(df, outcome="score", condition="model",
+                         clusters={"item": "item", "judge": "judge"})
+    spec = build_spec(t)
+    data = collapse(spec)
+    terms = [dataclasses.replace(x, marginal=False) for x in choose_parameterization(spec, data)]
+    model, _ = build_model(spec, data, terms=terms)
+    kern = DensityKernel(spec, data, terms, layout="rows", centre_slopes=False,
+                         centre_nested=False)
+    assert kern.k >= conds and kern._arrays["Xj"].shape[1] <= 3 and kern.shift.any()
+    _assert_kernel_equals_pymc(model, kern, terms, np.random.default_rng(1))
 
 
 @pytest.mark.parametrize("source", ["ties_separate", "ordinal_scores"])

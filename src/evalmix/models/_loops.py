@@ -166,6 +166,35 @@ def _scatter(X, cg, xs, unit, g, g_b, g_u):  # pragma: no cover
                 g_u[cg[i, t]] += gi * xs[i, t]
 
 
+@numba.njit(**_JIT)
+def _eta_sparse(Xj, Xv, b, cg, xs, unit, u, eta, nabs):  # pragma: no cover
+    """:func:`_eta` with the fixed columns of each row as its non-zeros only (``Xj``
+    column indices, ``Xv`` values, padded with zeros): treatment-coded rows hold ~3
+    non-zeros of K + 2 columns (MT-Bench: 31), so the dense row sum costs ~10x more."""
+    m, w = Xj.shape
+    nb = np.zeros(m)
+    for i in range(m):
+        e = 0.0
+        for t in range(w):
+            e += Xv[i, t] * b[Xj[i, t]]
+        nb[i] = e
+    _eta(np.zeros((m, 0)), b[:0], cg, xs, unit, u, eta, nabs)
+    for i in range(m):
+        eta[i] += nb[i]
+        nabs[i] = abs(eta[i])
+
+
+@numba.njit(**_JIT)
+def _scatter_sparse(Xj, Xv, cg, xs, unit, g, g_b, g_u):  # pragma: no cover
+    """The transpose of :func:`_eta_sparse`."""
+    m, w = Xj.shape
+    for i in range(m):
+        gi = g[i]
+        for t in range(w):
+            g_b[Xj[i, t]] += Xv[i, t] * gi
+    _scatter(np.zeros((m, 0)), cg, xs, unit, g, g_b[:0], g_u)
+
+
 @numba.njit(**_JIT_SUM)
 def _binom_terms(eta, ex, succ, trials, g):  # pragma: no cover
     """sum(s*eta - n*softplus(eta)) and ``g = s - n * sigmoid(eta)`` per element, given
@@ -184,31 +213,32 @@ def _binom_terms(eta, ex, succ, trials, g):  # pragma: no cover
 
 
 @numba.njit(**_JIT)
-def binomial_rows(X, b, cg, xs, unit, u, succ, trials, g_b, g_u):  # pragma: no cover
-    """Binomial log-likelihood over the collapsed rows; adds its gradients to ``g_b``,
-    ``g_u``."""
-    m = X.shape[0]
+def binomial_rows(Xj, Xv, b, cg, xs, unit, u, succ, trials, g_b, g_u
+                  ):  # pragma: no cover
+    """Binomial log-likelihood over the collapsed rows (fixed columns as non-zeros,
+    :func:`_eta_sparse`); adds its gradients to ``g_b``, ``g_u``."""
+    m = Xj.shape[0]
     eta, buf, g = np.empty(m), np.empty(m), np.empty(m)
-    _eta(X, b, cg, xs, unit, u, eta, buf)
+    _eta_sparse(Xj, Xv, b, cg, xs, unit, u, eta, buf)
     _vexp_neg(buf, buf, np.empty(m, dtype=np.int64))
     total = _binom_terms(eta, buf, succ, trials, g)
-    _scatter(X, cg, xs, unit, g, g_b, g_u)
+    _scatter_sparse(Xj, Xv, cg, xs, unit, g, g_b, g_u)
     return total
 
 
 @numba.njit(**_JIT)
-def gaussian_rows(X, b, cg, xs, unit, u, sum_y, n, sum_y2, inv_var, g_b, g_u
+def gaussian_rows(Xj, Xv, b, cg, xs, unit, u, sum_y, n, sum_y2, inv_var, g_b, g_u
                   ):  # pragma: no cover
     """Gaussian quadratic form sum(S2 - 2 eta S1 + n eta^2); adds ``(S1 - n eta) /
     sigma^2`` scattered to ``g_b``, ``g_u``."""
-    m = X.shape[0]
+    m = Xj.shape[0]
     eta, g = np.empty(m), np.empty(m)
-    _eta(X, b, cg, xs, unit, u, eta, g)
+    _eta_sparse(Xj, Xv, b, cg, xs, unit, u, eta, g)
     total = 0.0
     for i in range(m):
         total += sum_y2[i] - 2.0 * eta[i] * sum_y[i] + n[i] * eta[i] * eta[i]
         g[i] = (sum_y[i] - n[i] * eta[i]) * inv_var
-    _scatter(X, cg, xs, unit, g, g_b, g_u)
+    _scatter_sparse(Xj, Xv, cg, xs, unit, g, g_b, g_u)
     return total
 
 
@@ -465,7 +495,7 @@ ARRAYS = (("meta", np.int64, 1), ("terms", np.int64, 2), ("flt", np.float64, 1),
           ("gX", np.float64, 2), ("gcg", np.int64, 2), ("gxs", np.float64, 2),
           ("gunit", np.bool_, 1), ("gsucc", np.float64, 2), ("gtrials", np.float64, 2),
           ("pairs", np.int64, 2), ("pxbar", np.float64, 1), ("nests", np.int64, 2),
-          ("npar", np.int64, 1))
+          ("npar", np.int64, 1), ("Xj", np.int64, 2), ("Xv", np.float64, 2))
 #: columns of ``terms``: level offsets, SD index (-1: integrated out), free slice,
 #: zero-sum, mode (0 SD integrated out, 1 centred, 2 non-centred), SD prior (0
 #: half-normal, 1 Rayleigh), outer factor of a nested pair.
@@ -584,8 +614,39 @@ def _prior_free(x, terms, pairs, pxbar, nests, npar, uu, pf):  # pragma: no cove
 
 
 @numba.njit(**_JIT)
+def _raw_b(b, meta, flt):  # pragma: no cover
+    """Coefficients on the raw columns that give the centred columns' linear predictor.
+
+    The row layout keeps the fixed columns uncentred (sparse, ``Xj``/``Xv``) while the
+    sampler's ``b`` is on the centred columns ``X - shift``: ``(X - shift) b = X b'`` with
+    ``b' = b`` except the intercept, ``b'_0 = b_0 - shift . b`` (the intercept's own
+    shift is 0; without an intercept the shift is all 0)."""
+    k, icpt = meta[1], meta[13]
+    out = b.copy()
+    if icpt >= 0:
+        shift = flt[4 + 2 * k:4 + 3 * k]
+        acc = 0.0
+        for j in range(k):
+            acc += shift[j] * b[j]
+        out[icpt] -= acc
+    return out
+
+
+@numba.njit(**_JIT)
+def _centred_grad(g_b, meta, flt):  # pragma: no cover
+    """``X' g`` on the raw columns into ``(X - shift)' g = X' g - shift sum(g)``, in
+    place (``sum(g)`` is the intercept's entry of ``X' g``)."""
+    k, icpt = meta[1], meta[13]
+    if icpt >= 0:
+        shift = flt[4 + 2 * k:4 + 3 * k]
+        s = g_b[icpt]
+        for j in range(k):
+            g_b[j] -= shift[j] * s
+
+
+@numba.njit(**_JIT)
 def logp_core(x, grad, meta, terms, flt, X, cg, xs, unit, succ, trials, s2, counts,
-              gX, gcg, gxs, gunit, gsucc, gtrials, pairs, pxbar, nests, npar
+              gX, gcg, gxs, gunit, gsucc, gtrials, pairs, pxbar, nests, npar, Xj, Xv
               ):  # pragma: no cover
     """Log density at ``x`` (unconstrained coordinates); its gradient in ``grad``."""
     family, k, nu = meta[0], meta[1], meta[3]
@@ -605,12 +666,16 @@ def logp_core(x, grad, meta, terms, flt, X, cg, xs, unit, succ, trials, s2, coun
                            meta[15] != 0, g_b, g_u, g_a)
         g_u[lo:lo + S] += g_a
     elif family == 0:
-        lp = binomial_rows(X, b, cg, xs, unit, ueta, succ, trials, g_b, g_u)
+        lp = binomial_rows(Xj, Xv, _raw_b(b, meta, flt), cg, xs, unit, ueta, succ, trials,
+                           g_b, g_u)
+        _centred_grad(g_b, meta, flt)
     elif family == 1:
         log_sigma = x[sigma_at]
         sigma = math.exp(log_sigma)
         inv_var = 1.0 / (sigma * sigma)
-        q = gaussian_rows(X, b, cg, xs, unit, ueta, succ, trials, s2, inv_var, g_b, g_u)
+        q = gaussian_rows(Xj, Xv, _raw_b(b, meta, flt), cg, xs, unit, ueta, succ, trials,
+                          s2, inv_var, g_b, g_u)
+        _centred_grad(g_b, meta, flt)
         lp = -n_total * log_sigma - 0.5 * q * inv_var
         grad[sigma_at] = -n_total + q * inv_var
         # HalfNormal(ysd) prior on sigma, log transform
@@ -828,7 +893,8 @@ def logp_cfunc(dim, x_, grad_, logp_, user_data):  # pragma: no cover
         _unpack1(hdr, 9, _F8), _unpack2(hdr, 10, _F8), _unpack2(hdr, 11, _F8),
         _unpack2(hdr, 12, _I8), _unpack2(hdr, 13, _F8), _unpack1(hdr, 14, _B1),
         _unpack2(hdr, 15, _F8), _unpack2(hdr, 16, _F8), _unpack2(hdr, 17, _I8),
-        _unpack1(hdr, 18, _F8), _unpack2(hdr, 19, _I8), _unpack1(hdr, 20, _I8))
+        _unpack1(hdr, 18, _F8), _unpack2(hdr, 19, _I8), _unpack1(hdr, 20, _I8),
+        _unpack2(hdr, 21, _I8), _unpack2(hdr, 22, _F8))
     out[0] = lp
     for i in range(dim):
         if not math.isfinite(grad[i]):

@@ -95,6 +95,22 @@ def _slope_centring(terms: list[TermInfo], data: Collapsed
     return out
 
 
+def _nonzeros(X: np.ndarray) -> dict[str, np.ndarray]:
+    """The raw (uncentred) fixed columns of each row as its non-zeros, padded with zeros
+    to the most any row has: ``Xj`` column indices, ``Xv`` values (the row layout's
+    form of ``X``, see :func:`~evalmix.models._loops._eta_sparse`)."""
+    m, k = X.shape
+    nz = X != 0.0
+    w = max(int(nz.sum(axis=1).max(initial=0)), 1)
+    Xj = np.zeros((m, w), dtype=np.int64)
+    Xv = np.zeros((m, w))
+    rows, cols = np.nonzero(nz)
+    slot = np.arange(rows.size) - np.searchsorted(rows, rows)   # rank within its row
+    Xj[rows, slot] = cols
+    Xv[rows, slot] = X[rows, cols]
+    return {"Xj": Xj, "Xv": Xv}
+
+
 @dataclass
 class DensityKernel:
     """Log density + gradient of a collapsed spec (binomial or gaussian families)."""
@@ -232,6 +248,7 @@ class DensityKernel:
             "pxbar": np.array([xb for _, _, xb in pairs], dtype=np.float64),
             "nests": np.array(nests, dtype=np.int64).reshape(-1, 3),
             "npar": (np.concatenate(npar) if npar else np.zeros(0, dtype=np.int64)),
+            **_nonzeros(np.asarray(self.data.X, dtype=np.float64)),
         }
 
     def coordinates(self) -> dict[str, str]:
