@@ -813,3 +813,20 @@ def test_many_fixed_columns_sample_with_the_low_rank_mass_matrix():
     d = fit.diagnostics
     assert fit.divergences == 0 and d["r_hat"].max() <= 1.01
     assert min(d["ess_bulk"].min(), d["ess_tail"].min()) >= 400
+
+
+@pytest.mark.parametrize(("n", "scale"), [(2, 0.5), (3, 1.25), (7, 2.0)])
+def test_log_marginal_prior_is_the_integral_over_the_sd(n, scale):
+    """pymc_model.log_marginal_prior (the PSIS weights' prior of a marginal term's level
+    effects) equals int N(u | 0, sd^2 I_n) Rayleigh(sd | scale) dsd by quadrature."""
+    from scipy import integrate, stats
+
+    from evalmix.models.pymc_model import log_marginal_prior
+
+    rng = np.random.default_rng(n)
+    for u in (rng.normal(0, 0.3, n), rng.normal(0, 2.0, n)):
+        def f(sd, u=u):
+            return (np.prod(stats.norm.pdf(u, 0, sd)) * stats.rayleigh.pdf(sd, scale=scale))
+
+        val = integrate.quad(f, 0, np.inf, limit=400, epsabs=0, epsrel=1e-12)[0]
+        assert log_marginal_prior(u, n, scale) == pytest.approx(np.log(val), rel=1e-9)
