@@ -310,3 +310,18 @@ def test_hemming_fixed_number_of_clusters_formula():
         simple = power(0.3, n_clusters=n_i, cluster_size=1, icc=0.0, sd=1.0,
                        distribution="normal")
         assert float(clustered.power) == pytest.approx(float(simple.power), rel=1e-12)
+
+
+def test_design_keywords_are_typed_and_checked_in_one_place():
+    """power, mde and n_clusters_for_power share one list of design keywords: the
+    TypedDict for static checkers names exactly the keywords the functions take, and a
+    misspelt or solved-for keyword is refused with the list instead of being ignored."""
+    from evalmix.plan.power import DESIGN_OPTIONS, DesignOptions
+
+    assert tuple(DesignOptions.__annotations__) == DESIGN_OPTIONS
+    with pytest.raises(InvalidOptionError, match="n_cluster=20.*n_clusters, cluster_size"):
+        evalmix.power(0.05, n_cluster=20, sd=0.5)  # type: ignore[call-arg]
+    with pytest.raises(InvalidOptionError, match="solves for it"):
+        evalmix.n_clusters_for_power(0.8, effect=0.05, n_clusters=20, sd=0.5)
+    with pytest.raises(InvalidOptionError, match="estimand"):
+        evalmix.mde(0.8, n_clusters=20, sd=0.5, estimand="median")  # type: ignore[typeddict-item]

@@ -19,18 +19,18 @@ All functions broadcast their numeric arguments, so arrays give whole power curv
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Literal, TypedDict, Unpack, get_args
 
 import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
-from evalmix.errors import EvalmixError, check_level, check_option
+from evalmix.errors import EvalmixError, InvalidOptionError, check_level, check_option
 from evalmix.tidy import RESULT_COLUMNS, tidy_rows
 
-__all__ = ["PowerResult", "power", "mde", "n_clusters_for_power", "design_variance",
-           "power_from_ncp"]
+__all__ = ["PowerResult", "DesignOptions", "DESIGN_OPTIONS", "power", "mde",
+           "n_clusters_for_power", "design_variance", "power_from_ncp"]
 
 Estimand = Literal["mean", "win_rate", "difference"]
 Alternative = Literal["two-sided", "larger", "smaller"]
@@ -263,78 +263,130 @@ def _check_design(n_clusters, cluster_size, icc, sd, level, size_cv, crossed,
                                f"got {value!r}")
 
 
-def _null(estimand: str, null: float | None) -> float:
-    if null is not None:
-        return float(null)
-    return 0.5 if estimand == "win_rate" else 0.0
+@dataclass(frozen=True)
+class _Design:
+    """The design keywords of :func:`power`, :func:`mde` and :func:`n_clusters_for_power`
+    (typed by :class:`DesignOptions`) with their defaults: the one place they are listed."""
+
+    n_clusters: Any = None
+    cluster_size: Any = 1
+    icc: Any = 0.0
+    sd: Any = None
+    level: Any = 0.95
+    estimand: Estimand = "mean"
+    alternative: Alternative = "two-sided"
+    size_cv: Any = 0.0
+    cluster_sizes: Sequence[int] | np.ndarray | None = None
+    crossed: Mapping[str, tuple[float, int]] | None = None
+    null: float | None = None
+    distribution: Distribution = "t"
+
+    @classmethod
+    def of(cls, caller: str, options: Mapping[str, Any],
+           solved: tuple[str, ...] = ()) -> _Design:
+        """The design from a caller's keywords: names checked (``solved`` are the ones the
+        caller solves for and may not be given), options checked, sizes summarised."""
+        for name in options:
+            if name not in DESIGN_OPTIONS or name in solved:
+                allowed = ", ".join(n for n in DESIGN_OPTIONS if n not in solved)
+                raise InvalidOptionError(
+                    f"{caller}() got an unexpected keyword {name}={options[name]!r}"
+                    + (f" ({caller} solves for it)" if name in solved else "")
+                    + f"; its design keywords are {allowed}")
+        d = cls(**options)
+        check_option("estimand", d.estimand, ESTIMANDS)
+        check_option("alternative", d.alternative, ALTERNATIVES)
+        check_option("distribution", d.distribution, DISTRIBUTIONS)
+        if d.cluster_sizes is not None:
+            k_sizes, m_bar, cv = _sizes_summary(d.cluster_sizes)
+            d = replace(d, cluster_size=m_bar, size_cv=cv,
+                        n_clusters=k_sizes if d.n_clusters is None else d.n_clusters)
+        return d
+
+    def check(self, *, n_clusters: Any = None, effect: Any = None) -> None:
+        """Refuse out-of-range values (``n_clusters`` given when the caller solves for it)."""
+        _check_design(self.n_clusters if n_clusters is None else n_clusters,
+                      self.cluster_size, self.icc, self.sd, self.level, self.size_cv,
+                      self.crossed, effect=effect)
+
+    @property
+    def null_value(self) -> float:
+        """The null (defaults: 0.5 for win rates, 0 otherwise)."""
+        if self.null is not None:
+            return float(self.null)
+        return 0.5 if self.estimand == "win_rate" else 0.0
+
+    def sd_at(self, effect: Any) -> np.ndarray:
+        """The SD of one observation; for win rates by default ``sqrt(p (1 - p))`` at
+        ``p = null + effect``."""
+        if self.sd is not None:
+            return np.asarray(self.sd, dtype=float)
+        if self.estimand == "win_rate":
+            p = self.null_value + np.asarray(effect, dtype=float)
+            if np.any((p <= 0) | (p >= 1)):
+                raise EvalmixError(f"win rate null + effect must be in (0, 1), got {p!r}")
+            return np.sqrt(p * (1 - p))
+        raise EvalmixError(
+            f"sd is required for estimand={self.estimand!r}: the SD of one score (mean) or "
+            "of one per-item difference (difference); for a proportion p use sqrt(p (1 - p))")
+
+    def df(self, n_clusters: Any) -> np.ndarray:
+        """Degrees of freedom of the test: ``K - 1``, or inf for the normal reference."""
+        k = np.asarray(n_clusters, dtype=float)
+        return k - 1 if self.distribution == "t" else np.full(np.shape(k), np.inf)
+
+    def result(self, *, solved_for: str, effect: Any, sd: Any, target_power: Any,
+               n_clusters: Any = None) -> PowerResult:
+        """The :class:`PowerResult` of this design at ``effect`` (and ``n_clusters``)."""
+        n_clusters = self.n_clusters if n_clusters is None else n_clusters
+        var, deff = design_variance(n_clusters=n_clusters, cluster_size=self.cluster_size,
+                                    icc=self.icc, sd=sd, size_cv=self.size_cv,
+                                    crossed=self.crossed)
+        se = np.sqrt(var)
+        k = np.asarray(n_clusters, dtype=float)
+        df = self.df(k)
+        eff = np.asarray(effect, dtype=float)
+        ncp = eff / se
+        pw = power_from_ncp(ncp, df, self.level, self.alternative)
+        arrays = np.broadcast_arrays(
+            eff, k, np.asarray(self.cluster_size, dtype=float),
+            np.asarray(self.size_cv, dtype=float), np.asarray(self.icc, dtype=float),
+            np.asarray(sd, dtype=float), np.asarray(self.level, dtype=float), deff, se, df,
+            ncp, pw, np.asarray(target_power, dtype=float))
+        (eff, k, m, cv, rho, sd_, lv, deff, se, df, ncp, pw, tp) = (np.array(a) for a in arrays)
+        return PowerResult(
+            estimand=self.estimand, alternative=self.alternative,
+            distribution=self.distribution, solved_for=solved_for, effect=eff, n_clusters=k,
+            cluster_size=m, size_cv=cv, icc=rho, sd=sd_, level=lv, deff=deff,
+            n_eff=k * m / deff, se=se, df=df, ncp=ncp, power=pw, target_power=tp,
+            crossed=dict(self.crossed or {}))
 
 
-def _sd(estimand: str, sd: Any, effect: Any, null: float) -> np.ndarray:
-    """The SD of one observation; for win rates by default sqrt(p (1 - p)) at p = null + effect."""
-    if sd is not None:
-        return np.asarray(sd, dtype=float)
-    if estimand == "win_rate":
-        p = null + np.asarray(effect, dtype=float)
-        if np.any((p <= 0) | (p >= 1)):
-            raise EvalmixError(f"win rate null + effect must be in (0, 1), got {p!r}")
-        return np.sqrt(p * (1 - p))
-    raise EvalmixError(
-        f"sd is required for estimand={estimand!r}: the SD of one score (mean) or of one "
-        "per-item difference (difference); for a proportion p use sqrt(p (1 - p))")
+class DesignOptions(TypedDict, total=False):
+    """The design keywords of :func:`power`, :func:`mde` and :func:`n_clusters_for_power`,
+    typed for static checkers (:func:`power` documents them)."""
+
+    n_clusters: Any
+    cluster_size: Any
+    icc: Any
+    sd: Any
+    level: Any
+    estimand: Estimand
+    alternative: Alternative
+    size_cv: Any
+    cluster_sizes: Sequence[int] | np.ndarray | None
+    crossed: Mapping[str, tuple[float, int]] | None
+    null: float | None
+    distribution: Distribution
 
 
-def _prepare(estimand, alternative, distribution, n_clusters, cluster_size, cluster_sizes,
-             size_cv):
-    check_option("estimand", estimand, ESTIMANDS)
-    check_option("alternative", alternative, ALTERNATIVES)
-    check_option("distribution", distribution, DISTRIBUTIONS)
-    if cluster_sizes is not None:
-        k_sizes, cluster_size, size_cv = _sizes_summary(cluster_sizes)
-        if n_clusters is None:
-            n_clusters = k_sizes
-    return n_clusters, cluster_size, size_cv
-
-
-def _result(*, estimand, alternative, distribution, solved_for, effect, n_clusters,
-            cluster_size, size_cv, icc, sd, level, crossed, target_power) -> PowerResult:
-    var, deff = design_variance(n_clusters=n_clusters, cluster_size=cluster_size, icc=icc,
-                                sd=sd, size_cv=size_cv, crossed=crossed)
-    se = np.sqrt(var)
-    k = np.asarray(n_clusters, dtype=float)
-    df = k - 1 if distribution == "t" else np.full(np.shape(k), np.inf)
-    eff = np.asarray(effect, dtype=float)
-    ncp = eff / se
-    pw = power_from_ncp(ncp, df, level, alternative)
-    arrays = np.broadcast_arrays(eff, k, np.asarray(cluster_size, dtype=float),
-                                 np.asarray(size_cv, dtype=float), np.asarray(icc, dtype=float),
-                                 np.asarray(sd, dtype=float), np.asarray(level, dtype=float),
-                                 deff, se, df, ncp, pw, np.asarray(target_power, dtype=float))
-    (eff, k, m, cv, rho, sd_, lv, deff, se, df, ncp, pw, tp) = (np.array(a) for a in arrays)
-    return PowerResult(
-        estimand=estimand, alternative=alternative, distribution=distribution,
-        solved_for=solved_for, effect=eff, n_clusters=k, cluster_size=m, size_cv=cv, icc=rho,
-        sd=sd_, level=lv, deff=deff, n_eff=k * m / deff, se=se, df=df, ncp=ncp, power=pw,
-        target_power=tp, crossed=dict(crossed or {}))
+#: The design keywords, in the order :func:`power` documents them.
+DESIGN_OPTIONS: tuple[str, ...] = tuple(f.name for f in fields(_Design))
 
 
 # ---------------------------------------------------------------- public API
 
-def power(
-    effect: Any = None,
-    *,
-    n_clusters: Any = None,
-    cluster_size: Any = 1,
-    icc: Any = 0.0,
-    sd: Any = None,
-    level: Any = 0.95,
-    estimand: Estimand = "mean",
-    alternative: Alternative = "two-sided",
-    size_cv: Any = 0.0,
-    cluster_sizes: Sequence[int] | np.ndarray | None = None,
-    crossed: Mapping[str, tuple[float, int]] | None = None,
-    null: float | None = None,
-    distribution: Distribution = "t",
-) -> PowerResult:
+def power(effect: Any = None, **design: Unpack[DesignOptions]) -> PowerResult:
     """Power of the cluster-robust t test of a mean, win rate or paired difference.
 
     Parameters
@@ -342,35 +394,36 @@ def power(
     effect : float or array
         True value minus the null: mean minus ``null`` (default 0), win rate minus 0.5,
         or the paired difference (treatment minus control).
-    n_clusters : int or array
-        Number of clusters ``K`` (scenarios, passages). Defaults to ``len(cluster_sizes)``.
-    cluster_size : float or array
-        Items per cluster ``m`` (mean size when ``size_cv > 0``).
-    icc : float or array
-        Intra-cluster correlation of the scores; for ``estimand="difference"`` the ICC of
-        the per-item differences (difference ICC).
-    sd : float or array
-        SD of one score (``mean``) or of one per-item difference (``difference``). For
-        ``win_rate`` it defaults to ``sqrt(p (1 - p))`` at ``p = 0.5 + effect`` (pass it
-        when ties lower the variance).
-    level : float
-        Confidence level; the test has size ``1 - level``.
-    estimand : {"mean", "win_rate", "difference"}
-    alternative : {"two-sided", "larger", "smaller"}
-    size_cv : float or array
-        Coefficient of variation of cluster sizes (unequal-size design effect).
-    cluster_sizes : sequence of int, optional
-        Actual sizes of a design; sets ``cluster_size``, ``size_cv`` and by default
-        ``n_clusters``.
-    crossed : mapping, optional
-        Fully crossed random factors ``{name: (icc, n_levels)}`` (e.g. ``{"judge": (0.03,
-        3)}``) whose levels do not grow with ``K``; each adds ``icc sd^2 / n_levels``.
-    null : float, optional
-        Null value (defaults: 0.5 for win rates, 0 otherwise); only used to set the
-        default ``sd`` for win rates.
-    distribution : {"t", "normal"}
-        ``"t"``: t(K - 1) critical values and the noncentral t (default); ``"normal"``:
-        the large-sample z approximation.
+    **design
+        The design keywords (:data:`DESIGN_OPTIONS`, typed by :class:`DesignOptions`);
+        numbers broadcast, so arrays give whole power curves. An unknown keyword is an
+        :class:`~evalmix.errors.InvalidOptionError` that lists them.
+
+        - ``n_clusters`` (int or array): number of clusters ``K`` (scenarios, passages);
+          defaults to ``len(cluster_sizes)``.
+        - ``cluster_size`` (float or array, default 1): items per cluster ``m`` (the mean
+          size when ``size_cv > 0``).
+        - ``icc`` (float or array, default 0): intra-cluster correlation of the scores;
+          for ``estimand="difference"`` the ICC of the per-item differences.
+        - ``sd`` (float or array): SD of one score (``mean``) or of one per-item
+          difference (``difference``). For ``win_rate`` it defaults to
+          ``sqrt(p (1 - p))`` at ``p = 0.5 + effect`` (pass it when ties lower the
+          variance).
+        - ``level`` (float, default 0.95): confidence level; the test has size
+          ``1 - level``.
+        - ``estimand``: ``"mean"`` (default), ``"win_rate"`` or ``"difference"``.
+        - ``alternative``: ``"two-sided"`` (default), ``"larger"`` or ``"smaller"``.
+        - ``size_cv`` (float or array, default 0): coefficient of variation of the
+          cluster sizes (the unequal-size design effect).
+        - ``cluster_sizes`` (sequence of int): the actual sizes of a design; sets
+          ``cluster_size``, ``size_cv`` and by default ``n_clusters``.
+        - ``crossed`` (mapping): fully crossed random factors ``{name: (icc, n_levels)}``
+          (e.g. ``{"judge": (0.03, 3)}``) whose levels do not grow with ``K``; each adds
+          ``icc sd^2 / n_levels``.
+        - ``null`` (float): the null value (defaults: 0.5 for win rates, 0 otherwise);
+          only used to set the default ``sd`` for win rates.
+        - ``distribution``: ``"t"`` (default: t(K - 1) critical values and the
+          noncentral t) or ``"normal"`` (the large-sample z approximation).
 
     Returns
     -------
@@ -397,19 +450,12 @@ def power(
     >>> res.power.round(2).tolist()
     [0.19, 0.35, 0.61]
     """
-    n_clusters, cluster_size, size_cv = _prepare(estimand, alternative, distribution,
-                                                 n_clusters, cluster_size, cluster_sizes,
-                                                 size_cv)
-    if effect is None or n_clusters is None:
+    d = _Design.of("power", design)
+    if effect is None or d.n_clusters is None:
         raise EvalmixError("power needs effect= and n_clusters= (or cluster_sizes=)")
-    _check_design(n_clusters, cluster_size, icc, sd, level, size_cv, crossed,
-                  effect=effect)
-    null_value = _null(estimand, null)
-    sd_ = _sd(estimand, sd, effect, null_value)
-    return _result(estimand=estimand, alternative=alternative, distribution=distribution,
-                   solved_for="power", effect=effect, n_clusters=n_clusters,
-                   cluster_size=cluster_size, size_cv=size_cv, icc=icc, sd=sd_, level=level,
-                   crossed=crossed, target_power=np.nan)
+    d.check(effect=effect)
+    return d.result(solved_for="power", effect=effect, sd=d.sd_at(effect),
+                    target_power=np.nan)
 
 
 def _solve_ncp(target: float, df: float, level: float, alternative: str) -> float:
@@ -430,22 +476,7 @@ def _solve_ncp(target: float, df: float, level: float, alternative: str) -> floa
     return float(optimize.brentq(f, 0.0, hi, xtol=1e-12, rtol=1e-12))
 
 
-def mde(
-    power: Any = 0.8,
-    *,
-    n_clusters: Any = None,
-    cluster_size: Any = 1,
-    icc: Any = 0.0,
-    sd: Any = None,
-    level: Any = 0.95,
-    estimand: Estimand = "mean",
-    alternative: Alternative = "two-sided",
-    size_cv: Any = 0.0,
-    cluster_sizes: Sequence[int] | np.ndarray | None = None,
-    crossed: Mapping[str, tuple[float, int]] | None = None,
-    null: float | None = None,
-    distribution: Distribution = "t",
-) -> PowerResult:
+def mde(power: Any = 0.8, **design: Unpack[DesignOptions]) -> PowerResult:
     """Minimum detectable effect: the effect at which the test reaches ``power``.
 
     Same design arguments as :func:`power`. The effect is positive (negative for
@@ -465,23 +496,20 @@ def mde(
     >>> float(evalmix.mde(0.8, n_clusters=50, cluster_size=10, icc=0.1, sd=0.5).mde)
     0.0880...
     """
-    n_clusters, cluster_size, size_cv = _prepare(estimand, alternative, distribution,
-                                                 n_clusters, cluster_size, cluster_sizes,
-                                                 size_cv)
-    if n_clusters is None:
+    d = _Design.of("mde", design)
+    if d.n_clusters is None:
         raise EvalmixError("mde needs n_clusters= (or cluster_sizes=)")
-    _check_design(n_clusters, cluster_size, icc, sd, level, size_cv, crossed)
+    d.check()
     target = np.asarray(power, dtype=float)
-    null_value = _null(estimand, null)
-    k = np.asarray(n_clusters, dtype=float)
-    df_all = k - 1 if distribution == "t" else np.full(np.shape(k), np.inf)
-    sign = -1.0 if alternative == "smaller" else 1.0
-    if estimand == "win_rate" and sd is None:
-        bshape = np.broadcast_shapes(target.shape, k.shape, np.shape(cluster_size),
-                                     np.shape(icc), np.shape(level), np.shape(size_cv))
+    k = np.asarray(d.n_clusters, dtype=float)
+    sign = -1.0 if d.alternative == "smaller" else 1.0
+    if d.estimand == "win_rate" and d.sd is None:
+        bshape = np.broadcast_shapes(target.shape, k.shape, np.shape(d.cluster_size),
+                                     np.shape(d.icc), np.shape(d.level), np.shape(d.size_cv))
         b = [np.broadcast_to(np.asarray(v, dtype=float), bshape)
-             for v in (target, k, cluster_size, icc, level, size_cv)]
+             for v in (target, k, d.cluster_size, d.icc, d.level, d.size_cv)]
         effect = np.full(bshape, np.nan)
+        null_value = d.null_value
         room = (1 - null_value) if sign > 0 else null_value
         for idx in np.ndindex(bshape):
             tp, kk, mm, rr, lv, cv = (a[idx] for a in b)
@@ -489,10 +517,10 @@ def mde(
             def gap(e: float, kk=kk, mm=mm, rr=rr, lv=lv, tp=tp, cv=cv) -> float:
                 p = null_value + sign * e
                 v, _ = design_variance(n_clusters=kk, cluster_size=mm, icc=rr,
-                                       sd=np.sqrt(p * (1 - p)), size_cv=cv, crossed=crossed)
-                d = sign * e / np.sqrt(v)
-                df = kk - 1 if distribution == "t" else np.inf
-                return float(power_from_ncp(d, df, lv, alternative)[()] - tp)
+                                       sd=np.sqrt(p * (1 - p)), size_cv=cv,
+                                       crossed=d.crossed)
+                return float(power_from_ncp(sign * e / np.sqrt(v), d.df(kk), lv,
+                                            d.alternative)[()] - tp)
 
             hi = room * (1 - 1e-9)
             if gap(hi) < 0 or not (1 - lv) < tp < 1:
@@ -501,39 +529,28 @@ def mde(
         p_alt = null_value + effect
         sd_ = np.sqrt(p_alt * (1 - p_alt))  # NaN where the power cannot be reached
     else:
-        sd_ = _sd(estimand, sd, 0.0, null_value)
-        var, _ = design_variance(n_clusters=n_clusters, cluster_size=cluster_size, icc=icc,
-                                 sd=sd_, size_cv=size_cv, crossed=crossed)
-        tgt, df_b, lv_b = np.broadcast_arrays(target, df_all, np.asarray(level, dtype=float))
+        sd_ = d.sd_at(0.0)
+        var, _ = design_variance(n_clusters=k, cluster_size=d.cluster_size, icc=d.icc,
+                                 sd=sd_, size_cv=d.size_cv, crossed=d.crossed)
+        tgt, df_b, lv_b = np.broadcast_arrays(target, d.df(k),
+                                              np.asarray(d.level, dtype=float))
         cache: dict[tuple[float, float, float], float] = {}
         ncp = np.empty(tgt.shape)
         for idx in np.ndindex(tgt.shape):
             key = (float(tgt[idx]), float(df_b[idx]), float(lv_b[idx]))
             if key not in cache:
-                cache[key] = _solve_ncp(*key, alternative)
+                cache[key] = _solve_ncp(*key, d.alternative)
             ncp[idx] = cache[key]
         effect = sign * ncp * np.sqrt(var)
-    return _result(estimand=estimand, alternative=alternative, distribution=distribution,
-                   solved_for="effect", effect=effect, n_clusters=n_clusters,
-                   cluster_size=cluster_size, size_cv=size_cv, icc=icc, sd=sd_, level=level,
-                   crossed=crossed, target_power=target)
+    return d.result(solved_for="effect", effect=effect, sd=sd_, target_power=target)
 
 
 def n_clusters_for_power(
     power: Any = 0.8,
     *,
     effect: Any = None,
-    cluster_size: Any = 1,
-    icc: Any = 0.0,
-    sd: Any = None,
-    level: Any = 0.95,
-    estimand: Estimand = "mean",
-    alternative: Alternative = "two-sided",
-    size_cv: Any = 0.0,
-    crossed: Mapping[str, tuple[float, int]] | None = None,
-    null: float | None = None,
-    distribution: Distribution = "t",
     max_clusters: int = 1_000_000,
+    **design: Unpack[DesignOptions],
 ) -> PowerResult:
     """Smallest number of clusters ``K`` whose test reaches ``power``.
 
@@ -554,23 +571,19 @@ def n_clusters_for_power(
     ...                                  sd=0.45).n_clusters)
     123
     """
-    check_option("estimand", estimand, ESTIMANDS)
-    check_option("alternative", alternative, ALTERNATIVES)
-    check_option("distribution", distribution, DISTRIBUTIONS)
+    d = _Design.of("n_clusters_for_power", design, solved=("n_clusters", "cluster_sizes"))
     if effect is None:
         raise EvalmixError("n_clusters_for_power needs effect=")
-    _check_design(2, cluster_size, icc, sd, level, size_cv, crossed, effect=effect)
-    null_value = _null(estimand, null)
-    sd_ = _sd(estimand, sd, effect, null_value)
+    d.check(n_clusters=2, effect=effect)
+    sd_ = d.sd_at(effect)
     target = np.asarray(power, dtype=float)
-    shape = np.broadcast_shapes(target.shape, np.shape(effect), np.shape(cluster_size),
-                                np.shape(icc), np.shape(sd_), np.shape(level), np.shape(size_cv))
+    shape = np.broadcast_shapes(target.shape, np.shape(effect), np.shape(d.cluster_size),
+                                np.shape(d.icc), np.shape(sd_), np.shape(d.level),
+                                np.shape(d.size_cv))
 
     def pw(k: np.ndarray) -> np.ndarray:
-        return _result(estimand=estimand, alternative=alternative, distribution=distribution,
-                       solved_for="power", effect=effect, n_clusters=k,
-                       cluster_size=cluster_size, size_cv=size_cv, icc=icc, sd=sd_,
-                       level=level, crossed=crossed, target_power=np.nan).power
+        return d.result(solved_for="power", effect=effect, n_clusters=k, sd=sd_,
+                        target_power=np.nan).power
 
     lo = np.full(shape, 2.0)
     hi = np.full(shape, float(max_clusters))
@@ -587,11 +600,9 @@ def n_clusters_for_power(
         lo = np.where(open_ & ~ok, mid, lo)
     k = np.where(done_lo, lo, hi)
     k = np.where(reachable, k, np.nan)
-    res = _result(estimand=estimand, alternative=alternative, distribution=distribution,
-                  solved_for="n_clusters", effect=effect,
-                  n_clusters=np.where(np.isfinite(k), k, float(max_clusters)),
-                  cluster_size=cluster_size, size_cv=size_cv, icc=icc, sd=sd_, level=level,
-                  crossed=crossed, target_power=target)
+    res = d.result(solved_for="n_clusters", effect=effect,
+                   n_clusters=np.where(np.isfinite(k), k, float(max_clusters)), sd=sd_,
+                   target_power=target)
     unreachable = ~np.broadcast_to(reachable, res.power.shape)
     object.__setattr__(res, "n_clusters", np.where(unreachable, np.nan, res.n_clusters))
     return res
