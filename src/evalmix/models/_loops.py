@@ -13,7 +13,7 @@ Likelihood loops, in two layouts:
 * **grid** (:class:`_Grid`, binomial): for (nearly) fully crossed designs, rows are
   ``levels of the largest unit-scale factor x rest patterns``; ``eta = a[item] + B[rest]``
   is a dense grid with contiguous loops and no gathers, and ``exp(-|eta|)`` is the
-  product of per-row and per-column factors (:func:`_grid_row_binary`: a few
+  product of per-row and per-column factors (:func:`_grid_row`: a few
   multiplications and one division per cell; 24 -> ~4 ns per cell on 100k cells here).
 
 ``exp``, ``log1p`` and the reciprocal of the binomial loops are written as polynomials
@@ -267,13 +267,14 @@ def _exp_pm(x, e_neg, e_pos, bits):  # pragma: no cover
 
 
 @numba.njit(**_JIT_DIV)
-def _grid_row_binary(av, an, ap, B, b_neg, b_pos, succ, trials, g_B):  # pragma: no cover
-    """Cells of one grid row (or a slice of it), each with ``trials`` 0 or 1:
-    ``exp(-|eta|)`` as the product ``exp(-a) exp(-B)`` (or ``exp(a) exp(B)``) of
-    precomputed factors, and ``sum n log1p(exp(-|eta|))`` as the log of the product of
-    the factors ``1 + n exp(-|eta|)`` (each in [1, 2]: at most 512 cells per call keep
-    it finite), so that a cell costs a few multiplications and one division. Returns
-    (log-likelihood, sum of ``g``)."""
+def _grid_row(av, an, ap, B, b_neg, b_pos, succ, trials, binary, g_B):  # pragma: no cover
+    """Cells of one grid row (at most 512 of them): ``exp(-|eta|)`` as the product
+    ``exp(-a) exp(-B)`` (or ``exp(a) exp(B)``) of precomputed factors, so that a cell costs
+    a few multiplications and one division. With ``binary`` (every cell has 0 or 1
+    trials), ``sum n log1p(exp(-|eta|))`` is the log of the product of the factors
+    ``1 + n exp(-|eta|)`` (each in [1, 2]: 512 of them stay finite), one log per call;
+    otherwise one ``log1p`` per cell. ``binary`` is the same for every cell, so LLVM
+    takes the branch out of the loop. Returns (log-likelihood, sum of ``g``)."""
     total = 0.0
     acc = 0.0
     prod = 1.0
@@ -283,30 +284,15 @@ def _grid_row_binary(av, an, ap, B, b_neg, b_pos, succ, trials, g_B):  # pragma:
         e = an * b_neg[c] if pos else ap * b_pos[c]
         q = 1.0 / (1.0 + e)
         n = trials[c]
-        total += succ[c] * et - n * (et if pos else 0.0)
-        prod *= 1.0 + n * e
+        if binary:
+            total += succ[c] * et - n * (et if pos else 0.0)
+            prod *= 1.0 + n * e
+        else:
+            total += succ[c] * et - n * ((et if pos else 0.0) + _log1p01(e))
         g = succ[c] - n * (q if pos else e * q)
         acc += g
         g_B[c] += g
     return total - math.log(prod), acc
-
-
-@numba.njit(**_JIT_DIV)
-def _grid_row_counts(av, an, ap, B, b_neg, b_pos, succ, trials, g_B):  # pragma: no cover
-    """:func:`_grid_row_binary` for any trial counts (``log1p`` per cell), all cells."""
-    total = 0.0
-    acc = 0.0
-    for c in range(B.shape[0]):
-        et = av + B[c]
-        pos = et > 0.0
-        e = an * b_neg[c] if pos else ap * b_pos[c]
-        q = 1.0 / (1.0 + e)
-        n = trials[c]
-        total += succ[c] * et - n * ((et if pos else 0.0) + _log1p01(e))
-        g = succ[c] - n * (q if pos else e * q)
-        acc += g
-        g_B[c] += g
-    return total, acc
 
 
 #: a grid row whose ``|a| + max |B|`` is at most this uses the factored ``exp`` (every
@@ -319,7 +305,7 @@ def _grid_sum(a, B, succ, trials, binary, g_a, g_B):  # pragma: no cover
     """The binomial log-likelihood of the grid ``E[s, c] = a[s] + B[c]`` (successes
     ``succ``, trials ``trials``, both (S, C)); its derivative w.r.t. ``E`` summed over
     each row into ``g_a`` and added over each column to ``g_B``. ``binary``: every cell
-    has 0 or 1 trials (:func:`_grid_row_binary`). Rows with an extreme ``|a| + max |B|``
+    has 0 or 1 trials (:func:`_grid_row`). Rows with an extreme ``|a| + max |B|``
     (far out in warm-up) take the :func:`_vexp_neg` path."""
     S, C = succ.shape
     bmax = 0.0
@@ -335,21 +321,16 @@ def _grid_sum(a, B, succ, trials, binary, g_a, g_B):  # pragma: no cover
     for s in range(S):
         av = a[s]
         if abs(av) + bmax <= _GRID_FACTOR_MAX:
-            if binary:
-                lp, acc = 0.0, 0.0
-                for c0 in range(0, C, 512):
-                    # slices, not index bounds: with bounds LLVM's loop ran 2x slower
-                    c1 = min(c0 + 512, C)
-                    lpc, accc = _grid_row_binary(av, a_neg[s], a_pos[s], B[c0:c1],
-                                                 b_neg[c0:c1], b_pos[c0:c1],
-                                                 succ[s, c0:c1], trials[s, c0:c1],
-                                                 g_B[c0:c1])
-                    lp += lpc
-                    acc += accc
-                g_a[s] = acc
-            else:
-                lp, g_a[s] = _grid_row_counts(av, a_neg[s], a_pos[s], B, b_neg, b_pos,
-                                              succ[s], trials[s], g_B)
+            lp, acc = 0.0, 0.0
+            for c0 in range(0, C, 512):
+                # slices, not index bounds: with bounds LLVM's loop ran 2x slower
+                c1 = min(c0 + 512, C)
+                lpc, accc = _grid_row(av, a_neg[s], a_pos[s], B[c0:c1], b_neg[c0:c1],
+                                      b_pos[c0:c1], succ[s, c0:c1], trials[s, c0:c1],
+                                      binary, g_B[c0:c1])
+                lp += lpc
+                acc += accc
+            g_a[s] = acc
             total += lp
             continue
         for c in range(C):
