@@ -558,10 +558,16 @@ def _levels(x, meta, terms, v, uu, ueta):  # pragma: no cover
 
 
 @numba.njit(inline="always", **_JIT)
-def _coupled_span(terms, pairs, p):  # pragma: no cover
-    """(first free index of the intercept, of its slope, number of levels) of pair p."""
-    a, c = terms[pairs[p, 0], T_F1], terms[pairs[p, 1], T_F1]
-    return a, c, terms[pairs[p, 0], T_F2] - a
+def _couple(terms, pairs, pxbar, src, dst, adjoint):  # pragma: no cover
+    """The coupling of each intercept to its slope (pair p: intercept levels from
+    ``a``, slope levels from ``c``, ``m`` of each): ``dst[a + q] -= xbar src[c + q]``
+    (``u = u' - sum xbar v``), or with ``adjoint`` its transpose ``dst[c + q] -= xbar
+    src[a + q]`` (the chain rule back through it)."""
+    for p in range(pairs.shape[0]):
+        a, c = terms[pairs[p, 0], T_F1], terms[pairs[p, 1], T_F1]
+        to, frm = (c, a) if adjoint else (a, c)
+        for q in range(terms[pairs[p, 0], T_F2] - a):
+            dst[to + q] -= pxbar[p] * src[frm + q]
 
 
 @numba.njit(**_JIT)
@@ -570,10 +576,7 @@ def _prior_free(x, terms, pairs, pxbar, nests, npar, uu, pf):  # pragma: no cove
     coupled to its slopes ``u' - sum xbar v``; for the inner factor of a nested pair
     ``w - u_outer[parent]``; else the sampled ones."""
     pf[:] = x
-    for p in range(pairs.shape[0]):
-        a, c, m = _coupled_span(terms, pairs, p)
-        for q in range(m):
-            pf[a + q] -= pxbar[p] * x[c + q]
+    _couple(terms, pairs, pxbar, x, pf, False)
     for p in range(nests.shape[0]):
         i, j, off = nests[p, 0], nests[p, 1], nests[p, 2]
         a, lo = terms[i, T_F1], terms[j, T_LO]
@@ -744,10 +747,7 @@ def logp_core(x, grad, meta, terms, flt, X, cg, xs, unit, succ, trials, s2, coun
                 grad[i1 + q] -= free[q]
         grad[i0] = g_log_sd
     # coupled slopes: d(prior of u = u' - sum xbar v)/dv = -xbar * (its prior gradient)
-    for p in range(pairs.shape[0]):
-        a, c, m = _coupled_span(terms, pairs, p)
-        for q in range(m):
-            grad[c + q] -= pxbar[p] * gpr[a + q]
+    _couple(terms, pairs, pxbar, gpr, grad, True)
     # nested: the inner prior is on w - u_outer[parent]
     for p in range(nests.shape[0]):
         i, j, off = nests[p, 0], nests[p, 1], nests[p, 2]
