@@ -181,3 +181,10 @@ def test_errors(scores, pairwise):
         build_problem(t, "difference", conditions=("base",))
     with pytest.raises(EvalmixError, match="no comparison"):
         build_problem(pairwise, "win_rate", model="gpt-9")
+
+
+def test_build_problem_refuses_a_misspelt_option():
+    """build_problem's typed **options: a misspelt one is refused with the list."""
+    t = evalmix.sim.clustered_scores(10, 5, p=0.7, icc=0.1, seed=1).table()
+    with pytest.raises(InvalidOptionError, match="contrasts='x'; it takes contrast, model"):
+        build_problem(t, "mean", contrasts="x")  # type: ignore[call-arg]

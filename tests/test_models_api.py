@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 import evalmix
-from evalmix.errors import InvalidOptionError
+from evalmix.errors import EvalmixError, InvalidOptionError
 from evalmix.models.spec import build_spec
 from evalmix.sim import pairwise_judges
 
@@ -128,3 +128,40 @@ def test_analyze_hands_each_backend_only_its_fit_options(table):
                  seed=1, progress=False, fit_options={"tune": 100, "sensitivity": 2.5})
     assert not any("could not be fitted" in w for w in rep.warnings), rep.warnings
     assert (rep.intervals["method"] == "glmm_laplace").any()
+
+
+def test_fit_defaults_are_the_back_ends_defaults():
+    """fit lists every option explicitly; build_spec and fit_statsmodels take the same
+    ones as typed keywords with their defaults in one dataclass each, and fit_bayes has
+    its own signature. The defaults must agree, or fit(...) and the back end called
+    directly would fit different models."""
+    import inspect
+
+    from evalmix.models._build import SPEC_DEFAULTS
+    from evalmix.models.api import BACKEND_OPTIONS
+    from evalmix.models.bayes import fit_bayes
+    from evalmix.models.frequentist import STATSMODELS_DEFAULTS
+
+    fit = inspect.signature(evalmix.fit).parameters
+    shared = {**SPEC_DEFAULTS, **STATSMODELS_DEFAULTS}
+    checked = [name for name in shared if name in fit]
+    assert len(checked) == len(shared) - 1   # all but build_spec's judge
+    for name in checked:
+        assert fit[name].default == shared[name], name
+    bayes = inspect.signature(fit_bayes).parameters
+    for name in BACKEND_OPTIONS["bayes"] + ("level", "seed"):   # progress: fit shows it
+        assert fit[name].default == bayes[name].default, name
+    assert set(BACKEND_OPTIONS["statsmodels"]) < set(STATSMODELS_DEFAULTS)
+
+
+def test_typed_keywords_refuse_a_misspelt_option(table):
+    """build_spec and fit_statsmodels take typed **options: a misspelt one is refused with
+    the list of options, not passed on or ignored."""
+    from evalmix.models.frequentist import fit_statsmodels
+
+    with pytest.raises(InvalidOptionError, match="slope=.*it takes formula, slopes"):
+        build_spec(table, slope=("judge",))  # type: ignore[call-arg]
+    with pytest.raises(InvalidOptionError, match="vc_prior=2.*vc_prior_sd"):
+        fit_statsmodels(table, method="vb", vc_prior=2.0)  # type: ignore[call-arg]
+    with pytest.raises(EvalmixError, match="either a spec or the model options"):
+        fit_statsmodels(table, build_spec(table), slopes=("judge",))

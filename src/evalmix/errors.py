@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 import tempfile
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 __all__ = [
     "EvalmixError",
@@ -26,6 +26,7 @@ __all__ = [
     "SingularFitWarning",
     "NotEstimableWarning",
     "check_option",
+    "check_keywords",
     "check_level",
     "check_out_dir",
     "renamed_option",
@@ -95,6 +96,30 @@ def check_option(name: str, value: object, allowed: Sequence[object]) -> None:
         raise InvalidOptionError(f"{name}={value!r} is not allowed; choose one of {choices}")
 
 
+def check_keywords(caller: str, given: Mapping[str, Any], allowed: Iterable[str], *,
+                   solved: Iterable[str] = ()) -> dict[str, Any]:
+    """The keywords ``given`` to ``caller()`` as a dict; :class:`InvalidOptionError` for
+    one it does not take, naming it and listing those it does.
+
+    The check behind every ``**options: Unpack[SomeOptions]`` signature (the TypedDict
+    types the keywords for static checkers; this refuses a misspelt one at run time).
+    ``solved`` names keywords the caller computes itself, so may not be given.
+
+    Examples
+    --------
+    >>> check_keywords("power", {"icc": 0.1}, ("n_clusters", "icc"))
+    {'icc': 0.1}
+    """
+    allowed, solved = tuple(allowed), tuple(solved)
+    for name, value in given.items():
+        if name not in allowed or name in solved:
+            why = f" ({caller} solves for it)" if name in solved else ""
+            names = ", ".join(n for n in allowed if n not in solved)
+            raise InvalidOptionError(f"{caller}() got an unexpected keyword {name}={value!r}"
+                                     f"{why}; it takes {names}")
+    return dict(given)
+
+
 def check_level(level: object) -> float:
     """The confidence level as a float; :class:`InvalidOptionError` unless in (0, 1).
 
@@ -113,7 +138,6 @@ def check_level(level: object) -> float:
         raise InvalidOptionError(
             f"level must be in (0, 1), got {level!r}: give a confidence level such as 0.95")
     return value
-
 
 
 def renamed_option(where: str, old: str, new: str, old_value: T | None,

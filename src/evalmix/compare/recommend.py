@@ -17,6 +17,7 @@ import pandas as pd
 from evalmix.data.summary import factor_relation
 from evalmix.data.table import INTERACTION_SEP, is_judge_role
 from evalmix.errors import EvalmixError, check_option
+from evalmix.inference.estimands import mean_null
 from evalmix.inference.sandwich import FEW_CLUSTERS
 
 if TYPE_CHECKING:
@@ -147,7 +148,7 @@ def contrasts(table: EvalTable) -> list[Contrast]:
         if table.has_condition:
             conds = sorted(d["condition"].astype(str).unique())
             for c in conds:
-                out.append(Contrast("mean", c, "condition", (c,), _mean_null(table)))
+                out.append(Contrast("mean", c, "condition", (c,), mean_null(table)))
             if 2 <= len(conds) <= MAX_DIFFERENCE_LEVELS:
                 for ref, other in combinations(conds, 2):
                     out.append(Contrast("difference", f"{other} - {ref}", "condition",
@@ -157,14 +158,8 @@ def contrasts(table: EvalTable) -> list[Contrast]:
                     out.append(Contrast("difference", f"{other} - {conds[0]}", "condition",
                                         (conds[0], other), 0.0))
         else:
-            out.append(Contrast("mean", "overall", None, (), _mean_null(table)))
+            out.append(Contrast("mean", "overall", None, (), mean_null(table)))
     return out
-
-
-def _mean_null(table: EvalTable) -> float:
-    # 0.5 for 0/1 and proportion scores (chance for a binary choice); a numeric score
-    # has no natural null, so its means get no decision (NaN) and only differences do
-    return 0.5 if table.outcome_type in ("binary", "proportion") else float("nan")
 
 
 def _relation(table: EvalTable, r1: str, r2: str) -> str:

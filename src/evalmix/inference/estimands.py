@@ -42,9 +42,9 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal, cast, get_args
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack, cast, get_args
 
 import numpy as np
 import pandas as pd
@@ -56,6 +56,7 @@ from evalmix.errors import (
     EvalmixError,
     EvalmixWarning,
     InvalidOptionError,
+    check_keywords,
     check_option,
 )
 from evalmix.families import REGRESSION_FAMILIES, Regression, family_name
@@ -64,8 +65,8 @@ if TYPE_CHECKING:
     from evalmix.data.table import EvalTable
 
 __all__ = [
-    "ESTIMANDS", "LinearProblem", "Fit", "build_problem", "fit_problem", "fit_ols",
-    "fit_logit",
+    "ESTIMANDS", "LinearProblem", "Fit", "ProblemOptions", "PROBLEM_DEFAULTS", "build_problem",
+    "fit_problem", "fit_ols", "fit_logit", "mean_null",
 ]
 
 Estimand = Literal["mean", "win_rate", "controlled_win_rate", "difference", "coef"]
@@ -225,7 +226,9 @@ def _pairs_for(table: EvalTable, mask: np.ndarray) -> np.ndarray | None:
     return dense_codes(table.pair_codes()[mask])
 
 
-def _mean_null(table: EvalTable) -> float:
+def mean_null(table: EvalTable) -> float:
+    """The null of a mean: 0.5 for 0/1 and proportion scores (chance for a binary choice);
+    a numeric score has no natural null, so its means get none (NaN), only differences."""
     return 0.5 if table.outcome_type in ("binary", "proportion") else float("nan")
 
 
@@ -345,7 +348,7 @@ def _mean(table: EvalTable, contrast: str | None) -> LinearProblem:
         label = str(contrast)
     y = table.y[mask]
     return _problem(np.ones((mask.sum(), 1)), y, 0, ("(Intercept)",), table, mask,
-                    estimand="mean", contrast=label, null=_mean_null(table))
+                    estimand="mean", contrast=label, null=mean_null(table))
 
 
 def _require_pairwise(table: EvalTable, estimand: str) -> None:
@@ -637,23 +640,48 @@ def _coef(table: EvalTable, term: str | None, family: str,
                     contrast=names[target], null=0.0, family=family, details=details)
 
 
-def build_problem(
-    table: EvalTable,
-    estimand: Estimand,
-    *,
-    contrast: str | None = None,
-    model: str | None = None,
-    conditions: Sequence[str] | None = None,
-    term: str | None = None,
-    family: Regression = "gaussian",
-    paired: bool | Literal["auto"] = "auto",
-) -> LinearProblem:
+@dataclass(frozen=True)
+class _ProblemOptions:
+    """The options of :func:`build_problem` (typed by :class:`ProblemOptions`) with their
+    defaults: the one place they are listed."""
+
+    contrast: str | None = None
+    model: str | None = None
+    conditions: Sequence[str] | None = None
+    term: str | None = None
+    family: Regression = "gaussian"
+    paired: bool | Literal["auto"] = "auto"
+
+
+class ProblemOptions(TypedDict, total=False):
+    """The keywords of :func:`build_problem`, typed for static checkers
+    (:func:`evalmix.interval` takes the same ones)."""
+
+    contrast: str | None
+    model: str | None
+    conditions: Sequence[str] | None
+    term: str | None
+    family: Regression
+    paired: bool | Literal["auto"]
+
+
+#: The options of :func:`build_problem` and their defaults.
+PROBLEM_DEFAULTS: MappingProxyType[str, Any] = MappingProxyType(
+    {f.name: f.default for f in fields(_ProblemOptions)})
+
+
+def build_problem(table: EvalTable, estimand: Estimand,
+                  **options: Unpack[ProblemOptions]) -> LinearProblem:
     """Turn an estimand on an :class:`~evalmix.data.table.EvalTable` into a LinearProblem.
 
     Parameters
     ----------
     table : EvalTable
     estimand : {"mean", "win_rate", "controlled_win_rate", "difference", "coef"}
+    **options
+        The options below (:data:`PROBLEM_DEFAULTS` has them with their defaults;
+        :class:`ProblemOptions` types them); an unknown one is an
+        :class:`~evalmix.errors.InvalidOptionError` that lists them.
     contrast : str, optional
         ``mean``: a condition label (default: all rows, ``"overall"``). Win rates: keep
         the rows whose ``model_b`` (or ``condition``) is this label. ``difference``:
@@ -680,8 +708,11 @@ def build_problem(
     >>> build_problem(t, "mean").X.shape
     (50, 1)
     """
+    o = _ProblemOptions(**check_keywords("build_problem", options, PROBLEM_DEFAULTS))
+    contrast, model, conditions, term, paired = (o.contrast, o.model, o.conditions, o.term,
+                                                 o.paired)
     check_option("estimand", estimand, ESTIMANDS)
-    family = cast(Regression, family_name(family, REGRESSION_FAMILIES))
+    family = cast(Regression, family_name(o.family, REGRESSION_FAMILIES))
     if family == "binomial" and estimand != "coef":
         raise InvalidOptionError(
             f"family='binomial' (logistic) is for estimand='coef'; {estimand!r} is a mean or a "

@@ -10,11 +10,14 @@ tables* in :mod:`evalmix.models.spec`; import :func:`build_spec` from there.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass, fields
+from types import MappingProxyType
+from typing import Any, TypedDict, Unpack
 
 import numpy as np
 import pandas as pd
 
-from evalmix.errors import EvalmixError
+from evalmix.errors import EvalmixError, check_keywords
 from evalmix.families import family_name
 from evalmix.models._formula import parse_formula
 from evalmix.models._spec_types import ModelSpec, RandomTerm, _readonly
@@ -187,24 +190,52 @@ def _response(table, design: str, family: str | None = None
     return y, fam, who, ()
 
 
-def build_spec(
-    table,
-    *,
-    formula: str | None = None,
-    slopes: Iterable[str] = (),
-    position: bool = True,
-    judge_position: bool = True,
-    fixed: Iterable[str] = (),
-    random: Iterable[str] | None = None,
-    reference: str | None = None,
-    judge: str = "judge",
-    family: str | None = None,
-) -> ModelSpec:
+@dataclass(frozen=True)
+class _SpecOptions:
+    """The model options of :func:`build_spec` (typed by :class:`SpecOptions`) with their
+    defaults: the one place they are listed."""
+
+    formula: str | None = None
+    slopes: Iterable[str] = ()
+    position: bool = True
+    judge_position: bool = True
+    fixed: Iterable[str] = ()
+    random: Iterable[str] | None = None
+    reference: str | None = None
+    judge: str = "judge"
+    family: str | None = None
+
+
+class SpecOptions(TypedDict, total=False):
+    """The keywords of :func:`build_spec`, typed for static checkers (:func:`build_spec`
+    documents them; :func:`evalmix.fit` takes the same ones but ``judge``)."""
+
+    formula: str | None
+    slopes: Iterable[str]
+    position: bool
+    judge_position: bool
+    fixed: Iterable[str]
+    random: Iterable[str] | None
+    reference: str | None
+    judge: str
+    family: str | None
+
+
+#: The model options and their defaults.
+SPEC_DEFAULTS: MappingProxyType[str, Any] = MappingProxyType(
+    {f.name: f.default for f in fields(_SpecOptions)})
+
+
+def build_spec(table, **options: Unpack[SpecOptions]) -> ModelSpec:
     """Build a :class:`ModelSpec` from a table's roles, or from an lme4 formula.
 
     Parameters
     ----------
     table : EvalTable
+    **options
+        The model options (:data:`SPEC_DEFAULTS` has them with their defaults;
+        :class:`SpecOptions` types them); an unknown one is an
+        :class:`~evalmix.errors.InvalidOptionError` that lists them.
     formula : str, optional
         lme4-syntax formula (supported subset, see :mod:`evalmix.models.spec`). When given,
         ``slopes``, ``position``, ``judge_position``, ``fixed`` and ``random`` are ignored.
@@ -243,13 +274,15 @@ def build_spec(
     >>> build_spec(t, slopes=("judge",)).formula
     'y ~ 1 + condition + position + (1|scenario) + (1|persona) + (1|author) + (1|judge) + (0 + position|judge) + (0 + condition|judge)'
     """
-    cols = _Columns(table, reference=reference)
+    o = _SpecOptions(**check_keywords("build_spec", options, SPEC_DEFAULTS))
+    cols = _Columns(table, reference=o.reference)
+    formula = o.formula
     if formula is None:
-        formula = _default_formula(table, cols, slopes=tuple(slopes), position=position,
-                                   judge_position=judge_position, fixed=tuple(fixed),
-                                   random=random, judge=judge)
+        formula = _default_formula(table, cols, slopes=tuple(o.slopes), position=o.position,
+                                   judge_position=o.judge_position, fixed=tuple(o.fixed),
+                                   random=o.random, judge=o.judge)
     parsed = parse_formula(formula)
-    y, family, response, cats = _response(table, cols.design, family)
+    y, family, response, cats = _response(table, cols.design, o.family)
 
     names: list[str] = []
     xcols: list[np.ndarray] = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from collections.abc import Iterable
 from types import MappingProxyType
@@ -11,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from evalmix.errors import EvalmixError, InvalidOptionError, check_option
+from evalmix.models._build import SPEC_DEFAULTS
 from evalmix.models.result import ModelFit
 from evalmix.models.spec import ModelSpec, build_spec
 
@@ -21,25 +23,12 @@ __all__ = ["fit", "BACKENDS", "BACKEND_OPTIONS"]
 
 BACKENDS = ("bayes", "statsmodels")
 
-#: Options that build the model from a table's roles (ignored when a spec is given).
-_SPEC_DEFAULTS: dict[str, Any] = {
-    "formula": None, "slopes": (), "position": True, "judge_position": True, "fixed": (),
-    "random": None, "reference": None, "family": None,
-}
-#: Options of one back end only, with their defaults (another value for the other back
-#: end raises instead of being ignored).
-_BAYES_DEFAULTS: dict[str, Any] = {
-    "engine": "auto", "sampler": "auto", "draws": None, "tune": 400, "chains": 2,
-    "prior_scale": 1.0, "sensitivity": None, "sensitivity_method": "auto",
-    "target_accept": None, "retry_divergent": True,
-}
-_STATSMODELS_DEFAULTS: dict[str, Any] = {
-    "method": "auto", "vc_prior_sd": 1.0, "fe_prior_sd": 2.0, "n_draws": 4000,
-    "df": "containment", "deadline": None,
-}
-#: Back end -> the options of :func:`fit` that only it takes.
+#: Back end -> the options of :func:`fit` that only it takes (another value than the
+#: default for the other back end raises instead of being ignored).
 BACKEND_OPTIONS: dict[str, tuple[str, ...]] = {
-    "bayes": tuple(_BAYES_DEFAULTS), "statsmodels": tuple(_STATSMODELS_DEFAULTS)}
+    "bayes": ("engine", "sampler", "draws", "tune", "chains", "prior_scale", "sensitivity",
+              "sensitivity_method", "target_accept", "retry_divergent"),
+    "statsmodels": ("method", "vc_prior_sd", "fe_prior_sd", "n_draws", "df", "deadline")}
 
 
 def fit(
@@ -147,6 +136,7 @@ def fit(
     >>> f = evalmix.fit(t, seed=1, draws=200, tune=200, progress=False)  # doctest: +SKIP
     >>> f.fixed_effects.query("term == 'condition[treatment]'")        # doctest: +SKIP
     """
+    given = dict(locals())   # every option by name (first, so nothing else is in it)
     if unknown:
         names = ", ".join(sorted(unknown))
         raise InvalidOptionError(
@@ -160,27 +150,20 @@ def fit(
         raise InvalidOptionError(
             f"deadline={deadline!r}: give a time.monotonic() instant (e.g. "
             "time.monotonic() + 60) or None; analyze(model_timeout=SECONDS) sets it")
-    spec_options: dict[str, Any] = {"formula": formula, "slopes": tuple(slopes), "position": position,
-                    "judge_position": judge_position, "fixed": tuple(fixed),
-                    "random": None if random is None else tuple(random),
-                    "reference": reference, "family": family}
-    bayes_options: dict[str, Any] = {"engine": engine, "sampler": sampler, "draws": draws, "tune": tune,
-                     "chains": chains, "prior_scale": prior_scale,
-                     "sensitivity": sensitivity, "sensitivity_method": sensitivity_method,
-                     "target_accept": target_accept, "retry_divergent": retry_divergent}
-    sm_options: dict[str, Any] = {"method": method, "vc_prior_sd": vc_prior_sd, "fe_prior_sd": fe_prior_sd,
-                  "n_draws": n_draws, "df": df, "deadline": deadline}
-    other = _STATSMODELS_DEFAULTS if backend == "bayes" else _BAYES_DEFAULTS
-    given = sm_options if backend == "bayes" else bayes_options
-    wrong = [k for k, v in given.items() if v != other[k]]
+    spec_options: dict[str, Any] = {
+        **{k: given[k] for k in _SPEC_OPTIONS}, "slopes": tuple(slopes), "fixed": tuple(fixed),
+        "random": None if random is None else tuple(random)}
+    bayes_options = {k: given[k] for k in BACKEND_OPTIONS["bayes"]}
+    sm_options = {k: given[k] for k in BACKEND_OPTIONS["statsmodels"]}
+    owner = "statsmodels" if backend == "bayes" else "bayes"
+    wrong = [k for k in BACKEND_OPTIONS[owner] if given[k] != _DEFAULTS[k]]
     if wrong:
-        owner = "statsmodels" if backend == "bayes" else "bayes"
         raise InvalidOptionError(
             f"{', '.join(f'{k}={given[k]!r}' for k in wrong)} applies to backend="
             f"{owner!r} only, not backend={backend!r}; drop it or change the back end")
     common = {"level": level, "seed": seed, "progress": progress}
     if isinstance(data, ModelSpec):
-        set_ = [k for k, v in spec_options.items() if v != _SPEC_DEFAULTS[k]]
+        set_ = [k for k in _SPEC_OPTIONS if given[k] != _DEFAULTS[k]]
         if set_ or strata is not None:
             bad = set_ + (["strata"] if strata is not None else [])
             raise InvalidOptionError(
@@ -193,6 +176,14 @@ def fit(
                            sm_options=sm_options)
     return _fit_spec(build_spec(data, **spec_options), backend, common, bayes_options,
                      sm_options)
+
+
+#: The defaults of :func:`fit`'s options, read from its signature (their one home).
+_DEFAULTS: dict[str, Any] = {name: p.default for name, p in
+                             inspect.signature(fit).parameters.items()
+                             if p.default is not inspect.Parameter.empty}
+#: The options that build the model from a table's roles (ignored when a spec is given).
+_SPEC_OPTIONS = tuple(k for k in SPEC_DEFAULTS if k in _DEFAULTS)
 
 
 def _fit_spec(spec: ModelSpec, backend: str, common: dict[str, Any],

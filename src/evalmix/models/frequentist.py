@@ -46,8 +46,9 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Sequence
-from dataclasses import replace
-from typing import Any, Literal, get_args
+from dataclasses import dataclass, fields, replace
+from types import MappingProxyType
+from typing import Any, Literal, Unpack, get_args
 
 import numpy as np
 import pandas as pd
@@ -59,8 +60,10 @@ from evalmix.errors import (
     EvalmixError,
     FewClustersWarning,
     SingularFitWarning,
+    check_keywords,
     check_option,
 )
+from evalmix.models._build import SPEC_DEFAULTS, SpecOptions
 from evalmix.models._crossed import (
     LOGIT_RESIDUAL_VAR,
     SINGULAR_TOL,
@@ -95,6 +98,8 @@ __all__ = [
     "fit_laplace_arrays",
     "LaplaceResults",
     "fit_statsmodels",
+    "StatsmodelsOptions",
+    "STATSMODELS_DEFAULTS",
     "intercept_term",
     "containment_df",
 ]
@@ -230,21 +235,42 @@ def fit_glmm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
 
 
 # ---------------------------------------------------------------------------- public
-def fit_statsmodels(
-    table: Any,
-    spec: ModelSpec | None = None,
-    *,
-    method: Method = "auto",
-    level: float = 0.95,
-    formula: str | None = None,
-    vc_prior_sd: float = 1.0,
-    fe_prior_sd: float = 2.0,
-    seed: int | np.random.Generator | None = None,
-    n_draws: int = 4000,
-    df: Literal["containment", "none"] = "containment",
-    deadline: float | None = None,
-    **spec_options: Any,
-) -> ModelFit:
+@dataclass(frozen=True)
+class _StatsmodelsOptions:
+    """The options of :func:`fit_statsmodels` besides the model's (typed by
+    :class:`StatsmodelsOptions`) with their defaults: the one place they are listed."""
+
+    method: Method = "auto"
+    level: float = 0.95
+    vc_prior_sd: float = 1.0
+    fe_prior_sd: float = 2.0
+    seed: int | np.random.Generator | None = None
+    n_draws: int = 4000
+    df: Literal["containment", "none"] = "containment"
+    deadline: float | None = None
+
+
+class StatsmodelsOptions(SpecOptions, total=False):
+    """The keywords of :func:`fit_statsmodels`, typed for static checkers: the model
+    options of :class:`~evalmix.models._build.SpecOptions` and the back end's own."""
+
+    method: Method
+    level: float
+    vc_prior_sd: float
+    fe_prior_sd: float
+    seed: int | np.random.Generator | None
+    n_draws: int
+    df: Literal["containment", "none"]
+    deadline: float | None
+
+
+#: The statsmodels back end's own options and their defaults.
+STATSMODELS_DEFAULTS: MappingProxyType[str, Any] = MappingProxyType(
+    {f.name: f.default for f in fields(_StatsmodelsOptions)})
+
+
+def fit_statsmodels(table: Any, spec: ModelSpec | None = None,
+                    **options: Unpack[StatsmodelsOptions]) -> ModelFit:
     """Fit a crossed random-effects model with a statsmodels back end.
 
     Parameters
@@ -253,8 +279,14 @@ def fit_statsmodels(
         The validated table (used to build the spec when ``spec`` is None; may be None
         when a spec is given).
     spec : ModelSpec, optional
-        From :func:`evalmix.models.build_spec`; built from ``table`` (with ``formula`` and
-        ``spec_options``) when omitted.
+        From :func:`evalmix.models.build_spec`; built from ``table`` (with the model
+        options) when omitted.
+    **options
+        The options below (:data:`STATSMODELS_DEFAULTS` has them with their defaults) and
+        the model options of :func:`~evalmix.models.spec.build_spec` (``formula``,
+        ``slopes``, ``fixed``, ``position``, ``judge_position``, ``random``, ``reference``,
+        ``family``), all typed by :class:`StatsmodelsOptions`; an unknown one is an
+        :class:`~evalmix.errors.InvalidOptionError` that lists them.
     method : {"auto", "mixedlm", "laplace", "vb", "map"}
         ``"mixedlm"``: REML linear mixed model (Gaussian scores; on 0/1 outcomes a linear
         probability model). ``"laplace"``: maximum-likelihood logit GLMM by the Laplace
@@ -265,8 +297,6 @@ def fit_statsmodels(
         docstring for which are approximations.
     level : float
         Interval level.
-    formula : str, optional
-        lme4-syntax formula passed to :func:`~evalmix.models.spec.build_spec`.
     vc_prior_sd, fe_prior_sd : float
         ``"vb"``/``"map"`` priors: ``log SD ~ N(0, vc_prior_sd^2)``, each fixed effect
         ``~ N(0, fe_prior_sd^2)``.
@@ -283,10 +313,6 @@ def fit_statsmodels(
     deadline : float, optional
         A :func:`time.monotonic` instant (:mod:`evalmix.models._deadline`): past it the
         fit stops with :class:`~evalmix.models._deadline.StoppedAtLimit`.
-    **spec_options
-        Passed to :func:`~evalmix.models.spec.build_spec` (``slopes``, ``fixed``,
-        ``position``, ``judge_position``, ``random``, ``reference``).
-
     Returns
     -------
     ModelFit
@@ -327,15 +353,20 @@ def fit_statsmodels(
     Blei, D. M. et al. (2017). Variational inference: a review for statisticians. JASA
     112(518). doi:10.1080/01621459.2017.1285773
     """
+    given = check_keywords("fit_statsmodels", options, (*SPEC_DEFAULTS, *STATSMODELS_DEFAULTS))
+    o = _StatsmodelsOptions(**{k: v for k, v in given.items() if k in STATSMODELS_DEFAULTS})
+    method, level, seed, n_draws, df, deadline = (o.method, o.level, o.seed, o.n_draws, o.df,
+                                                  o.deadline)
     check_option("method", method, METHODS)
     check_option("df", df, ("containment", "none"))
     t0 = time.perf_counter()
+    spec_options = {k: v for k, v in given.items() if k in SPEC_DEFAULTS}
     if spec is None:
         if table is None:
             raise EvalmixError("fit_statsmodels needs a table or a spec")
-        spec = build_spec(table, formula=formula, **spec_options)
-    elif formula is not None or spec_options:
-        raise EvalmixError("pass either a spec or formula/spec options, not both")
+        spec = build_spec(table, **spec_options)
+    elif spec_options:
+        raise EvalmixError("pass either a spec or the model options (formula, ...), not both")
     if spec.family == "cumulative":
         raise EvalmixError(
             "the statsmodels back end has no ordinal (cumulative) model (ties='separate' "
@@ -387,7 +418,8 @@ def fit_statsmodels(
         scale, label, family = "log-odds", _TYPICAL, spec.family
     else:
         fit = fit_glmm_arrays(spec.y, spec.X, spec.fixed_names, terms, method=method,
-                              level=level, vc_prior_sd=vc_prior_sd, fe_prior_sd=fe_prior_sd,
+                              level=level, vc_prior_sd=o.vc_prior_sd,
+                              fe_prior_sd=o.fe_prior_sd,
                               seed=seed_used, deadline=deadline)
         backend, approximate, note = f"glmm_{method}", True, _NOTES[method]
         scale, label, family = "log-odds", _TYPICAL, spec.family
@@ -460,8 +492,8 @@ def fit_statsmodels(
         "share": "share and icc among random intercepts and the residual, covariates at 0",
     }
     if method in ("vb", "map"):
-        provenance["priors"] = {"log_sd": f"Normal(0, {vc_prior_sd})",
-                                "fixed": f"Normal(0, {fe_prior_sd})"}
+        provenance["priors"] = {"log_sd": f"Normal(0, {o.vc_prior_sd})",
+                                "fixed": f"Normal(0, {o.fe_prior_sd})"}
         provenance["probability_draws"] = n_draws
     else:
         provenance["reml_criterion"] = fit.details.get("reml_criterion")

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
-from evalmix.errors import EvalmixError, InvalidOptionError, check_level, check_option
+from evalmix.errors import EvalmixError, check_keywords, check_level, check_option
 from evalmix.tidy import RESULT_COLUMNS, tidy_rows
 
 __all__ = ["PowerResult", "DesignOptions", "DESIGN_OPTIONS", "power", "mde",
@@ -286,14 +286,7 @@ class _Design:
            solved: tuple[str, ...] = ()) -> _Design:
         """The design from a caller's keywords: names checked (``solved`` are the ones the
         caller solves for and may not be given), options checked, sizes summarised."""
-        for name in options:
-            if name not in DESIGN_OPTIONS or name in solved:
-                allowed = ", ".join(n for n in DESIGN_OPTIONS if n not in solved)
-                raise InvalidOptionError(
-                    f"{caller}() got an unexpected keyword {name}={options[name]!r}"
-                    + (f" ({caller} solves for it)" if name in solved else "")
-                    + f"; its design keywords are {allowed}")
-        d = cls(**options)
+        d = cls(**check_keywords(caller, options, DESIGN_OPTIONS, solved=solved))
         check_option("estimand", d.estimand, ESTIMANDS)
         check_option("alternative", d.alternative, ALTERNATIVES)
         check_option("distribution", d.distribution, DISTRIBUTIONS)
