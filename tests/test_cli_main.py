@@ -27,3 +27,16 @@ def test_parse_cluster():
         parse_cluster(["item=a", "item=b"])
     with pytest.raises(EvalmixError, match="ROLE=COLUMN"):
         parse_cluster(["item"])
+
+
+def test_every_subcommand_is_described_once():
+    """The subcommands registered are exactly those of the help table, and each shows its
+    description in ``evalmix COMMAND --help``."""
+    from evalmix.cli import build_parser
+    from evalmix.cli._common import COMMANDS
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    assert list(sub.choices) == list(COMMANDS)
+    for name, (_, description) in COMMANDS.items():
+        assert sub.choices[name].description == description

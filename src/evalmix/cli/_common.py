@@ -14,6 +14,31 @@ from typing import Any, NoReturn
 
 from evalmix.errors import EvalmixError
 
+#: Each subcommand's one-line help (``evalmix --help``) and description (``evalmix
+#: COMMAND --help``), in one table (as pip keeps its commands' summaries).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "report": ("every interval of every method and cluster level, with plots",
+               "Read a long-format eval table and write a sensitivity report: intervals by "
+               "method and cluster level, variance components, per-judge position bias, "
+               "plots (report.html)."),
+    "demo": ("simulate crossed pairwise judgments with known truth and report",
+             "Simulate the pairwise-judge design (evalmix.sim.pairwise_judges), run the full "
+             "report, and check the intervals against the true values."),
+    "power": ("power, MDE and clusters needed for a clustered eval",
+              "Analytic power of the cluster-robust t test (t(K-1), noncentral t) for a mean, "
+              "win rate or paired difference; or, with --components, power simulated from "
+              "variance components."),
+    "coverage": ("coverage study of interval methods over a design grid",
+                 "Coverage, width and Monte Carlo SE of interval methods over a grid of "
+                 "clustered designs; parallel (joblib or Dask), streamed, resumable."),
+}
+
+
+def add_command(subparsers: Any, name: str) -> argparse.ArgumentParser:
+    """Register subcommand ``name`` with its help and description from :data:`COMMANDS`."""
+    help_text, description = COMMANDS[name]
+    return subparsers.add_parser(name, help=help_text, description=description)
+
 
 def parse_cluster(values: Sequence[str] | None) -> dict[str, str]:
     """Parse repeated ``ROLE=COL`` options into a role -> column mapping."""

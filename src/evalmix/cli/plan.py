@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from evalmix.cli._common import (
+    add_command,
     finite_float,
     jobs_count,
     nonnegative_float,
@@ -67,11 +68,7 @@ def _pairs(items: list[str] | None, what: str) -> dict[str, str]:
 
 def add_parser(subparsers: Any) -> list[str]:
     """Register ``power`` and ``coverage`` on the top-level CLI."""
-    pw = subparsers.add_parser(
-        "power", help="power, MDE and clusters needed for a clustered eval",
-        description="Analytic power of the cluster-robust t test (t(K-1), noncentral t) "
-                    "for a mean, win rate or paired difference; or, with --components, "
-                    "power simulated from variance components.")
+    pw = add_command(subparsers, "power")
     pw.add_argument("--estimand", choices=("mean", "win_rate", "difference"), default="mean")
     pw.add_argument("--effect", default="0.05",
                     help="effect(s): mean minus null, win rate minus 0.5, or the difference")
@@ -106,10 +103,7 @@ def add_parser(subparsers: Any) -> list[str]:
     pw.add_argument("--out", default="power", help="output folder")
     pw.set_defaults(func=run_power)
 
-    cv = subparsers.add_parser(
-        "coverage", help="coverage study of interval methods over a design grid",
-        description="Coverage, width and Monte Carlo SE of interval methods over a grid of "
-                    "clustered designs; parallel (joblib or Dask), streamed, resumable.")
+    cv = add_command(subparsers, "coverage")
     cv.add_argument("--methods", default="naive,CR1,CR2,bootstrap,bootstrap-t,bootstrap-expanded")
     cv.add_argument("--estimand", default="mean", help="mean and/or difference (comma list)")
     cv.add_argument("--clusters", default=None, help="numbers of clusters K (comma list)")

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from evalmix.cli._common import (
+    add_command,
     nonnegative_float,
     nonnegative_int,
     parse_cluster,
@@ -51,11 +52,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def add_parser(subparsers: Any) -> list[str]:
     """Register ``report`` and ``demo`` on the top-level CLI."""
-    rp = subparsers.add_parser(
-        "report", help="every interval of every method and cluster level, with plots",
-        description="Read a long-format eval table and write a sensitivity report: "
-                    "intervals by method and cluster level, variance components, "
-                    "per-judge position bias, plots (report.html).")
+    rp = add_command(subparsers, "report")
     rp.add_argument("data", metavar="DATA",
                     help="CSV/TSV/Parquet/JSONL table, or an eval log file or folder "
                          "(Inspect, lm-eval, AlpacaEval, Arena/FastChat; see --format)")
@@ -111,10 +108,7 @@ def add_parser(subparsers: Any) -> list[str]:
     _common(rp)
     rp.set_defaults(func=run_report)
 
-    dp = subparsers.add_parser(
-        "demo", help="simulate crossed pairwise judgments with known truth and report",
-        description="Simulate the pairwise-judge design (evalmix.sim.pairwise_judges), run "
-                    "the full report, and check the intervals against the true values.")
+    dp = add_command(subparsers, "demo")
     dp.add_argument("--out", default="demo-report", metavar="DIR", help="output folder")
     _common(dp)
     dp.set_defaults(func=run_demo, seed=2026)
