@@ -54,16 +54,8 @@ from evalmix.inference.sandwich import (
 from evalmix.seeding import SeedLike, seeded_rng
 from evalmix.tidy import PicklableProxies, tidy_rows
 
-__all__ = [
-    "BootstrapResult",
-    "cluster_bootstrap",
-    "cluster_weights",
-    "norm_inter",
-    "percentile_interval",
-    "expanded_interval",
-    "bca_interval",
-    "studentized_interval",
-]
+__all__ = ["BootstrapResult", "cluster_bootstrap", "cluster_weights", "norm_inter",
+           "percentile_interval", "expanded_interval", "bca_interval", "studentized_interval"]
 
 CIType = Literal["percentile", "expanded", "bca", "studentized"]
 CI_TYPES: tuple[str, ...] = get_args(CIType)

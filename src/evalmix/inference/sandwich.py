@@ -66,22 +66,9 @@ from evalmix._blas import one_blas_thread
 from evalmix.data.table import cluster_codes, intersect_codes
 from evalmix.errors import EvalmixError, check_option
 
-__all__ = [
-    "CR_TYPES",
-    "FEW_CLUSTERS",
-    "MIN_BOOTSTRAP_CLUSTERS",
-    "MultiwayTerm",
-    "MultiwayVcov",
-    "cluster_codes",
-    "cluster_sums",
-    "regression_arrays",
-    "cr1_factor",
-    "vcov_cluster",
-    "satterthwaite_df",
-    "vcov_multiway",
-    "multiway_df",
-    "intersect_codes",
-]
+__all__ = ["CR_TYPES", "FEW_CLUSTERS", "MIN_BOOTSTRAP_CLUSTERS", "MultiwayTerm", "MultiwayVcov",
+           "cluster_codes", "cluster_sums", "regression_arrays", "cr1_factor", "vcov_cluster",
+           "satterthwaite_df", "vcov_multiway", "multiway_df", "intersect_codes"]
 
 CRType = Literal["CR0", "CR1", "CR2", "CR3"]
 CR_TYPES: tuple[str, ...] = get_args(CRType)

@@ -47,14 +47,6 @@ WEIGHTS: tuple[str, ...] = get_args(WeightsType)
 #: Webb's six-point distribution: +-sqrt(1/2), +-1, +-sqrt(3/2), each with probability 1/6.
 WEBB_VALUES = np.array([-np.sqrt(1.5), -1.0, -np.sqrt(0.5), np.sqrt(0.5), 1.0, np.sqrt(1.5)])
 CHUNK_ENTRIES = 4_000_000
-#: Relative slack when counting |t*| >= |t|: the all-ones (and all-minus-ones) weight
-#: vectors reproduce +-t exactly in exact arithmetic; in floating point they differ by
-#: about 1e-11 relative (more far from the estimate), and must still count as ties.
-TIE_RTOL = 1e-8
-#: Doublings of the search bracket before an interval end is declared infinite
-#: (2^20 times the t-based half-width; further out, rounding in the quadratic forms
-#: of the bootstrap t exceeds TIE_RTOL).
-MAX_WIDEN = 20
 
 
 @dataclass(frozen=True)
@@ -189,6 +181,16 @@ def _t_star(m: np.ndarray, theta: float, adj: float) -> np.ndarray:
         return num / np.sqrt(np.maximum(den2, 0.0))
 
 
+#: Relative slack when counting |t*| >= |t|: the all-ones (and all-minus-ones) weight
+#: vectors reproduce +-t exactly in exact arithmetic; in floating point they differ by
+#: about 1e-11 relative (more far from the estimate), and must still count as ties.
+TIE_RTOL = 1e-8
+#: Doublings of the search bracket before an interval end is declared infinite
+#: (2^20 times the t-based half-width; further out, rounding in the quadratic forms
+#: of the bootstrap t exceeds TIE_RTOL).
+MAX_WIDEN = 20
+
+
 def _p_value(m: np.ndarray, theta: float, p: _Parts) -> float:
     t_obs = (p.beta - theta) / p.se
     t = _t_star(m, theta, p.adj)
@@ -234,9 +236,8 @@ def wild_cluster_bootstrap(
 
     Parameters
     ----------
-    X : (n, k) array
-        Design matrix (a column of ones for a mean).
-    y : (n,) array
+    X, y : (n, k) and (n,) arrays
+        The regression, as for :func:`~evalmix.inference.bootstrap.cluster_bootstrap`.
     clusters : (n,) array
         Cluster codes (or labels).
     target : int

@@ -149,8 +149,7 @@ def fit_glmm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     seed : int
         Seeds statsmodels' random starting values.
     deadline : float, optional
-        A :func:`time.monotonic` instant; past it the fit raises
-        :class:`~evalmix.models._deadline.StoppedAtLimit` (checked at every gradient).
+        As for :func:`fit_mixedlm_arrays`, checked at every gradient.
 
     Returns
     -------

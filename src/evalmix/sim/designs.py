@@ -33,10 +33,6 @@ from evalmix.sim._common import SimResult
 
 __all__ = ["Factor", "crossed_scores", "population_scores"]
 
-#: Gauss-Hermite nodes for the population-average truth (exact to ~1e-12 here).
-_GH_NODES = 80
-
-
 @dataclass(frozen=True)
 class Factor:
     """One random factor of :func:`crossed_scores`.
@@ -61,6 +57,10 @@ class Factor:
     sd: float = 0.0
     slope_sd: float = 0.0
     parent: str | None = None
+
+
+#: Gauss-Hermite nodes for the population-average truth (exact to ~1e-12 here).
+_GH_NODES = 80
 
 
 def population_scores(intercept: float, condition_effect: float,

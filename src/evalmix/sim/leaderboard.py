@@ -165,8 +165,8 @@ def baseline_leaderboard(
 
 
 def round_robin(
-    n_models: int = 8,
-    n_items: int = 60,
+    n_models: int,
+    n_items: int,
     *,
     ability_sd: float = 1.0,
     sd_output: float = 0.7,
@@ -178,6 +178,20 @@ def round_robin(
     ``eta = theta_a - theta_b + w_(item, a) - w_(item, b)`` with answer effects
     ``w ~ N(0, sd_output^2)`` shared by all comparisons of one answer; the true ranks are
     those of ``theta`` (``P(a beats b) > 1/2`` exactly when ``theta_a > theta_b``).
+
+    Parameters
+    ----------
+    n_models : int
+        Number of models (at least 2); every pair is compared on every item.
+    n_items : int
+        Number of items (at least 1).
+    ability_sd : float
+        SD of the true abilities ``theta`` (log-odds; centred to mean 0).
+    sd_output : float
+        SD of the answer effects ``w`` (item x model).
+    tie_threshold : float
+        Cut point ``tau`` of the cumulative logit (0: no ties).
+    seed : int or numpy.random.Generator
 
     Returns
     -------
