@@ -682,6 +682,9 @@ def build_problem(table: EvalTable, estimand: Estimand,
         The options below (:data:`PROBLEM_DEFAULTS` has them with their defaults;
         :class:`ProblemOptions` types them); an unknown one is an
         :class:`~evalmix.errors.InvalidOptionError` that lists them.
+
+    Other Parameters
+    ----------------
     contrast : str, optional
         ``mean``: a condition label (default: all rows, ``"overall"``). Win rates: keep
         the rows whose ``model_b`` (or ``condition``) is this label. ``difference``:

@@ -236,6 +236,9 @@ def build_spec(table, **options: Unpack[SpecOptions]) -> ModelSpec:
         The model options (:data:`SPEC_DEFAULTS` has them with their defaults;
         :class:`SpecOptions` types them); an unknown one is an
         :class:`~evalmix.errors.InvalidOptionError` that lists them.
+
+    Other Parameters
+    ----------------
     formula : str, optional
         lme4-syntax formula (supported subset, see :mod:`evalmix.models.spec`). When given,
         ``slopes``, ``position``, ``judge_position``, ``fixed`` and ``random`` are ignored.

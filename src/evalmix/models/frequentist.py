@@ -286,6 +286,9 @@ def fit_statsmodels(table: Any, spec: ModelSpec | None = None,
         ``slopes``, ``fixed``, ``position``, ``judge_position``, ``random``, ``reference``,
         ``family``), all typed by :class:`StatsmodelsOptions`; an unknown one is an
         :class:`~evalmix.errors.InvalidOptionError` that lists them.
+
+    Other Parameters
+    ----------------
     method : {"auto", "mixedlm", "laplace", "vb", "map"}
         ``"mixedlm"``: REML linear mixed model (Gaussian scores; on 0/1 outcomes a linear
         probability model). ``"laplace"``: maximum-likelihood logit GLMM by the Laplace
