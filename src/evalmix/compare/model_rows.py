@@ -252,23 +252,52 @@ def _fit_in_child(fit: Any, table: EvalTable, timeout: float | None, **kwargs: A
     MCMC run time is hard to predict; a report should not hang on it. The child is
     terminated after ``timeout`` seconds and ``StoppedAtLimit`` is raised.
     """
-    from evalmix.models._deadline import StoppedAtLimit
+    child = _ChildFit.start(fit, table, timeout, kwargs)
+    return fit(table, **kwargs) if child is None else child.result()
 
-    if not timeout or timeout <= 0:
-        return fit(table, **kwargs)
-    import multiprocessing as mp
 
-    try:
-        ctx = mp.get_context("fork")
-    except ValueError:  # pragma: no cover - no fork on this platform
-        return fit(table, **kwargs)
-    with ctx.Pool(1) as pool:
-        job = pool.apply_async(_call_fit, (fit, table, kwargs))
+class _ChildFit:
+    """``fit(table, **kwargs)`` running in a forked child process since :meth:`start`,
+    so that the parent can fit the other back ends meanwhile (the two cores)."""
+
+    def __init__(self, pool: Any, job: Any, timeout: float) -> None:
+        self.pool, self.job, self.timeout = pool, job, timeout
+        self.started = time.perf_counter()
+
+    @classmethod
+    def start(cls, fit: Any, table: EvalTable, timeout: float | None,
+              kwargs: dict[str, Any]) -> _ChildFit | None:
+        """The running child, or None without a limit or where processes cannot fork
+        (then the caller fits in this process)."""
+        if not timeout or timeout <= 0:
+            return None
+        import multiprocessing as mp
+
         try:
-            return job.get(timeout=timeout)
+            ctx = mp.get_context("fork")
+        except ValueError:  # pragma: no cover - no fork on this platform
+            return None
+        pool = ctx.Pool(1)
+        return cls(pool, pool.apply_async(_call_fit, (fit, table, kwargs)), timeout)
+
+    def result(self) -> Any:
+        """The child's fit; ``StoppedAtLimit`` once ``timeout`` seconds have passed since
+        the start. The child is ended either way."""
+        import multiprocessing as mp
+
+        from evalmix.models._deadline import StoppedAtLimit
+
+        left = self.timeout - (time.perf_counter() - self.started)
+        try:
+            return self.job.get(timeout=max(left, 0.0))
         except mp.TimeoutError:
-            pool.terminate()
             raise StoppedAtLimit from None
+        finally:
+            self.stop()
+
+    def stop(self) -> None:
+        self.pool.terminate()
+        self.pool.join()
 
 
 def _call_fit(fit: Any, table: Any, kwargs: dict[str, Any]) -> Any:
@@ -282,6 +311,26 @@ def _call_fit(fit: Any, table: Any, kwargs: dict[str, Any]) -> Any:
     from dataclasses import replace
 
     return replace(f, idata=None, results=None)
+
+
+def _run_fit(fit: Any, table: EvalTable, b: str, kwargs: dict[str, Any],
+             model_timeout: float | None, child: _ChildFit | None,
+             bar: Progress | None) -> tuple[Any, float]:
+    """(guarded outcome, wall seconds) of back end ``b``: in this process within the
+    limit, or the result of its running child."""
+    from evalmix.models._deadline import StoppedAtLimit
+
+    def collect() -> Any:
+        try:
+            return child.result() if child is not None else _fit_within(
+                fit, table, model_timeout, fork=kwargs["backend"] == "bayes", **kwargs)
+        except StoppedAtLimit:
+            return None
+
+    t0 = child.started if child is not None else time.perf_counter()
+    with bar.stage(_STAGES[b]) if bar is not None else nullcontext():
+        out = guarded(collect)
+    return out, time.perf_counter() - t0
 
 
 def model_rows(table: EvalTable, plan: Sequence[Contrast], *, backend: str | None,
@@ -314,6 +363,7 @@ def model_rows(table: EvalTable, plan: Sequence[Contrast], *, backend: str | Non
     if not backends:
         return (fits, rows, pd.DataFrame(columns=list(VARIANCE_REPORT_COLUMNS)), notes,
                 sensitivity)
+    runs: list[tuple[str, dict[str, Any], dict[str, int]]] = []
     for b in backends:
         fit_backend, sm_method = _FITS[b]
         # fit_options serve every back end: each gets the ones it takes
@@ -330,11 +380,23 @@ def model_rows(table: EvalTable, plan: Sequence[Contrast], *, backend: str | Non
             few = _few_level_factors(table, options)
             if "sensitivity" not in options and few:
                 kwargs["sensitivity"] = SENSITIVITY_SCALE
-        t0 = time.perf_counter()
-        with bar.stage(_STAGES[b]) if bar is not None else nullcontext():
-            out = guarded(_fit_within, fit, table, model_timeout,
-                          fork=fit_backend == "bayes", **kwargs)
-        wall = time.perf_counter() - t0
+        runs.append((b, kwargs, few))
+    # the Bayesian fit starts first, in its child process, and samples while this process
+    # fits the statsmodels back ends (statsmodels first in ``backends``, so by the time
+    # the loop waits for the child they are done)
+    children: dict[str, _ChildFit] = {}
+    try:
+        for b, kwargs, _ in runs:
+            if kwargs["backend"] == "bayes":
+                child = _ChildFit.start(fit, table, model_timeout, kwargs)
+                if child is not None:
+                    children[b] = child
+        outcomes = [_run_fit(fit, table, b, kwargs, model_timeout, children.get(b), bar)
+                    for b, kwargs, _ in runs]
+    finally:
+        for child in children.values():
+            child.stop()
+    for (b, kwargs, few), (out, wall) in zip(runs, outcomes, strict=True):
         if out.ok and out.value is None:
             stopped = f"stopped at the limit ({model_timeout:g} s)"
             notes.append(f"the {b} model fit was {stopped} and its rows are empty; rerun "
