@@ -303,6 +303,26 @@ def test_vectorised_diagnostics_equal_arviz():
     np.testing.assert_array_equal(et3, et)
 
 
+def test_average_ranks_equal_scipy_with_ties_and_nan():
+    """The diagnostics' ranks (one sort; tie runs resolved only in rows that have them)
+    equal scipy's ``rankdata(method="average")``: continuous rows, rows with repeated
+    draws (runs of 2 and 50, at the ends too), all equal, and a NaN (propagated)."""
+    from scipy import stats
+
+    from evalmix.models._mcmc_diagnostics import average_ranks
+
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(12, 400))
+    x[1, 100:150] = x[1, 7]
+    x[2, 5] = x[2, 6]
+    x[3, :] = 1.5
+    x[4] = np.round(x[4])
+    x[5, np.argsort(x[5])[:3]] = x[5].min()     # a tie at the lowest rank
+    x[6, 11] = np.nan
+    np.testing.assert_array_equal(average_ranks(x),
+                                  stats.rankdata(x, axis=1, method="average"))
+
+
 def test_grid_layout_equals_row_loop_and_is_chosen_only_when_dense():
     """The dense (item x rest-pattern) layout gives the row loop's log density and
     gradient (to summation order), with empty cells, fractional successes (ties
@@ -570,6 +590,13 @@ def test_three_judges_defaults_do_not_diverge():
     assert "integrated out" in fit.provenance["parameterization"]["1|judge"]
     sd = fit.variance.set_index("factor")
     assert sd.loc["judge", "sd_lo"] > 0.01 and sd.loc["author", "sd_hi"] < 2.5
+    # the reported R-hat and ESS are those of the check that stopped the sampling:
+    # the same as computed again from the returned draws
+    from evalmix.models._posterior import idata_diagnostics
+
+    again = idata_diagnostics(fit.idata, list(dict.fromkeys(
+        p.split("[")[0] for p in fit.diagnostics["parameter"])))
+    pd.testing.assert_frame_equal(fit.diagnostics, again, check_exact=True)
 
 
 def test_which_factors_have_their_sd_integrated_out():

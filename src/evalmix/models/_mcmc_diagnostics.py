@@ -15,10 +15,10 @@ convergence of MCMC. Bayesian Analysis 16: 667-718. doi:10.1214/20-BA1221
 from __future__ import annotations
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 from scipy.fft import next_fast_len
 
-__all__ = ["rhat_ess"]
+__all__ = ["rhat_ess", "average_ranks"]
 
 
 def _split(a: np.ndarray) -> np.ndarray:
@@ -27,10 +27,38 @@ def _split(a: np.ndarray) -> np.ndarray:
     return np.concatenate([a[:, :, :half], a[:, :, a.shape[2] - half:]], axis=1)
 
 
+def average_ranks(x: np.ndarray) -> np.ndarray:
+    """Ranks 1..N along the last axis of (P, N), ties given their average rank
+    (``scipy.stats.rankdata(x, axis=1)``; NaN for a row holding a NaN): one sort where
+    scipy's sorts twice, and the tie runs resolved only in the rows that have them
+    (draws are continuous; NUTS repeats a draw now and then): ~2x faster, ~1 s of the
+    main thread's time per 100k-row fit, next to the sampler threads."""
+    p, n = x.shape
+    order = np.argsort(x, axis=1)
+    ranks = np.empty((p, n))
+    np.put_along_axis(ranks, order, np.broadcast_to(np.arange(1.0, n + 1.0), (p, n)),
+                      axis=1)
+    xs = np.take_along_axis(x, order, axis=1)
+    rows = np.flatnonzero((xs[:, 1:] == xs[:, :-1]).any(axis=1))
+    if rows.size:
+        xs, idx = xs[rows], np.broadcast_to(np.arange(n), (rows.size, n))
+        first = np.ones(xs.shape, dtype=bool)     # a tie run starts here (sorted order)
+        first[:, 1:] = xs[:, 1:] != xs[:, :-1]
+        last = np.ones(xs.shape, dtype=bool)      # and ends here
+        last[:, :-1] = first[:, 1:]
+        start = np.maximum.accumulate(np.where(first, idx, 0), axis=1)
+        end = np.minimum.accumulate(np.where(last, idx, n - 1)[:, ::-1], axis=1)[:, ::-1]
+        tied = np.empty(xs.shape)
+        np.put_along_axis(tied, order[rows], 0.5 * (start + end) + 1.0, axis=1)
+        ranks[rows] = tied
+    ranks[np.isnan(x).any(axis=1)] = np.nan
+    return ranks
+
+
 def _z_scale(a: np.ndarray) -> np.ndarray:
     """Normal scores of the pooled ranks per parameter (Blom's offset 3/8)."""
     p, c, n = a.shape
-    rank = stats.rankdata(a.reshape(p, c * n), axis=1, method="average")
+    rank = average_ranks(a.reshape(p, c * n))
     return special.ndtri((rank - 0.375) / (c * n + 0.25)).reshape(a.shape)
 
 
