@@ -128,10 +128,9 @@ def _sample(spec: ModelSpec, data, terms, *, engine: str, sampler: str, draws: i
         idata = nutpie.sample(compiled, draws=draws, tune=tune, chains=chains, cores=chains,
                               seed=seed, progress_bar=progress, save_warmup=False, **kw)
     else:
-        idata, budget, checked = _sample_to_target(compiled, spec, terms, tune=tune, chains=chains,
-                                          seed=seed, progress=progress,
-                                          prior_scale=prior_scale,
-                                          stop_on_divergence=stop_on_divergence, **kw)
+        idata, budget, checked = _sample_to_target(
+            compiled, spec, terms, tune=tune, chains=chains, seed=seed, progress=progress,
+            prior_scale=prior_scale, stop_on_divergence=stop_on_divergence, **kw)
     return idata, engine, "nutpie", coords, budget, checked
 
 
@@ -246,9 +245,9 @@ def _sample_to_target(compiled, spec, terms, *, tune: int, chains: int, seed: in
                     # comes only when the watched parameters pass (2-3 times a fit), and
                     # spacing by its time overshot (20k: 619 -> 1,048 draws)
                     t_sub = time.thread_time() - t_check if watch.size else None
-                    fail, stats = _failing(draws)
+                    fail, full = _failing(draws)
                     if not fail.any():
-                        checked = stats
+                        checked = full
                         break
                     watch = np.flatnonzero(fail)
                     t_check = t_sub if t_sub is not None else time.thread_time() - t_check
