@@ -323,6 +323,32 @@ def test_average_ranks_equal_scipy_with_ties_and_nan():
                                   stats.rankdata(x, axis=1, method="average"))
 
 
+def test_inference_data_equals_arviz_from_dict():
+    """The sampled trace's InferenceData, built directly from the arrays, is
+    ``arviz.from_dict``'s: same groups, dimensions (named and default), coordinates,
+    dtypes and attributes (but the creation time)."""
+    import arviz as az
+    import xarray as xr
+
+    from evalmix.models.bayes import _inference_data
+
+    rng = np.random.default_rng(0)
+    post = {"b": rng.normal(size=(2, 70, 3)), "sd_x": rng.random((2, 70)),
+            "u_x": rng.normal(size=(2, 70, 46)), "cutpoints": rng.normal(size=(2, 70, 5))}
+    stats = {"diverging": np.zeros((2, 70), bool), "n_steps": np.ones((2, 70), np.uint64),
+             "step_size": rng.random((2, 70))}
+    coords = {"fixed": ["Intercept", "a", "b"], "u_x_level": [f"l{i}" for i in range(46)]}
+    dims = {"b": ("fixed",), "u_x": ("u_x_level",)}
+    ref = az.from_dict(posterior=post, sample_stats=stats, coords=coords,
+                       dims={k: list(v) for k, v in dims.items()})
+    mine = _inference_data(post, stats, coords, dims)
+    assert isinstance(mine, az.InferenceData) and mine.groups() == ref.groups()
+    for g in ("posterior", "sample_stats"):
+        a, b = ref[g].copy(), mine[g].copy()
+        assert a.attrs.pop("created_at") and b.attrs.pop("created_at")
+        xr.testing.assert_identical(a, b)
+
+
 def test_grid_layout_equals_row_loop_and_is_chosen_only_when_dense():
     """The dense (item x rest-pattern) layout gives the row loop's log density and
     gradient (to summation order), with empty cells, fractional successes (ties

@@ -31,7 +31,7 @@ import importlib.util
 import json
 import time
 import warnings
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import pandas as pd
@@ -65,6 +65,9 @@ from evalmix.models.pymc_model import (
 from evalmix.models.result import ModelFit
 from evalmix.models.spec import ModelSpec, collapse
 from evalmix.seeding import resolve_seed
+
+if TYPE_CHECKING:
+    from arviz import InferenceData
 
 __all__ = ["fit_bayes", "ENGINES", "SAMPLERS", "RHAT_MAX", "ESS_MIN", "FEW_LEVELS"]
 
@@ -196,7 +199,6 @@ def _sample_to_target(compiled, spec, terms, *, tune: int, chains: int, seed: in
     them still fails, the others are not checked (a full check of 486 parameters x 2 x
     1,000 draws took ~1-2 s of a core next to the two sampler threads); the sampling
     stops only after a check of every parameter."""
-    import arviz as az
     import nutpie
 
     bg = nutpie.sample(compiled, draws=DRAWS_MAX, tune=tune, chains=chains, cores=chains,
@@ -263,9 +265,32 @@ def _sample_to_target(compiled, spec, terms, *, tune: int, chains: int, seed: in
         bg.cancel()
         raise
     stats = {k: v for k, v in stats.items() if v.ndim == 2}
-    return az.from_dict(posterior=post, sample_stats=stats, coords=compiled.coords,
-                        dims={k: list(v) for k, v in (compiled.dims or {}).items()}), \
-        budget, checked
+    return _inference_data(post, stats, compiled.coords, compiled.dims or {}), budget, checked
+
+
+def _inference_data(post: dict[str, np.ndarray], stats: dict[str, np.ndarray], coords,
+                    dims) -> InferenceData:
+    """``arviz.from_dict(posterior=post, sample_stats=stats, coords=coords, dims=dims)``
+    built directly from the arrays (chain, draw, ...): the same groups, dimensions,
+    coordinates and attributes, without ``from_dict``'s copies of the coordinates for
+    every variable (0.2 s on the 4k design, 0.33 s at 100k rows, after sampling)."""
+    import arviz as az
+    import xarray as xr
+    from arviz.data.base import make_attrs
+
+    def dataset(group: dict[str, np.ndarray]) -> xr.Dataset:
+        labels: dict[str, np.ndarray] = {}
+        variables = {}
+        for name, a in group.items():
+            d = ["chain", "draw", *dims.get(name, ())]
+            d += [f"{name}_dim_{i}" for i in range(a.ndim - len(d))]
+            for dim, n in zip(d, a.shape, strict=True):
+                if dim not in labels:
+                    labels[dim] = np.asarray(coords[dim]) if dim in coords else np.arange(n)
+            variables[name] = xr.Variable(d, a)
+        return xr.Dataset(variables, coords=labels, attrs=make_attrs())
+
+    return az.InferenceData(posterior=dataset(post), sample_stats=dataset(stats))
 
 
 def _retry_pays(n_steps: np.ndarray) -> bool:
