@@ -326,7 +326,8 @@ def test_average_ranks_equal_scipy_with_ties_and_nan():
 def test_inference_data_equals_arviz_from_dict():
     """The sampled trace's InferenceData, built directly from the arrays, is
     ``arviz.from_dict``'s: same groups, dimensions (named and default), coordinates,
-    dtypes and attributes (but the creation time)."""
+    dtypes and attributes (but the creation time), the raw trace's chain and draw
+    statistics dropped as there."""
     import arviz as az
     import xarray as xr
 
@@ -336,7 +337,9 @@ def test_inference_data_equals_arviz_from_dict():
     post = {"b": rng.normal(size=(2, 70, 3)), "sd_x": rng.random((2, 70)),
             "u_x": rng.normal(size=(2, 70, 46)), "cutpoints": rng.normal(size=(2, 70, 5))}
     stats = {"diverging": np.zeros((2, 70), bool), "n_steps": np.ones((2, 70), np.uint64),
-             "step_size": rng.random((2, 70))}
+             "step_size": rng.random((2, 70)),   # nutpie's raw trace has these two:
+             "chain": np.repeat([[0], [1]], 70, axis=1).astype(np.uint64),
+             "draw": np.tile(np.arange(70, dtype=np.uint64), (2, 1))}
     coords = {"fixed": ["Intercept", "a", "b"], "u_x_level": [f"l{i}" for i in range(46)]}
     dims = {"b": ("fixed",), "u_x": ("u_x_level",)}
     ref = az.from_dict(posterior=post, sample_stats=stats, coords=coords,
