@@ -8,7 +8,7 @@ import pytest
 
 import evalmix
 from evalmix.errors import EvalmixError
-from evalmix.models.spec import build_spec, collapse, parse_formula
+from evalmix.models.spec import build_spec, collapse, parse_formula, unique_rows
 from evalmix.sim import pairwise_judges
 
 # ties="exclude" drops tie rows on purpose here
@@ -139,6 +139,24 @@ def test_collapse_preserves_sufficient_statistics():
     ll_rows = np.sum(s2.y * eta[c2.pattern] - np.log1p(np.exp(eta[c2.pattern])))
     ll_pat = np.sum(c2.successes * eta - c2.trials * np.log1p(np.exp(eta)))
     assert ll_rows == pytest.approx(ll_pat, rel=1e-12)
+
+
+def test_unique_rows_equals_numpy_unique_axis0():
+    """collapse's and the grid's distinct rows (per-column codes combined into one
+    integer key) are np.unique(axis=0)'s, in the same order: repeated rows, -0.0 next
+    to 0.0, an empty key, and a key too wide for 62 bits (the axis=0 fallback)."""
+    rng = np.random.default_rng(2)
+    base = np.column_stack([rng.integers(0, 3, 500), rng.normal(size=500).round(1),
+                            rng.integers(0, 40, 500).astype(float)])
+    base[::7, 1] = -0.0
+    wide = rng.normal(size=(300, 4))[rng.integers(0, 300, 900)]
+    wide = np.column_stack([wide, rng.normal(size=(900, 4))])   # ~900^8 codes > 2^62
+    for key in (base, base[:, :1], np.zeros((0, 2)), wide):
+        _, first, inv = np.unique(key, axis=0, return_index=True, return_inverse=True)
+        f2, i2 = unique_rows(key)
+        np.testing.assert_array_equal(f2, first)
+        np.testing.assert_array_equal(i2, inv.ravel())
+        assert i2.dtype == np.int64
 
 
 def test_cumulative_and_gaussian_statistics(sim):

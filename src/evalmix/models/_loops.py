@@ -45,6 +45,8 @@ from llvmlite import ir
 from numba import types
 from numba.extending import get_cython_function_address, intrinsic
 
+from evalmix.models.spec import unique_rows
+
 __all__ = ["GRID_MIN_FILL", "ARRAYS", "KVE_ADDRESS", "logp_core", "expand_core", "pack",
            "logp_cfunc", "expand_cfunc"]
 
@@ -427,12 +429,11 @@ def _make_grid(X, cg, xs, unit, u_off, succ, trials, min_fill: float = GRID_MIN_
     rest = [i for i in range(r) if i != t]
     key = np.column_stack([X, cg[:, rest].astype(float), xs[:, rest]]) if (
         X.shape[1] or rest) else np.zeros((m, 1))
-    uniq, first, col = np.unique(key, axis=0, return_index=True, return_inverse=True)
-    C = uniq.shape[0]
+    first, col = unique_rows(key)
+    C = first.shape[0]
     if S < 2 or m < min_fill * S * C:
         return None
     row = cg[:, t] - int(u_off[t])
-    col = col.ravel()
     S_, T_ = np.zeros((S, C)), np.zeros((S, C))
     S_[row, col] = succ
     T_[row, col] = trials

@@ -15,10 +15,10 @@ convergence of MCMC. Bayesian Analysis 16: 667-718. doi:10.1214/20-BA1221
 from __future__ import annotations
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 from scipy.fft import next_fast_len
 
-__all__ = ["rhat_ess"]
+__all__ = ["rhat_ess", "average_ranks"]
 
 
 def _split(a: np.ndarray) -> np.ndarray:
@@ -27,11 +27,65 @@ def _split(a: np.ndarray) -> np.ndarray:
     return np.concatenate([a[:, :, :half], a[:, :, a.shape[2] - half:]], axis=1)
 
 
-def _z_scale(a: np.ndarray) -> np.ndarray:
-    """Normal scores of the pooled ranks per parameter (Blom's offset 3/8)."""
+def average_ranks(x: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:
+    """Ranks 1..N along the last axis of (P, N), ties given their average rank
+    (``scipy.stats.rankdata(x, axis=1)``; NaN for a row holding a NaN): one sort where
+    scipy's sorts twice, and the tie runs resolved only in the rows that have them
+    (draws are continuous; NUTS repeats a draw now and then): ~2x faster, ~1 s of the
+    main thread's time per 100k-row fit, next to the sampler threads. ``order``:
+    ``np.argsort(x, axis=1)`` if already known (any order of tied values)."""
+    p, n = x.shape
+    if order is None:
+        order = np.argsort(x, axis=1)
+    ranks = np.empty((p, n))
+    np.put_along_axis(ranks, order, np.broadcast_to(np.arange(1.0, n + 1.0), (p, n)),
+                      axis=1)
+    xs = np.take_along_axis(x, order, axis=1)
+    rows = np.flatnonzero((xs[:, 1:] == xs[:, :-1]).any(axis=1))
+    if rows.size:
+        xs, idx = xs[rows], np.broadcast_to(np.arange(n), (rows.size, n))
+        first = np.ones(xs.shape, dtype=bool)     # a tie run starts here (sorted order)
+        first[:, 1:] = xs[:, 1:] != xs[:, :-1]
+        last = np.ones(xs.shape, dtype=bool)      # and ends here
+        last[:, :-1] = first[:, 1:]
+        start = np.maximum.accumulate(np.where(first, idx, 0), axis=1)
+        end = np.minimum.accumulate(np.where(last, idx, n - 1)[:, ::-1], axis=1)[:, ::-1]
+        tied = np.empty(xs.shape)
+        np.put_along_axis(tied, order[rows], 0.5 * (start + end) + 1.0, axis=1)
+        ranks[rows] = tied
+    ranks[np.isnan(x).any(axis=1)] = np.nan
+    return ranks
+
+
+def _z_scale(a: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:
+    """Normal scores of the pooled ranks per parameter (Blom's offset 3/8); ``order``:
+    the pooled draws' argsort, if known."""
     p, c, n = a.shape
-    rank = stats.rankdata(a.reshape(p, c * n), axis=1, method="average")
-    return special.ndtri((rank - 0.375) / (c * n + 0.25)).reshape(a.shape)
+    rank = average_ranks(a.reshape(p, c * n), order)
+    # ranks are whole or half numbers 1..N: ndtri of each possible one (2N - 1 calls
+    # instead of P x N; 33 ns a call here), then looked up
+    k = np.arange(2 * c * n - 1)
+    scores = special.ndtri((k * 0.5 + 1.0 - 0.375) / (c * n + 0.25))
+    nan = np.isnan(rank)
+    z = scores[np.where(nan, 1.0, 2.0 * rank - 2.0).astype(np.int64)]
+    z[nan] = np.nan
+    return z.reshape(a.shape)
+
+
+def _bulk_and_folded_z(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The normal scores of ``s`` and of ``|s - median|`` (per parameter, pooled) from
+    one full sort: in sorted order the folded values fall then rise, two runs that a
+    stable (merge) sort orders in linear time (47 -> 14 ms for 477 x 2,200 draws), and
+    the median is read off the sorted draws (as ``np.median``)."""
+    p, c, n = s.shape
+    flat = s.reshape(p, c * n)
+    order = np.argsort(flat, axis=1)
+    xs = np.take_along_axis(flat, order, axis=1)
+    m = c * n
+    med = xs[:, m // 2] if m % 2 else (xs[:, m // 2 - 1] + xs[:, m // 2]) / 2.0
+    fold = np.abs(xs - med[:, None])
+    order_f = np.take_along_axis(order, np.argsort(fold, axis=1, kind="stable"), axis=1)
+    return _z_scale(s, order), _z_scale(np.abs(s - med[:, None, None]), order_f)
 
 
 def _rhat(a: np.ndarray) -> np.ndarray:
@@ -112,11 +166,8 @@ def rhat_ess(draws: np.ndarray, *, rhat_max: float | None = None
     """
     a = np.asarray(draws, dtype=float)
     s = _split(a)
-    z = _z_scale(s)
-    r_bulk = _rhat(z)
-    r_tail = _rhat(_z_scale(np.abs(s - np.median(s.reshape(s.shape[0], -1), axis=1)
-                                   [:, None, None])))
-    r_hat = np.maximum(r_bulk, r_tail)
+    z, z_fold = _bulk_and_folded_z(s)
+    r_hat = np.maximum(_rhat(z), _rhat(z_fold))
     if rhat_max is not None and not np.all(r_hat <= rhat_max):
         nan = np.full(len(r_hat), np.nan)
         return r_hat, nan, nan.copy()

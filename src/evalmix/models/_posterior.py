@@ -34,12 +34,13 @@ def stack_draws(post, names: list[str]) -> np.ndarray:
     return np.concatenate(rows, axis=0) if rows else np.zeros((0, 1, 1))
 
 
-def diagnostics(post, names: list[str], coords, dims, rhat_max: float | None = None
-                ) -> pd.DataFrame:
+def diagnostics(post, names: list[str], coords, dims, rhat_max: float | None = None,
+                stats: tuple[np.ndarray, ...] | None = None) -> pd.DataFrame:
     """Per sampled parameter (ArviZ's labels, e.g. ``u_judge[j1]``): mean, sd, rank
     R-hat, bulk and tail ESS (:func:`~evalmix.models._mcmc_diagnostics.rhat_ess`; NaN
-    ESS when some R-hat exceeds ``rhat_max``). ``post`` maps names to arrays (chain,
-    draw, ...); ``coords``/``dims`` label them."""
+    ESS when some R-hat exceeds ``rhat_max``; ``stats``: these three already computed
+    on the same draws). ``post`` maps names to arrays (chain, draw, ...);
+    ``coords``/``dims`` label them."""
     import itertools
 
     labels = []
@@ -55,7 +56,8 @@ def diagnostics(post, names: list[str], coords, dims, rhat_max: float | None = N
             labels += [f"{name}[{', '.join(str(v) for v in ix)}]"
                        for ix in itertools.product(*levels)]
     draws = stack_draws(post, names)
-    r_hat, ess_bulk, ess_tail = rhat_ess(draws, rhat_max=rhat_max)
+    r_hat, ess_bulk, ess_tail = stats if stats is not None else rhat_ess(
+        draws, rhat_max=rhat_max)
     flat = draws.reshape(draws.shape[0], -1)
     return pd.DataFrame({"parameter": labels, "mean": flat.mean(axis=1),
                          "sd": flat.std(axis=1, ddof=1), "r_hat": r_hat,
@@ -63,12 +65,13 @@ def diagnostics(post, names: list[str], coords, dims, rhat_max: float | None = N
                         columns=list(DIAGNOSTIC_COLUMNS))
 
 
-def idata_diagnostics(idata, names: list[str]) -> pd.DataFrame:
+def idata_diagnostics(idata, names: list[str], stats: tuple[np.ndarray, ...] | None = None
+                      ) -> pd.DataFrame:
     """:func:`diagnostics` of the named variables of an ArviZ posterior."""
     p = idata.posterior
     return diagnostics({n: p[n].to_numpy() for n in names}, names,
                         {c: p[c].to_numpy() for c in p.coords},
-                        {n: p[n].dims[2:] for n in names})
+                        {n: p[n].dims[2:] for n in names}, stats=stats)
 
 
 def summarise(spec: ModelSpec, terms, post: dict[str, np.ndarray], *, level: float,
