@@ -276,3 +276,13 @@ def test_dask_scheduler_address_string():
                        progress=False)
     assert dsk.backend == "dask"
     assert dsk.table.coverage.tolist() == local.table.coverage.tolist()
+
+
+def test_a_dask_client_without_dask_installed_is_a_clear_error(monkeypatch):
+    """Dask is an optional extra: without it, client= says how to install it."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    grid = {"n_clusters": [12], "cluster_size": [3], "icc": [0.2]}
+    with pytest.raises(EvalmixError, match=r"pip install 'evalmix\[dask\]'"):
+        coverage(["CR1"], grid, reps=20, seed=1, client="tcp://127.0.0.1:1", progress=False)

@@ -364,7 +364,12 @@ DASK_CONNECT_TIMEOUT = 10
 
 
 def _run_dask(client: Any, todo: list[int], cells, args, collect) -> None:
-    from distributed import Client, as_completed
+    try:
+        from distributed import Client, as_completed
+    except ImportError:
+        raise EvalmixError("a Dask client or --scheduler needs Dask, an optional "
+                           "dependency: pip install 'evalmix[dask]', or run locally with "
+                           "jobs= (--jobs)") from None
 
     own = isinstance(client, str)
     if own:
