@@ -679,9 +679,9 @@ def build_problem(table: EvalTable, estimand: Estimand,
     table : EvalTable
     estimand : {"mean", "win_rate", "controlled_win_rate", "difference", "coef"}
     **options
-        The options below (:data:`PROBLEM_DEFAULTS` has them with their defaults;
-        :class:`ProblemOptions` types them); an unknown one is an
-        :class:`~evalmix.errors.InvalidOptionError` that lists them.
+        How the estimand is read off the table: the options below, typed by
+        :class:`ProblemOptions`, with their defaults in :data:`PROBLEM_DEFAULTS` (an
+        unknown one is an :class:`~evalmix.errors.InvalidOptionError` that lists them).
 
     Other Parameters
     ----------------

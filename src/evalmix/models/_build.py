@@ -233,9 +233,7 @@ def build_spec(table, **options: Unpack[SpecOptions]) -> ModelSpec:
     ----------
     table : EvalTable
     **options
-        The model options (:data:`SPEC_DEFAULTS` has them with their defaults;
-        :class:`SpecOptions` types them); an unknown one is an
-        :class:`~evalmix.errors.InvalidOptionError` that lists them.
+        The model options below (defaults: :data:`SPEC_DEFAULTS`; a misspelt one is refused).
 
     Other Parameters
     ----------------
