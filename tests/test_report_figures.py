@@ -60,3 +60,17 @@ def test_one_markdown_table_writer():
     assert markdown_table(pd.DataFrame()) == "_none_"
     long = markdown_table(pd.DataFrame({"a": range(5)}), max_rows=2)
     assert "| 1 |" in long and "| 2 |" not in long and "_first 2 of 5 rows" in long
+
+
+def test_figures_drawn_on_two_processes_are_those_drawn_here(report, monkeypatch):
+    """The report's figures drawn by two forked workers are, byte for byte and in reading
+    order, the figures drawn in this process."""
+    from evalmix.report import plots
+
+    names = [name for name, _ in plots.figure_list(report)]
+    assert len(names) >= plots.PARALLEL_MIN_FIGURES   # this report takes the parallel path
+    parallel = plots.draw_pngs(report)
+    monkeypatch.setattr(plots, "PARALLEL_MIN_FIGURES", 10**6)
+    here = plots.draw_pngs(report)
+    assert list(parallel) == names == list(here)
+    assert parallel == here

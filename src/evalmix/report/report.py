@@ -307,7 +307,7 @@ class Report:
         return {name: d / name for name in names}
 
     def _write_files(self, d: Path, *, figures: bool = True) -> None:
-        from evalmix.report.plots import all_figures, png_bytes
+        from evalmix.report.plots import draw_pngs, png_bytes
         from evalmix.report.render import design_markdown
 
         self.intervals.to_csv(d / "intervals.csv", index=False)
@@ -337,7 +337,7 @@ class Report:
         plots = d / "plots"
         plots.mkdir()
         # each figure is drawn once: its PNG file and the HTML page's copy
-        pngs = {name: png_bytes(fig) for name, fig in all_figures(self)}
+        pngs = draw_pngs(self)
         if self.leaderboard is not None:
             from evalmix.report.leaderboard import leaderboard_plot
 
