@@ -39,8 +39,8 @@ def _no_figures(monkeypatch) -> None:
     import evalmix.report.plots as plots
     import evalmix.report.render as render
 
-    monkeypatch.setattr(plots, "all_figures", lambda rep: iter(()))
-    monkeypatch.setattr(render, "all_figures", lambda rep: iter(()))
+    monkeypatch.setattr(plots, "figure_list", lambda rep: [])
+    monkeypatch.setattr(render, "figure_list", lambda rep: [])
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +96,7 @@ def test_an_interrupted_write_leaves_the_old_report(small_report, tmp_path, monk
 WRITER = textwrap.dedent("""
     import pickle, sys
     import evalmix.report.plots as plots, evalmix.report.render as render
-    plots.all_figures = render.all_figures = lambda rep: iter(())
+    plots.figure_list = render.figure_list = lambda rep: []
     report = pickle.load(open(sys.argv[1], "rb"))
     for _ in range(int(sys.argv[3])):
         report.write(sys.argv[2])

@@ -57,6 +57,9 @@ def test_a_model_spec_is_accepted_and_spec_options_beside_it_refused(table):
         evalmix.fit(spec, backend="statsmodels", slopes=("judge",))
     with pytest.raises(InvalidOptionError, match="strata"):
         evalmix.fit(spec, backend="statsmodels", strata="judge")
+    # an empty list is the default (no slopes), not an option set beside the spec
+    c = _quiet(evalmix.fit, spec, backend="statsmodels", slopes=[], fixed=[], seed=3)
+    assert c.formula == a.formula
 
 
 @pytest.mark.mcmc

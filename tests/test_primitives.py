@@ -244,3 +244,18 @@ def test_one_version_and_one_way_to_collect_versions():
         map(str, sys.version_info[:3]))
     loaded = package_versions("numpy", "bambi", loaded_only=True)
     assert ("bambi" in loaded) == ("bambi" in sys.modules)
+
+
+def test_t_quantile_and_p_value_equal_scipy_stats():
+    """scale.t_quantile / t_pvalue call scipy.special directly; they must equal
+    scipy.stats' t and normal distributions to the last bit (df finite and infinite)."""
+    from scipy import stats
+
+    from evalmix.inference.scale import t_pvalue, t_quantile
+
+    for df in (1.0, 2.5, 7.0, 30.0, 1e6, float("inf")):
+        dist = stats.t(df) if np.isfinite(df) else stats.norm()
+        for level in (0.5, 0.8, 0.9, 0.95, 0.99):
+            assert t_quantile(level, df) == float(dist.ppf(0.5 + level / 2))
+        for t in (0.0, 0.3, -1.7, 2.228139, 8.0):
+            assert t_pvalue(t, df) == float(2 * dist.sf(abs(t)))

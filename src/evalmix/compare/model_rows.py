@@ -228,37 +228,12 @@ def _variance_rows(fit: Any, method: str) -> pd.DataFrame:
     return v[list(VARIANCE_REPORT_COLUMNS)]
 
 
-def _fit_within(fit: Any, table: EvalTable, limit: float | None, *, fork: bool,
-                **kwargs: Any) -> Any:
-    """``fit(table, **kwargs)`` within ``limit`` seconds, or ``None`` when stopped there.
-
-    The statsmodels fits take a cooperative ``deadline`` (checked at every evaluation,
-    :mod:`evalmix.models._deadline`); the Bayesian fit (``fork``), whose sampler has no
-    such check, runs in a forked child process that is terminated at the limit.
-    """
-    from evalmix.models._deadline import StoppedAtLimit, deadline_after
-
-    try:
-        if fork:
-            return _fit_in_child(fit, table, limit, **kwargs)
-        return fit(table, deadline=deadline_after(limit), **kwargs)
-    except StoppedAtLimit:
-        return None
-
-
-def _fit_in_child(fit: Any, table: EvalTable, timeout: float | None, **kwargs: Any) -> Any:
-    """``fit(table, **kwargs)``, in a forked child process when ``timeout`` is set.
-
-    MCMC run time is hard to predict; a report should not hang on it. The child is
-    terminated after ``timeout`` seconds and ``StoppedAtLimit`` is raised.
-    """
-    child = _ChildFit.start(fit, table, timeout, kwargs)
-    return fit(table, **kwargs) if child is None else child.result()
-
-
 class _ChildFit:
     """``fit(table, **kwargs)`` running in a forked child process since :meth:`start`,
-    so that the parent can fit the other back ends meanwhile (the two cores)."""
+    so that the parent can fit the other back ends meanwhile (the two cores).
+
+    This is how the Bayesian fit is bounded: MCMC run time is hard to predict and the
+    sampler has no deadline check, so the child is terminated at the limit."""
 
     def __init__(self, pool: Any, job: Any, timeout: float) -> None:
         self.pool, self.job, self.timeout = pool, job, timeout
@@ -316,14 +291,22 @@ def _call_fit(fit: Any, table: Any, kwargs: dict[str, Any]) -> Any:
 def _run_fit(fit: Any, table: EvalTable, b: str, kwargs: dict[str, Any],
              model_timeout: float | None, child: _ChildFit | None,
              bar: Progress | None) -> tuple[Any, float]:
-    """(guarded outcome, wall seconds) of back end ``b``: in this process within the
-    limit, or the result of its running child."""
-    from evalmix.models._deadline import StoppedAtLimit
+    """(guarded outcome, wall seconds) of back end ``b``; the outcome's value is None when
+    the fit was stopped at ``model_timeout``.
+
+    A statsmodels fit runs here with a cooperative ``deadline`` (checked at every
+    evaluation, :mod:`evalmix.models._deadline`); the Bayesian fit is its running
+    ``child``, or runs here without a limit when none could be started (no limit, or a
+    platform that does not fork)."""
+    from evalmix.models._deadline import StoppedAtLimit, deadline_after
 
     def collect() -> Any:
         try:
-            return child.result() if child is not None else _fit_within(
-                fit, table, model_timeout, fork=kwargs["backend"] == "bayes", **kwargs)
+            if child is not None:
+                return child.result()
+            if kwargs["backend"] == "bayes":
+                return fit(table, **kwargs)
+            return fit(table, deadline=deadline_after(model_timeout), **kwargs)
         except StoppedAtLimit:
             return None
 

@@ -35,6 +35,7 @@ from evalmix.errors import (
     check_option,
 )
 from evalmix.families import Regression
+from evalmix.inference.bootstrap import CI_TYPES
 from evalmix.inference.estimands import ESTIMANDS, LinearProblem, build_problem, fit_problem
 from evalmix.inference.naive import naive_se, wilson_interval
 from evalmix.inference.result import IntervalResult
@@ -58,7 +59,6 @@ __all__ = ["interval", "METHODS", "FEW_CLUSTERS", "MIN_BOOTSTRAP_CLUSTERS"]
 
 Method = Literal["naive", "wilson", "CR0", "CR1", "CR2", "CR3", "bootstrap", "wild"]
 METHODS: tuple[str, ...] = get_args(Method)
-CI_TYPES: tuple[str, ...] = ("percentile", "expanded", "bca", "studentized")
 DEFAULT_REPS = {"bootstrap": 2000, "wild": 9999}
 
 

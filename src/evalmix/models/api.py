@@ -163,7 +163,7 @@ def fit(
             f"{owner!r} only, not backend={backend!r}; drop it or change the back end")
     common = {"level": level, "seed": seed, "progress": progress}
     if isinstance(data, ModelSpec):
-        set_ = [k for k in _SPEC_OPTIONS if given[k] != _DEFAULTS[k]]
+        set_ = [k for k in _SPEC_OPTIONS if spec_options[k] != _DEFAULTS[k]]
         if set_ or strata is not None:
             bad = set_ + (["strata"] if strata is not None else [])
             raise InvalidOptionError(

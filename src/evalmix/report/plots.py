@@ -17,7 +17,7 @@ import base64
 import io
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -31,8 +31,7 @@ if TYPE_CHECKING:
     from evalmix.report.report import Report
 
 __all__ = ["forest", "headline_plot", "variance_plot", "position_plot", "controlled_plot",
-           "all_figures", "figure_list", "draw_pngs", "png_bytes", "to_base64", "save_png",
-           "MAX_FOREST"]
+           "figure_list", "draw_pngs", "png_bytes", "to_base64", "save_png", "MAX_FOREST"]
 
 #: Forest plots drawn per report (fragile and most-widened contrasts first).
 MAX_FOREST = 12
@@ -350,12 +349,6 @@ def figure_list(report: Report) -> list[tuple[str, Callable[[], Figure]]]:
         out.append(("controlled", lambda: cast("Figure", controlled_plot(
             iv, method=rec_key[0], cluster=rec_key[1]))))
     return out
-
-
-def all_figures(report: Report) -> Iterator[tuple[str, Figure]]:
-    """(name, figure) for every figure of :func:`figure_list`, drawn one at a time."""
-    for name, draw in figure_list(report):
-        yield name, draw()
 
 
 #: Reports with at least this many figures draw them on two forked processes (matplotlib

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import html as _html
 import re
 from collections.abc import Mapping, Sequence
@@ -11,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from evalmix._markdown import markdown_table
-from evalmix.report.plots import all_figures, figure_list, to_base64
+from evalmix.report.plots import draw_pngs, figure_list
 
 if TYPE_CHECKING:
     from evalmix.report.report import Report
@@ -257,7 +258,8 @@ def html(rep: Report, sections: Sequence[tuple[str, str]] = (),
     fragment) pairs placed after the headline table; ``figures``: base64 PNGs of
     :func:`~evalmix.report.plots.figure_list` by name, already drawn, else drawn here)."""
     figs = (dict(figures) if figures is not None
-            else {name: to_base64(fig) for name, fig in all_figures(rep)})
+            else {name: base64.b64encode(png).decode("ascii")
+                  for name, png in draw_pngs(rep).items()})
     esc = _html.escape
     parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'>",
              "<title>evalmix report</title>", f"<style>{_CSS}</style></head><body>",
