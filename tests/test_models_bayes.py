@@ -331,7 +331,7 @@ def test_inference_data_equals_arviz_from_dict():
     import arviz as az
     import xarray as xr
 
-    from evalmix.models.bayes import _inference_data
+    from evalmix.models.result import PosteriorDraws
 
     rng = np.random.default_rng(0)
     post = {"b": rng.normal(size=(2, 70, 3)), "sd_x": rng.random((2, 70)),
@@ -344,12 +344,76 @@ def test_inference_data_equals_arviz_from_dict():
     dims = {"b": ("fixed",), "u_x": ("u_x_level",)}
     ref = az.from_dict(posterior=post, sample_stats=stats, coords=coords,
                        dims={k: list(v) for k, v in dims.items()})
-    mine = _inference_data(post, stats, coords, dims)
+    mine = PosteriorDraws(post, stats, coords=coords, dims=dims).to_inference_data()
     assert isinstance(mine, az.InferenceData) and mine.groups() == ref.groups()
     for g in ("posterior", "sample_stats"):
         a, b = ref[g].copy(), mine[g].copy()
         assert a.attrs.pop("created_at") and b.attrs.pop("created_at")
         xr.testing.assert_identical(a, b)
+
+
+@pytest.mark.parametrize("settings", [{}, {"low_rank": True, "target_accept": 0.9}])
+def test_nutpie_driver_draws_equal_nutpie_sample(settings):
+    """evalmix drives nutpie's compiled core itself (``_nutpie.start``, no ArviZ import);
+    for the same model, seed and settings its draws and statistics are bit for bit those
+    of ``nutpie.sample`` on nutpie's own ``CompiledPyMCModel`` of the same callbacks."""
+    import nutpie
+    from nutpie.compile_pymc import CompiledPyMCModel
+
+    from evalmix.models._loops import expand_cfunc, logp_cfunc
+    from evalmix.models._nutpie import start
+    from evalmix.models.bayes import _fixed_draws
+
+    spec = build_spec(pairwise_judges(12, 4, 3, 3, seed=2).table())
+    data = collapse(spec)
+    kern = DensityKernel(spec, data, choose_parameterization(spec, data))
+    names, shapes = kern._expanded()
+    _, coords, dims = kern.nutpie_model()
+    sizes = np.cumsum([int(np.prod(x)) for x in shapes])
+    theirs = CompiledPyMCModel(
+        _n_dim=kern.ndim, dims=dims, _coords=coords, _shapes=dict(zip(names, shapes, strict=True)),
+        compiled_logp_func=logp_cfunc, compiled_expand_func=expand_cfunc,
+        initial_point_func=lambda seed: kern.initial_point(int(seed)),
+        shared_data=dict(kern._arrays), user_data=kern.header, n_expanded=kern.n_expanded,
+        shape_info=(names, [slice(int(e - int(np.prod(x))), int(e))
+                            for e, x in zip(sizes, shapes, strict=True)], shapes),
+        logp_func=kern.logp, expand_func=kern.expand)
+    low_rank = settings.pop("low_rank", False)
+    ref = nutpie.sample(theirs, draws=150, tune=150, chains=2, cores=2, seed=11,
+                        progress_bar=False, save_warmup=False,
+                        low_rank_modified_mass_matrix=low_rank, **settings)
+    post, stats = _fixed_draws(start(kern.nutpie_model()[0], draws=150, tune=150, chains=2,
+                                     seed=11, progress=False, low_rank=low_rank,
+                                     **settings), 150)
+    for name in names:
+        np.testing.assert_array_equal(post[name], ref.posterior[name].to_numpy())
+    for name in ("n_steps", "step_size", "diverging", "energy"):
+        np.testing.assert_array_equal(stats[name], ref.sample_stats[name].to_numpy())
+
+
+def test_a_fit_imports_neither_arviz_nor_nutpies_python_layer():
+    """A default Bayesian fit leaves ArviZ unimported (~2.7 s) until ``fit.idata`` is
+    read; nutpie imported afterwards finds its compiled core already loaded."""
+    import subprocess
+    import sys
+
+    code = """
+import sys, warnings
+warnings.simplefilter("ignore")
+import evalmix
+from evalmix.sim import pairwise_judges
+f = evalmix.fit(pairwise_judges(10, 4, 3, 3, seed=1).table(), progress=False, draws=100,
+                tune=100)
+assert "arviz" not in sys.modules and "nutpie.sample" not in sys.modules, "imported"
+assert f.idata.posterior["b"].shape[:2] == (2, 100) and "arviz" in sys.modules
+assert f.idata is f.idata and f.idata.posterior.attrs["formula"] == f.formula
+import nutpie
+assert nutpie._lib is sys.modules["nutpie._lib"]
+print("ok")
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=600)
+    assert out.stdout.strip() == "ok", out.stderr[-2000:]
 
 
 def test_grid_layout_equals_row_loop_and_is_chosen_only_when_dense():

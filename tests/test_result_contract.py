@@ -176,7 +176,7 @@ def test_strata_are_read_only_and_pickle(judged):
     f = _quiet(evalmix.fit, judged, backend="statsmodels", strata="judge", seed=1)
     with pytest.raises(TypeError):
         f.strata["judge9"] = f       # type: ignore[index]
-    back = pickle.loads(pickle.dumps(dataclasses.replace(f, idata=None)))
+    back = pickle.loads(pickle.dumps(dataclasses.replace(f, draws=None)))
     assert list(back.strata) == list(f.strata)
     pd.testing.assert_frame_equal(back.tidy(), f.tidy())
 

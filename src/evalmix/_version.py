@@ -29,10 +29,16 @@ def package_versions(*packages: str, loaded_only: bool = False) -> dict[str, str
     """
     out = {"evalmix": __version__, "python": platform.python_version()}
     for name in packages:
-        if name in out or (loaded_only and name not in sys.modules):
+        if name in out or (loaded_only and not _loaded(name)):
             continue
         try:
             out[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             continue
     return out
+
+
+def _loaded(name: str) -> bool:
+    """Whether this process has imported package ``name`` or one of its modules
+    (evalmix loads ``nutpie._lib`` alone, without ``nutpie``)."""
+    return name in sys.modules or any(m.startswith(name + ".") for m in sys.modules)

@@ -281,11 +281,11 @@ def _call_fit(fit: Any, table: Any, kwargs: dict[str, Any]) -> Any:
     # Ctrl-C is the parent's: it stops this child (no second traceback from here)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     f = fit(table, **kwargs)
-    # InferenceData and statsmodels results may not pickle cheaply; the report needs
-    # only the tidy tables
+    # the draws and statsmodels results may not pickle cheaply; the report needs only
+    # the tidy tables
     from dataclasses import replace
 
-    return replace(f, idata=None, results=None)
+    return replace(f, draws=None, results=None)
 
 
 def _run_fit(fit: Any, table: EvalTable, b: str, kwargs: dict[str, Any],

@@ -245,7 +245,7 @@ def _fit_strata(table, strata: str, *, backend: str, spec_options: dict[str, Any
         fixed_effects=pd.concat(fixed, ignore_index=True),
         variance=pd.concat(var, ignore_index=True),
         diagnostics=pd.concat(diag, ignore_index=True),
-        divergences=sum(f.divergences for f in fits.values()), idata=None, results=None,
+        divergences=sum(f.divergences for f in fits.values()), draws=None, results=None,
         strata=MappingProxyType(fits), approximate=first.approximate,
         provenance={"strata": role, "levels": list(fits),
                     "seed": seed if seed is None or isinstance(seed, int | np.integer)

@@ -17,7 +17,7 @@ import pandas as pd
 
 from evalmix.errors import EvalmixError
 from evalmix.models.pymc_model import TermInfo
-from evalmix.models.result import ModelFit
+from evalmix.models.result import ModelFit, PosteriorDraws
 from evalmix.models.spec import ModelSpec
 
 __all__ = ["fit_bambi", "bambi_model"]
@@ -116,5 +116,6 @@ def fit_bambi(spec: ModelSpec, *, draws: int, tune: int, chains: int, seed: int,
     idata.posterior.attrs["seed"] = seed
     return ModelFit(backend="bayes", family=spec.family, formula=spec.formula,
                     fixed_effects=fixed, variance=var, diagnostics=diag,
-                    divergences=divergences, idata=idata, provenance=prov,
+                    divergences=divergences,
+                    draws=PosteriorDraws.from_inference_data(idata), provenance=prov,
                     warnings=tuple(m for m, _ in msgs))

@@ -31,7 +31,7 @@ import importlib.util
 import json
 import time
 import warnings
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -43,12 +43,13 @@ from evalmix.errors import (
     check_option,
 )
 from evalmix.models._mcmc_diagnostics import rhat_ess
+from evalmix.models._nutpie import Run, start
 from evalmix.models._posterior import (
     BAYES_PACKAGES,
     ESS_MIN,
     RHAT_MAX,
     check_quality,
-    idata_diagnostics,
+    diagnostics,
     stack_draws,
     summarise,
 )
@@ -62,12 +63,9 @@ from evalmix.models.pymc_model import (
     draw_marginal_sd,
     log_marginal_prior,
 )
-from evalmix.models.result import ModelFit
+from evalmix.models.result import ModelFit, PosteriorDraws
 from evalmix.models.spec import ModelSpec, collapse
 from evalmix.seeding import resolve_seed
-
-if TYPE_CHECKING:
-    from arviz import InferenceData
 
 __all__ = ["fit_bayes", "ENGINES", "SAMPLERS", "RHAT_MAX", "ESS_MIN", "FEW_LEVELS"]
 
@@ -87,54 +85,79 @@ def _has(mod: str) -> bool:
     return importlib.util.find_spec(mod) is not None
 
 
-def _stack(idata, name: str) -> np.ndarray:
-    a = idata.posterior[name].to_numpy()
+def _stack(a: np.ndarray) -> np.ndarray:
+    """(chain, draw, ...) -> (chain x draw, ...)."""
     return a.reshape((-1, *a.shape[2:]))
 
 
 def _sample(spec: ModelSpec, data, terms, *, engine: str, sampler: str, draws: int | None,
             tune: int, chains: int, seed: int, prior_scale: float, progress: bool,
             target_accept: float | None, stop_on_divergence: bool = False):
-    """Return (idata, engine, sampler, coordinates, budget, checked): ``coordinates``
-    says which terms the kernel sampled in other coordinates (empty for the PyMC
-    engine); ``budget``, the post-warm-up leapfrog steps per chain when sampling stopped
-    at :data:`STEPS_MAX` (else None). ``draws=None``: sample until the checks pass
+    """Return (draws, engine, sampler, coordinates, budget, checked): ``draws`` the
+    :class:`~evalmix.models.result.PosteriorDraws` after warm-up; ``coordinates`` says
+    which terms the kernel sampled in other coordinates (empty for the PyMC engine);
+    ``budget``, the post-warm-up leapfrog steps per chain when sampling stopped at
+    :data:`STEPS_MAX` (else None). ``draws=None``: sample until the checks pass
     (:func:`_sample_to_target`; ``checked``: the R-hat and ESS of its last check, else
     None)."""
     kw: dict = {"target_accept": target_accept} if target_accept else {}
-    if mass_matrix(spec) == "low-rank":
-        kw["low_rank_modified_mass_matrix"] = True
     if engine == "kernel":
         from evalmix.models.kernel import DensityKernel
 
         kern = DensityKernel(spec, data, terms, prior_scale=prior_scale)
-        compiled, coords = kern.nutpie_model(), kern.coordinates()
+        model, labels, dims = kern.nutpie_model()
+        coords = kern.coordinates()
     else:
-        model, _ = build_model(spec, data, prior_scale=prior_scale, terms=terms)
+        pm_model, _ = build_model(spec, data, prior_scale=prior_scale, terms=terms)
         coords = {}
         if sampler != "nutpie":
             import pymc as pm
 
-            with model:
+            with pm_model:
                 idata = pm.sample(draws=draws or DRAWS_MAX // 2, tune=tune, chains=chains,
                                   cores=1, random_seed=seed, progressbar=progress,
                                   target_accept=target_accept or 0.8,
                                   compute_convergence_checks=False)
-            return idata, "pymc", sampler, coords, None, None
+            return PosteriorDraws.from_inference_data(idata), "pymc", sampler, coords, \
+                None, None
         import nutpie
 
-        compiled = nutpie.compile_pymc_model(model)
-    import nutpie
-
+        compiled = nutpie.compile_pymc_model(pm_model)
+        model, labels, dims = compiled._make_model(None), compiled.coords, compiled.dims
+    run = start(model, draws=draws or DRAWS_MAX, tune=tune, chains=chains, seed=seed,
+                progress=progress, low_rank=mass_matrix(spec) == "low-rank", **kw)
     budget = checked = None
     if draws is not None:
-        idata = nutpie.sample(compiled, draws=draws, tune=tune, chains=chains, cores=chains,
-                              seed=seed, progress_bar=progress, save_warmup=False, **kw)
+        post, stats = _fixed_draws(run, draws)
     else:
-        idata, budget, checked = _sample_to_target(
-            compiled, spec, terms, tune=tune, chains=chains, seed=seed, progress=progress,
-            prior_scale=prior_scale, stop_on_divergence=stop_on_divergence, **kw)
-    return idata, engine, "nutpie", coords, budget, checked
+        post, stats, budget, checked = _sample_to_target(
+            run, spec, terms, chains=chains, seed=seed, prior_scale=prior_scale,
+            stop_on_divergence=stop_on_divergence)
+    stats = {k: v for k, v in stats.items() if v.ndim == 2}
+    return (PosteriorDraws(post, stats, coords=labels, dims=dims or {}), engine, "nutpie",
+            coords, budget, checked)
+
+
+def _fixed_draws(run: Run, draws: int) -> tuple[dict, dict]:
+    """The posterior and statistics of a run of ``draws`` draws per chain after
+    warm-up; after Ctrl-C, the draws so far (as ``nutpie.sample`` returns them)."""
+    try:
+        results = run.results()
+    except KeyboardInterrupt:
+        run.cancel()
+        results = run.sampler.take_results()
+    draw_b, stat_b = results.get_arrow_trace()
+    n_tune = _n_tune(stat_b)
+    n = min([min(draws, s.num_rows - t) for s, t in zip(stat_b, n_tune, strict=True)]
+            or [0])
+    if n < 1:
+        raise KeyboardInterrupt
+    return _arrow_arrays(draw_b, n_tune, n), _arrow_arrays(stat_b, n_tune, n)
+
+
+def _n_tune(stat_batches) -> list[int]:
+    """Warm-up draws in each chain's statistics (nutpie's ``tuning`` flag)."""
+    return [int(np.asarray(s.column("tuning")).sum()) for s in stat_batches]
 
 
 #: Models with at least this many fixed columns are sampled with nutpie's low-rank
@@ -174,15 +197,16 @@ STEPS_MAX = 50_000
 CHECK_SPACING = 5.0
 
 
-def _sample_to_target(compiled, spec, terms, *, tune: int, chains: int, seed: int,
-                      progress: bool, prior_scale: float, stop_on_divergence: bool, **kw):
+def _sample_to_target(run: Run, spec, terms, *, chains: int, seed: int, prior_scale: float,
+                      stop_on_divergence: bool):
     """Sample in the background and stop at the first check where every parameter
     passes (bulk and tail ESS >= ``ESS_MIN``, R-hat <= ``RHAT_MAX``) or, with
     ``stop_on_divergence`` (the caller re-runs at a higher target_accept), a divergence
     appears while a re-run pays (:func:`_retry_pays`); else at ``DRAWS_MAX`` draws per
     chain or once a chain has taken ``STEPS_MAX`` leapfrog steps after warm-up (and
-    every chain has at least 50 draws, the fewest ``fit_bayes`` takes). Returns (idata,
-    the post-warm-up steps of the longest chain when ``STEPS_MAX`` stopped it, else
+    every chain has at least 50 draws, the fewest ``fit_bayes`` takes). ``run`` samples
+    up to ``DRAWS_MAX`` draws per chain. Returns (posterior, statistics, the post-warm-up
+    steps of the longest chain when ``STEPS_MAX`` stopped it, else
     None, and the (R-hat, bulk ESS, tail ESS) of every parameter of :func:`_names` from
     the check that passed, else None: the fit reports these, computed on the same
     draws, instead of computing them again, ~0.7 s at 100k rows).
@@ -199,11 +223,6 @@ def _sample_to_target(compiled, spec, terms, *, tune: int, chains: int, seed: in
     them still fails, the others are not checked (a full check of 486 parameters x 2 x
     1,000 draws took ~1-2 s of a core next to the two sampler threads); the sampling
     stops only after a check of every parameter."""
-    import nutpie
-
-    bg = nutpie.sample(compiled, draws=DRAWS_MAX, tune=tune, chains=chains, cores=chains,
-                       seed=seed, progress_bar=progress, save_warmup=False, blocking=False,
-                       return_raw_trace=True, **kw)
     target = DRAWS_FIRST
     first = None            # (time, draws) at the first snapshot after warm-up
     budget = None
@@ -211,10 +230,10 @@ def _sample_to_target(compiled, spec, terms, *, tune: int, chains: int, seed: in
     checked = None
     try:
         while True:
-            done = _finished(bg)
-            draw_b, stat_b = bg.inspect().get_arrow_trace()
+            done = run.finished()
+            draw_b, stat_b = run.snapshot().get_arrow_trace()
             now = time.perf_counter()
-            n_tune = [int(np.asarray(s.column("tuning")).sum()) for s in stat_b]
+            n_tune = _n_tune(stat_b)
             n = min([s.num_rows - t for s, t in zip(stat_b, n_tune, strict=True)]
                     + [0] * (chains - len(stat_b)))
             if n > 0 and first is None:
@@ -260,41 +279,11 @@ def _sample_to_target(compiled, spec, terms, *, tune: int, chains: int, seed: in
             pace = _rate(first, now, n)
             time.sleep(0.1 if pace is None else min(0.5, max(0.01, (target - n) / pace)))
         if not done:
-            bg.cancel()
+            run.cancel()
     except BaseException:   # KeyboardInterrupt included: stop the threads
-        bg.cancel()
+        run.cancel()
         raise
-    stats = {k: v for k, v in stats.items() if v.ndim == 2}
-    return _inference_data(post, stats, compiled.coords, compiled.dims or {}), budget, checked
-
-
-def _inference_data(post: dict[str, np.ndarray], stats: dict[str, np.ndarray], coords,
-                    dims) -> InferenceData:
-    """``arviz.from_dict(posterior=post, sample_stats=stats, coords=coords, dims=dims)``
-    built directly from the arrays (chain, draw, ...): the same groups, dimensions,
-    coordinates and attributes, without ``from_dict``'s copies of the coordinates for
-    every variable (0.2 s on the 4k design, 0.33 s at 100k rows, after sampling). The
-    raw trace's ``chain`` and ``draw`` statistics are the coordinates (``from_dict``
-    drops them too)."""
-    import arviz as az
-    import xarray as xr
-    from arviz.data.base import make_attrs
-
-    def dataset(group: dict[str, np.ndarray]) -> xr.Dataset:
-        labels: dict[str, np.ndarray] = {}
-        variables = {}
-        for name, a in group.items():
-            if name in ("chain", "draw"):
-                continue
-            d = ["chain", "draw", *dims.get(name, ())]
-            d += [f"{name}_dim_{i}" for i in range(a.ndim - len(d))]
-            for dim, n in zip(d, a.shape, strict=True):
-                if dim not in labels:
-                    labels[dim] = np.asarray(coords[dim]) if dim in coords else np.arange(n)
-            variables[name] = xr.Variable(d, a)
-        return xr.Dataset(variables, coords=labels, attrs=make_attrs())
-
-    return az.InferenceData(posterior=dataset(post), sample_stats=dataset(stats))
+    return post, stats, budget, checked
 
 
 def _retry_pays(n_steps: np.ndarray) -> bool:
@@ -339,14 +328,6 @@ def _arrow_arrays(batches, n_tune: list[int], n: int) -> dict[str, np.ndarray]:
     return {k: np.stack(v) for k, v in out.items() if len(v) == len(batches)}
 
 
-def _finished(bg) -> bool:
-    """nutpie's ``is_finished`` raises TimeoutError while the sampler still runs."""
-    try:
-        return bool(bg.is_finished)
-    except TimeoutError:
-        return False
-
-
 def _names(spec: ModelSpec, terms, post) -> list[str]:
     """The stored variables that the checks cover (``post``: a posterior mapping)."""
     names = ["b"] * bool(spec.fixed_names) + [v for t in terms for v in (t.sd_var, t.var)]
@@ -387,7 +368,7 @@ def fit_bayes(
     tune, chains : int
         Per chain.
     seed : int or numpy.random.Generator, optional
-        Recorded in ``provenance`` and ``idata.attrs``.
+        Recorded in ``provenance`` and ``idata.posterior.attrs``.
     prior_scale : float
         Multiplies the SD priors (Rayleigh(0.8) on the logit scale by default).
     sensitivity : float, optional
@@ -439,36 +420,34 @@ def fit_bayes(
     if engine != "kernel":
         # the PyMC model samples (u, sd) jointly (same posterior, centred geometry)
         terms = [dataclasses.replace(t, marginal=False) for t in terms]
-    idata, engine_used, sampler_used, coords, budget, checked = _sample(
+    trace, engine_used, sampler_used, coords, budget, checked = _sample(
         spec, data, terms, engine=engine, sampler=sampler, draws=draws, tune=tune,
         chains=chains, seed=seed_i, prior_scale=prior_scale, progress=progress,
         target_accept=target_accept,
         stop_on_divergence=target_accept is None and retry_divergent)
     retried = None
-    n_div = int(idata.sample_stats["diverging"].sum())
+    n_div = int(trace.sample_stats["diverging"].sum())
     if (n_div and target_accept is None and retry_divergent
-            and _retry_pays(idata.sample_stats["n_steps"].to_numpy())):
+            and _retry_pays(trace.sample_stats["n_steps"])):
         # divergences come from the funnel of poorly identified SDs (few levels, small
         # data); a smaller step size usually removes most of them (docs/models.md)
         retried = {"divergences_first_run": n_div, "target_accept": RETRY_TARGET_ACCEPT}
-        idata, engine_used, sampler_used, coords, budget, checked = _sample(
+        trace, engine_used, sampler_used, coords, budget, checked = _sample(
             spec, data, terms, engine=engine, sampler=sampler, draws=draws, tune=tune,
             chains=chains, seed=seed_i + 1, prior_scale=prior_scale, progress=progress,
             target_accept=RETRY_TARGET_ACCEPT)
-    for name, sd in _marginal_sds(spec, terms, {t.var: idata.posterior[t.var].to_numpy()
-                                                for t in terms},
-                                  prior_scale=prior_scale, seed=seed_i).items():
-        idata.posterior[name] = (("chain", "draw"), sd)
+    sds = _marginal_sds(spec, terms, trace.posterior, prior_scale=prior_scale, seed=seed_i)
+    trace = dataclasses.replace(trace, posterior={**trace.posterior, **sds})
     t_sample = time.perf_counter() - t0
-    names = _names(spec, terms, idata.posterior)
-    post = {n: _stack(idata, n) for n in names}
+    names = _names(spec, terms, trace.posterior)
+    post = {n: _stack(trace.posterior[n]) for n in names}
     fixed, var = summarise(spec, terms, post, level=level, seed=seed_i)
-    diag = idata_diagnostics(idata, names, stats=checked)
-    divergences = int(idata.sample_stats["diverging"].sum())
+    diag = diagnostics(trace.posterior, names, trace.coords, trace.dims, stats=checked)
+    divergences = int(trace.sample_stats["diverging"].sum())
     msgs = check_quality(spec, diag, divergences, var)
     skipped = (n_div and not retried and target_accept is None and retry_divergent)
     if skipped and msgs and msgs[0][1] is ConvergenceWarning:
-        per_draw = float(idata.sample_stats["n_steps"].mean())
+        per_draw = float(np.mean(trace.sample_stats["n_steps"]))
         msgs[0] = (msgs[0][0].replace(
             "MCMC did not pass", f"MCMC (not re-run at target_accept={RETRY_TARGET_ACCEPT}: "
             f"at {per_draw:.0f} leapfrog steps per draw a re-run would cost several times "
@@ -477,7 +456,7 @@ def fit_bayes(
         msgs[0] = (msgs[0][0].replace(
             "MCMC did not pass", f"MCMC (re-run at target_accept={RETRY_TARGET_ACCEPT} after "
             f"{retried['divergences_first_run']} divergences) did not pass"), ConvergenceWarning)
-    n_draws = int(idata.posterior.sizes["draw"])
+    n_draws = trace.n_draws
     if budget is not None and msgs and msgs[0][1] is ConvergenceWarning:
         msgs[0] = (msgs[0][0].replace(
             "did not pass", f"stopped at its budget ({budget:,} leapfrog steps in a chain "
@@ -530,17 +509,17 @@ def fit_bayes(
                 msgs.append((f"the prior-sensitivity refit (prior_scale={sensitivity:g}) "
                              "did not pass the convergence checks: " + bad[0],
                              ConvergenceWarning))
-    for k, v in prov.items():
-        if isinstance(v, int | float | str):
-            # plain Python scalars only: numpy scalars (e.g. np.str_) break to_netcdf
-            idata.posterior.attrs[k] = v.item() if isinstance(v, np.generic) else v
-    idata.posterior.attrs["priors"] = json.dumps(prov["priors"])
-    idata.posterior.attrs["versions"] = json.dumps(prov["versions"])
+    # plain Python scalars only: numpy scalars (e.g. np.str_) break to_netcdf
+    attrs = {k: v.item() if isinstance(v, np.generic) else v for k, v in prov.items()
+             if isinstance(v, int | float | str)}
+    attrs["priors"] = json.dumps(prov["priors"])
+    attrs["versions"] = json.dumps(prov["versions"])
     for m, cls in msgs:
         warnings.warn(m, cls, stacklevel=3)
     return ModelFit(backend="bayes", family=spec.family, formula=spec.formula,
                     fixed_effects=fixed, variance=var, diagnostics=diag,
-                    divergences=divergences, idata=idata, approximate=False,
+                    divergences=divergences, draws=dataclasses.replace(trace, attrs=attrs),
+                    approximate=False,
                     provenance=prov, warnings=tuple(m for m, _ in msgs))
 
 

@@ -19,6 +19,7 @@ of the gaps, PyMC's ``ordered`` transform).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -33,6 +34,7 @@ from evalmix.models._loops import (
     logp_core,
     pack,
 )
+from evalmix.models._nutpie import model_from_callbacks
 from evalmix.models.pymc_model import (
     RAYLEIGH_SCALE,
     SD_SCALE,
@@ -317,25 +319,18 @@ class DensityKernel:
                 rng.uniform(-0.1, 0.1, self.ncut - 1)
         return x
 
-    def nutpie_model(self):
-        """A nutpie model whose log density and expansion are the C callbacks of
-        :mod:`evalmix.models._loops` (no PyTensor, no per-process compile, no GIL)."""
-        from nutpie.compile_pymc import CompiledPyMCModel
-
+    def nutpie_model(self) -> tuple[Any, dict[str, list], dict[str, tuple[str, ...]]]:
+        """(model, coords, dims): a nutpie model whose log density and expansion are the
+        C callbacks of :mod:`evalmix.models._loops` (no PyTensor, no per-process compile,
+        no GIL), and the labels of its stored variables."""
         names, shapes = self._expanded()
-        coords = {"fixed": list(self.spec.fixed_names)}
-        dims = {"b": ("fixed",)}
+        coords: dict[str, list] = {"fixed": list(self.spec.fixed_names)}
+        dims: dict[str, tuple[str, ...]] = {"b": ("fixed",)}
         for t, r in zip(self.terms, self.spec.random, strict=True):
             coords[t.var + "_level"] = list(r.levels)
             dims[t.var] = (t.var + "_level",)
-        sizes = [int(np.prod(s)) for s in shapes]
-        ends = np.cumsum(sizes)
-        slices = [slice(int(e - n), int(e)) for e, n in zip(ends, sizes, strict=True)]
-        return CompiledPyMCModel(
-            _n_dim=self.ndim, dims=dims, _coords=coords,
-            _shapes=dict(zip(names, shapes, strict=True)),
-            compiled_logp_func=logp_cfunc, compiled_expand_func=expand_cfunc,
-            initial_point_func=lambda seed: self.initial_point(int(seed)),
-            shared_data=dict(self._arrays), user_data=self.header,
-            n_expanded=self.n_expanded, shape_info=(names, slices, shapes),
-            logp_func=self.logp, expand_func=self.expand)
+        model = model_from_callbacks(
+            ndim=self.ndim, n_expanded=self.n_expanded, logp=logp_cfunc, expand=expand_cfunc,
+            user_data=self.header, keep=self, names=names, shapes=shapes, coords=coords,
+            dims=dims, initial_point=lambda seed: self.initial_point(int(seed)))
+        return model, coords, dims
