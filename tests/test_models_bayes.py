@@ -852,6 +852,28 @@ def _sensitivity_pair(table, scale, **kw):
     return fp, fr
 
 
+def test_psis_equals_arviz_psislw():
+    """evalmix's PSIS (no ArviZ import) gives ``arviz.psislw``'s smoothed log weights and
+    Pareto k: light and heavy tails, a tail of <= 4 draws (k = inf), constant weights."""
+    import arviz as az
+
+    from evalmix.models._psis import psis
+
+    rng = np.random.default_rng(1)
+    cases = [rng.normal(size=4000), 2 * rng.standard_t(2, size=4000),
+             3 * rng.exponential(size=3000), rng.normal(size=50) * 0.3,
+             rng.standard_cauchy(size=1000), np.r_[np.zeros(95), rng.normal(size=5)],
+             np.zeros(100)]
+    ks = []
+    for lw in cases:
+        ref, k_ref = az.psislw(lw.copy())
+        mine, k = psis(lw)
+        np.testing.assert_allclose(mine, ref, rtol=0, atol=1e-12)
+        assert k == k_ref or (np.isinf(k) and np.isinf(k_ref))
+        ks.append(k)
+    assert 0 < ks[0] < 0.7 < ks[1] < np.inf and np.isinf(ks).any()   # the cases differ
+
+
 @pytest.mark.parametrize("design,scale", [("three_judges", 1.25), ("three_judges", 2.5),
                                           ("cbpp", 2.5)])
 def test_psis_prior_sensitivity_agrees_with_a_refit(design, scale, cbpp_table):

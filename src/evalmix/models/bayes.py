@@ -44,6 +44,7 @@ from evalmix.errors import (
 )
 from evalmix.models._mcmc_diagnostics import rhat_ess
 from evalmix.models._nutpie import Run, start
+from evalmix.models._psis import psis
 from evalmix.models._posterior import (
     BAYES_PACKAGES,
     ESS_MIN,
@@ -616,8 +617,6 @@ def psis_sensitivity(spec: ModelSpec, terms, post: dict[str, np.ndarray], *, sca
     Gelfand, A. E. and Smith, A. F. M. (1990). Sampling-based approaches to calculating
     marginal densities. JASA 85: 398-409. doi:10.1080/01621459.1990.10476213
     """
-    import arviz as az
-
     ysd = (float(np.std(spec.y)) or 1.0) if spec.family == "gaussian" else 1.0
     n_draws = len(next(iter(post.values())))
     lw = np.zeros(n_draws)
@@ -632,7 +631,7 @@ def psis_sensitivity(spec: ModelSpec, terms, post: dict[str, np.ndarray], *, sca
         # Rayleigh: log sd - 2 log s - sd^2 / 2 s^2; half-normal: -log s - sd^2 / 2 s^2
         lw += (-(2.0 if t.sd_prior == "rayleigh" else 1.0) * np.log(sb / sa)
                - 0.5 * sd * sd * (1.0 / sb ** 2 - 1.0 / sa ** 2))
-    lw_s, k = az.psislw(lw - lw.max())
+    lw_s, k = psis(lw)
     w = np.exp(np.asarray(lw_s) - np.max(lw_s))
     w /= w.sum()
     k_max = min(1.0 - 1.0 / np.log10(n_draws), 0.7)
