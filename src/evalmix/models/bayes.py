@@ -44,7 +44,6 @@ from evalmix.errors import (
 )
 from evalmix.models._mcmc_diagnostics import rhat_ess
 from evalmix.models._nutpie import Run, start
-from evalmix.models._psis import psis
 from evalmix.models._posterior import (
     BAYES_PACKAGES,
     ESS_MIN,
@@ -54,6 +53,7 @@ from evalmix.models._posterior import (
     stack_draws,
     summarise,
 )
+from evalmix.models._psis import psis
 from evalmix.models.pymc_model import (
     DEFAULT_PRIORS,
     FEW_LEVELS,
