@@ -391,6 +391,26 @@ def test_nutpie_driver_draws_equal_nutpie_sample(settings):
         np.testing.assert_array_equal(stats[name], ref.sample_stats[name].to_numpy())
 
 
+def test_nutpie_driver_in_a_notebook_starts_through_nutpies_wrapper(monkeypatch):
+    """With a progress bar in a notebook the chains are started by nutpie's own
+    ``_BackgroundSampler`` (its HTML progress); the draws are the same."""
+    from evalmix.models import _nutpie
+    from evalmix.models.bayes import _fixed_draws
+
+    spec = build_spec(pairwise_judges(8, 3, 3, 3, seed=4).table())
+    data = collapse(spec)
+    kern = DensityKernel(spec, data, choose_parameterization(spec, data))
+    runs = []
+    for notebook in (False, True):
+        monkeypatch.setattr(_nutpie, "_in_notebook", lambda nb=notebook: nb)
+        run = _nutpie.start(kern.nutpie_model()[0], draws=60, tune=60, chains=2, seed=5,
+                            progress=True)
+        assert (run.owner is not None) == notebook
+        runs.append(_fixed_draws(run, 60)[0])
+    for name, a in runs[0].items():
+        np.testing.assert_array_equal(a, runs[1][name])
+
+
 def test_a_fit_imports_neither_arviz_nor_nutpies_python_layer():
     """A default Bayesian fit leaves ArviZ unimported (~2.7 s) until ``fit.idata`` is
     read; nutpie imported afterwards finds its compiled core already loaded."""
