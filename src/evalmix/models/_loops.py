@@ -720,12 +720,14 @@ def logp_core(x, grad, meta, terms, flt, X, cg, xs, unit, succ, trials, s2, coun
             lam = 1.0 - 0.5 * nfree
             z = max(math.sqrt(ss) / rayleigh, 1e-8)
             rr = z * rayleigh
-            km = _call_kve(kve, lam - 1.0, z)
-            kl = _call_kve(kve, lam, z)
-            kp = _call_kve(kve, lam + 1.0, z)
+            # K_-v = K_v; with n = |lam|, K_(lam-1) + K_(lam+1) = 2 K_|n-1| + (2n/z) K_n
+            # (the recurrence, all terms positive): two Bessel calls, not three
+            n = abs(lam)
+            kl = _call_kve(kve, n, z)
+            k_sum = 2.0 * _call_kve(kve, abs(n - 1.0), z) + (2.0 * n / z) * kl
             lp += (-0.5 * nfree * _LOG_2PI - 2.0 * math.log(rayleigh)
                    + lam * math.log(rr * rayleigh) + math.log(kl) - z)
-            coef = (lam / rr - (km + kp) / (2.0 * rayleigh * kl)) / rr
+            coef = (lam / rr - k_sum / (2.0 * rayleigh * kl)) / rr
             for q in range(nfree):
                 gpr[i1 + q] = coef * free[q]
             _pull_back(g_u[lo:hi], grad[i1:i2], zs)
