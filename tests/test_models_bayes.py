@@ -266,6 +266,8 @@ def test_kernel_with_coupled_slopes_on_many_conditions_equals_pymc(outcome, layo
     assert terms[i].factor == "judge" and len(lst) == conds - 1
     assert all(abs(xbar) > 0.05 for _, xbar in lst)
     assert (kern.grid is not None) == (layout == "grid")
+    # one trial per row (per cut-point cell): the product-of-factors paths
+    assert bool(kern._arrays["meta"][15]) == (outcome != "numeric")
     # item and judge intercepts in every row, then one non-zero condition slope
     assert kern._arrays["xs"].shape[1] == 3 < len(terms)
     T = np.eye(kern.ndim)
@@ -457,6 +459,8 @@ def test_grid_row_paths_equal_the_row_loop():
         rows = DensityKernel(spec, data, terms, layout="rows")
         grid = DensityKernel(spec, data, terms, layout="grid")
         assert grid.grid.binary == binary and grid.grid.term == 0
+        # and the row loop's one-trial path (binomial_rows, binary) or its log1p path
+        assert bool(rows._arrays["meta"][15]) == binary
         x = rng.normal(0, 0.7, rows.ndim)
         far = x.copy()   # scenario effects far out: |a| + max |B| > 700 in some rows
         i1, i2 = rows.slices[0][1:]

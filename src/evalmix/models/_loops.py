@@ -204,16 +204,43 @@ def _binom_terms(eta, ex, succ, trials, g):  # pragma: no cover
     return total
 
 
+@numba.njit(**_JIT_SUM)
+def _bernoulli_block(eta, ex, succ, g):  # pragma: no cover
+    """:func:`_binom_terms` for rows of one trial each (at most 512 of them): ``sum
+    log1p(exp(-|eta|))`` as the log of the product of the factors ``1 + exp(-|eta|)``
+    (each in [1, 2]: 512 of them stay finite), one log per call instead of a
+    :func:`_log1p01` per row (as :func:`_grid_row`; MT-Bench's 14,368 rows: 167 -> 60 us)."""
+    total = 0.0
+    prod = 1.0
+    for i in range(eta.shape[0]):
+        et = eta[i]
+        e = ex[i]
+        inv = _recip12(1.0 + e)
+        pos = et > 0.0
+        total += succ[i] * et - (et if pos else 0.0)
+        prod *= 1.0 + e
+        g[i] = succ[i] - inv * (1.0 if pos else e)
+    return total - math.log(prod)
+
+
 @numba.njit(**_JIT)
-def binomial_rows(Xj, Xv, b, cg, xs, unit, u, succ, trials, g_b, g_u
+def binomial_rows(Xj, Xv, b, cg, xs, unit, u, succ, trials, binary, g_b, g_u
                   ):  # pragma: no cover
     """Binomial log-likelihood over the collapsed rows (fixed columns as non-zeros,
-    :func:`_eta_sparse`); adds its gradients to ``g_b``, ``g_u``."""
+    :func:`_eta_sparse`); adds its gradients to ``g_b``, ``g_u``. ``binary``: every row
+    has one trial (:func:`_bernoulli_block`)."""
     m = Xj.shape[0]
     eta, buf, g = np.empty(m), np.empty(m), np.empty(m)
     _eta_sparse(Xj, Xv, b, cg, xs, unit, u, eta, buf)
     _vexp_neg(buf, buf, np.empty(m, dtype=np.int64))
-    total = _binom_terms(eta, buf, succ, trials, g)
+    if binary:
+        total = 0.0
+        for c0 in range(0, m, 512):
+            # slices, not index bounds (see _grid_sum)
+            c1 = min(c0 + 512, m)
+            total += _bernoulli_block(eta[c0:c1], buf[c0:c1], succ[c0:c1], g[c0:c1])
+    else:
+        total = _binom_terms(eta, buf, succ, trials, g)
     _scatter_sparse(Xj, Xv, cg, xs, unit, g, g_b, g_u)
     return total
 
@@ -455,8 +482,8 @@ KVE_ADDRESS = get_cython_function_address("scipy.special.cython_special",
 #: (name, dtype, ndim) of the arrays in the header, in order. ``meta`` (int64) holds
 #: family, k, r, number of level effects, ndim, sigma index, cut index, number of cut
 #: points, grid flag, grid term, grid offset, grid levels, kve address, intercept index,
-#: expanded size, binary grid (every cell 0 or 1 trials; cumulative: of the cut-point
-#: grid). ``flt`` holds SD-prior scale, Rayleigh scale, sd(y), total trials, then mu_b
+#: expanded size, binary (grid: every cell 0 or 1 trials; cumulative: of the cut-point
+#: grid; rows: every row 1 trial). ``flt`` holds SD-prior scale, Rayleigh scale, sd(y), total trials, then mu_b
 #: (k), sd_b (k), shift (k), the cut-point prior means and the total count of each
 #: category but the last (cumulative). ``counts`` (cumulative) holds the successes
 #: then the trials of :func:`cumulative_grid`'s grid, (2 (K - 1), m). ``cg``, ``xs``,
@@ -651,7 +678,7 @@ def logp_core(x, grad, meta, terms, flt, X, cg, xs, unit, succ, trials, s2, coun
         g_u[lo:lo + S] += g_a
     elif family == 0:
         lp = binomial_rows(Xj, Xv, _raw_b(b, meta, flt), cg, xs, unit, ueta, succ, trials,
-                           g_b, g_u)
+                           meta[15] != 0, g_b, g_u)
         _centred_grad(g_b, meta, flt)
     elif family == 1:
         log_sigma = x[sigma_at]

@@ -231,8 +231,12 @@ class DensityKernel:
             self.data.n_patterns, -1) if self.ncut else np.zeros((0, 1))
         cgrid = np.vstack([cnt[:, :-1].T, (cnt[:, :-1] + cnt[:, 1:]).T])
         n_cat = cnt.sum(axis=0)[:-1]
-        binary = (bool(np.all((cgrid == 0.0) | (cgrid == 1.0))) if self.ncut
-                  else bool(g and g.binary))
+        if self.ncut:
+            binary = bool(np.all((cgrid == 0.0) | (cgrid == 1.0)))
+        elif g:
+            binary = g.binary
+        else:   # binomial rows of one trial each (binomial_rows)
+            binary = self.family == 0 and bool(np.all(self.trials == 1.0))
         icpt = (self.spec.fixed_names.index("Intercept")
                 if "Intercept" in self.spec.fixed_names else -1)
         n_exp = k + sum(1 + t.n_levels for t in self.terms) + (
