@@ -188,28 +188,13 @@ def _scatter_sparse(Xj, Xv, cg, xs, unit, g, g_b, g_u):  # pragma: no cover
 
 
 @numba.njit(**_JIT_SUM)
-def _binom_terms(eta, ex, succ, trials, g):  # pragma: no cover
+def _binom_terms(eta, ex, succ, trials, g, binary=False):  # pragma: no cover
     """sum(s*eta - n*softplus(eta)) and ``g = s - n * sigmoid(eta)`` per element, given
-    ``ex = exp(-|eta|)``; branch-free, vectorised."""
-    total = 0.0
-    for i in range(eta.shape[0]):
-        et = eta[i]
-        e = ex[i]
-        inv = _recip12(1.0 + e)
-        pos = et > 0.0
-        sp = (et if pos else 0.0) + _log1p01(e)
-        p = inv * (1.0 if pos else e)
-        total += succ[i] * et - trials[i] * sp
-        g[i] = succ[i] - trials[i] * p
-    return total
-
-
-@numba.njit(**_JIT_SUM)
-def _bernoulli_block(eta, ex, succ, g):  # pragma: no cover
-    """:func:`_binom_terms` for rows of one trial each (at most 512 of them): ``sum
-    log1p(exp(-|eta|))`` as the log of the product of the factors ``1 + exp(-|eta|)``
-    (each in [1, 2]: 512 of them stay finite), one log per call instead of a
-    :func:`_log1p01` per row (as :func:`_grid_row`; MT-Bench's 14,368 rows: 167 -> 60 us)."""
+    ``ex = exp(-|eta|)``; branch-free, vectorised. With ``binary`` (one trial each, at
+    most 512 elements), ``sum log1p(exp(-|eta|))`` is the log of the product of the
+    factors ``1 + exp(-|eta|)`` (each in [1, 2]: 512 of them stay finite), one log per
+    call instead of a :func:`_log1p01` per element (as :func:`_grid_row`; MT-Bench's
+    14,368 rows: 167 -> 60 us); LLVM takes the branch out of the loop."""
     total = 0.0
     prod = 1.0
     for i in range(eta.shape[0]):
@@ -217,9 +202,15 @@ def _bernoulli_block(eta, ex, succ, g):  # pragma: no cover
         e = ex[i]
         inv = _recip12(1.0 + e)
         pos = et > 0.0
-        total += succ[i] * et - (et if pos else 0.0)
-        prod *= 1.0 + e
-        g[i] = succ[i] - inv * (1.0 if pos else e)
+        p = inv * (1.0 if pos else e)
+        if binary:
+            total += succ[i] * et - (et if pos else 0.0)
+            prod *= 1.0 + e
+            g[i] = succ[i] - p
+        else:
+            sp = (et if pos else 0.0) + _log1p01(e)
+            total += succ[i] * et - trials[i] * sp
+            g[i] = succ[i] - trials[i] * p
     return total - math.log(prod)
 
 
@@ -228,7 +219,7 @@ def binomial_rows(Xj, Xv, b, cg, xs, unit, u, succ, trials, binary, g_b, g_u
                   ):  # pragma: no cover
     """Binomial log-likelihood over the collapsed rows (fixed columns as non-zeros,
     :func:`_eta_sparse`); adds its gradients to ``g_b``, ``g_u``. ``binary``: every row
-    has one trial (:func:`_bernoulli_block`)."""
+    has one trial (:func:`_binom_terms` in blocks of 512)."""
     m = Xj.shape[0]
     eta, buf, g = np.empty(m), np.empty(m), np.empty(m)
     _eta_sparse(Xj, Xv, b, cg, xs, unit, u, eta, buf)
@@ -238,7 +229,8 @@ def binomial_rows(Xj, Xv, b, cg, xs, unit, u, succ, trials, binary, g_b, g_u
         for c0 in range(0, m, 512):
             # slices, not index bounds (see _grid_sum)
             c1 = min(c0 + 512, m)
-            total += _bernoulli_block(eta[c0:c1], buf[c0:c1], succ[c0:c1], g[c0:c1])
+            total += _binom_terms(eta[c0:c1], buf[c0:c1], succ[c0:c1], trials[c0:c1],
+                                  g[c0:c1], True)
     else:
         total = _binom_terms(eta, buf, succ, trials, g)
     _scatter_sparse(Xj, Xv, cg, xs, unit, g, g_b, g_u)
