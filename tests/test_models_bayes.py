@@ -126,16 +126,20 @@ def test_linear_probability_matches_lmer(crossed):
     _check_vc(fit, vc, ["scenario", "persona", "Residual"])
 
 
-def _assert_kernel_equals_pymc(model, kern, terms, rng, *, cutpoints=False):
+def _assert_kernel_equals_pymc(model, kern, terms, rng, *, cutpoints=False, T=None):
     """At two random points: the kernel's gradient equals PyMC's (in PyMC's value-variable
     order) and the two log densities differ by the same constant (normalising terms).
-    Returns the points."""
-    # FAST_COMPILE: no C compilation for these tiny graphs (keeps the test quick)
-    logp = model.compile_logp(mode="FAST_COMPILE")
+    With ``T``, the kernel's coordinates ``x`` are PyMC's ``T x`` (a linear map with unit
+    Jacobian): the kernel's gradient is ``T'`` PyMC's. Returns the points."""
+    # FAST_COMPILE: no C compilation for these tiny graphs (keeps the test quick); the
+    # terms summed outside PyTensor (its Python Add takes at most 32 inputs: 11 terms)
+    terms_logp = model.compile_logp(mode="FAST_COMPILE", sum=False)
+    logp = lambda point: float(sum(np.sum(a) for a in terms_logp(point)))  # noqa: E731
     dlogp = model.compile_dlogp(mode="FAST_COMPILE")
     offsets, points = [], []
     for _ in range(2):
-        x = rng.normal(0, 0.5, kern.ndim)
+        x_kern = rng.normal(0, 0.5, kern.ndim)
+        x = x_kern if T is None else T @ x_kern
         point, order = {"b_centred": x[:kern.k]}, ["b_centred"]
         for tt, (i0, i1, i2) in zip(terms, kern.slices, strict=True):
             dev = ("z_" + tt.var[2:] if not tt.centred else tt.var) + (
@@ -149,17 +153,17 @@ def _assert_kernel_equals_pymc(model, kern, terms, rng, *, cutpoints=False):
         if kern.sigma_at is not None:
             point["sigma_log__"] = x[kern.sigma_at]
             order.append("sigma_log__")
-        mine, grad = kern.logp(x)
+        mine, grad = kern.logp(x_kern)
         g = dlogp(point)
         sizes = {v.name: np.size(point[v.name]) for v in model.value_vars}
         starts = np.cumsum([0] + [sizes[v.name] for v in model.value_vars])
         at = {v.name: (a, a + sizes[v.name])
               for v, a in zip(model.value_vars, starts[:-1], strict=True)}
-        np.testing.assert_allclose(
-            grad, np.concatenate([g[at[n][0]:at[n][1]] for n in order]),
-            rtol=KERNEL_RTOL, atol=1e-9)
+        g = np.concatenate([g[at[n][0]:at[n][1]] for n in order])
+        np.testing.assert_allclose(grad, g if T is None else T.T @ g,
+                                   rtol=KERNEL_RTOL, atol=1e-9)
         offsets.append(logp(point) - mine)
-        points.append(x)
+        points.append(x_kern)
     assert offsets[0] == pytest.approx(offsets[1], abs=1e-8)
     return points
 
@@ -221,6 +225,58 @@ def test_kernel_with_many_conditions_equals_pymc(outcome):
                          centre_nested=False)
     assert kern.k >= conds and kern._arrays["Xj"].shape[1] <= 3 and kern.shift.any()
     _assert_kernel_equals_pymc(model, kern, terms, np.random.default_rng(1))
+
+
+@pytest.mark.parametrize(("outcome", "layout"), [("binary", "rows"), ("binary", "grid"),
+                                                 ("numeric", "rows"), ("ordinal", "rows")])
+def test_kernel_with_coupled_slopes_on_many_conditions_equals_pymc(outcome, layout):
+    """Judge slopes on 10 treatment-coded conditions, coupled to the judge intercept
+    (sampled as u' = u + sum xbar v, slopes on centred covariates x - xbar): the row
+    layout keeps each row's one raw non-zero condition and takes sum xbar v off the
+    intercept's levels (and -xbar R_j off the slopes' gradient). The kernel at x equals
+    PyMC's density, which multiplies the dense covariates, at the plain coordinates T x,
+    and its gradient is T' PyMC's, on the row and grid layouts, logit, Gaussian and
+    cumulative logit (1-5 scores)."""
+    import dataclasses
+
+    rng = np.random.default_rng(8)
+    items, conds = 16, 10
+    df = pd.DataFrame({"item": np.repeat([f"q{i}" for i in range(items)], 3 * conds),
+                       "model": np.tile(np.repeat([f"m{j}" for j in range(conds)], 3),
+                                        items),
+                       "judge": np.tile(["ja", "jb", "jc"], items * conds)})
+    eta = rng.normal(0, 0.5, items)[np.repeat(np.arange(items), 3 * conds)] + np.tile(
+        np.repeat(np.linspace(-1, 1, conds), 3), items)
+    df["score"] = {"binary": (rng.random(len(df)) < 1 / (1 + np.exp(-eta))).astype(float),
+                   "numeric": eta + rng.normal(0, 1, len(df)),
+                   "ordinal": 1 + ((eta + rng.logistic(size=len(df)))[:, None]
+                                   > np.linspace(-1.5, 1.5, 4)).sum(axis=1)}[outcome]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = evalmix.read(df, outcome="score", condition="model",
+                         clusters={"item": "item", "judge": "judge"})
+    spec = build_spec(t, slopes=("judge",), **(
+        {"family": "ordinal"} if outcome == "ordinal" else {}))
+    data = collapse(spec)
+    terms = [dataclasses.replace(x, marginal=False, centred=True)
+             for x in choose_parameterization(spec, data)]
+    model, _ = build_model(spec, data, terms=terms)
+    kern = DensityKernel(spec, data, terms, layout=layout, centre_nested=False)
+    (i, lst), = kern.couple.items()
+    assert terms[i].factor == "judge" and len(lst) == conds - 1
+    assert all(abs(xbar) > 0.05 for _, xbar in lst)
+    assert (kern.grid is not None) == (layout == "grid")
+    # one trial per row (per cut-point cell): the product-of-factors paths
+    assert bool(kern._arrays["meta"][15]) == (outcome != "numeric")
+    # item and judge intercepts in every row, then one non-zero condition slope
+    assert kern._arrays["xs"].shape[1] == 3 < len(terms)
+    T = np.eye(kern.ndim)
+    _, a1, a2 = kern.slices[i]
+    for j, xbar in lst:
+        _, c1, c2 = kern.slices[j]
+        T[a1:a2, c1:c2] -= xbar * np.eye(a2 - a1)
+    _assert_kernel_equals_pymc(model, kern, terms, np.random.default_rng(2), T=T,
+                               cutpoints=outcome == "ordinal")
 
 
 @pytest.mark.parametrize("source", ["ties_separate", "ordinal_scores"])
@@ -487,6 +543,8 @@ def test_grid_row_paths_equal_the_row_loop():
         rows = DensityKernel(spec, data, terms, layout="rows")
         grid = DensityKernel(spec, data, terms, layout="grid")
         assert grid.grid.binary == binary and grid.grid.term == 0
+        # and the row loop's one-trial path (binomial_rows, binary) or its log1p path
+        assert bool(rows._arrays["meta"][15]) == binary
         x = rng.normal(0, 0.7, rows.ndim)
         far = x.copy()   # scenario effects far out: |a| + max |B| > 700 in some rows
         i1, i2 = rows.slices[0][1:]

@@ -98,9 +98,10 @@ def _slope_centring(terms: list[TermInfo], data: Collapsed
 
 
 def _nonzeros(X: np.ndarray) -> dict[str, np.ndarray]:
-    """The raw (uncentred) fixed columns of each row as its non-zeros, padded with zeros
-    to the most any row has: ``Xj`` column indices, ``Xv`` values (the row layout's
-    form of ``X``, see :func:`~evalmix.models._loops._eta_sparse`)."""
+    """The columns of each row as its non-zeros, padded with zeros to the most any row
+    has: ``Xj`` column indices, ``Xv`` values (the row layout's form of the raw fixed
+    columns, see :func:`~evalmix.models._loops._eta_sparse`, and of the random terms,
+    :func:`_row_terms`)."""
     m, k = X.shape
     nz = X != 0.0
     w = max(int(nz.sum(axis=1).max(initial=0)), 1)
@@ -111,6 +112,25 @@ def _nonzeros(X: np.ndarray) -> dict[str, np.ndarray]:
     Xj[rows, slot] = cols
     Xv[rows, slot] = X[rows, cols]
     return {"Xj": Xj, "Xv": Xv}
+
+
+def _row_terms(cg: np.ndarray, xs: np.ndarray, unit: np.ndarray
+               ) -> dict[str, np.ndarray]:
+    """The random terms of each row in the row layout: the terms non-zero in every row
+    as they are (level codes ``cg``, scales ``xs``, ``unit`` flags), then each row's
+    non-zeros of the others, padded with scale 0 (code: any of the row's). Coupled slopes
+    keep their raw covariates (the centring is a shift per level, see
+    :func:`~evalmix.models._loops.logp_core`), so a row of MT-Bench's 30
+    treatment-coded condition slopes holds 1-2 of them."""
+    dense = np.all(xs != 0.0, axis=0)
+    cgs, xss, units = [cg[:, dense]], [xs[:, dense]], [unit[dense]]
+    if not dense.all():
+        nz = _nonzeros(xs[:, ~dense])
+        cgs.append(np.take_along_axis(cg[:, ~dense], nz["Xj"], axis=1))
+        xss.append(nz["Xv"])
+        units.append(np.zeros(nz["Xj"].shape[1], dtype=np.bool_))
+    c = np.ascontiguousarray
+    return {"cg": c(np.hstack(cgs)), "xs": c(np.hstack(xss)), "unit": c(np.concatenate(units))}
 
 
 @dataclass
@@ -166,11 +186,8 @@ class DensityKernel:
         self.trials = np.ascontiguousarray(data.trials, dtype=np.float64)
         self.s2 = np.ascontiguousarray(data.sum_y2, dtype=np.float64)
         self.n_total = float(self.trials.sum())
+        # coupled slopes are on centred covariates x - xbar; xs keeps the raw x (sparse)
         self.couple = _slope_centring(self.terms, data) if self.centre_slopes else {}
-        for lst in self.couple.values():
-            for j, xbar in lst:
-                self.xs[:, j] -= xbar
-                self.unit[j] = False
         coupled = set(self.couple) | {j for lst in self.couple.values() for j, _ in lst}
         self.nest = (nested_parents(self.terms, data, coupled) if self.centre_nested
                      else {})
@@ -216,8 +233,12 @@ class DensityKernel:
             self.data.n_patterns, -1) if self.ncut else np.zeros((0, 1))
         cgrid = np.vstack([cnt[:, :-1].T, (cnt[:, :-1] + cnt[:, 1:]).T])
         n_cat = cnt.sum(axis=0)[:-1]
-        binary = (bool(np.all((cgrid == 0.0) | (cgrid == 1.0))) if self.ncut
-                  else bool(g and g.binary))
+        if self.ncut:
+            binary = bool(np.all((cgrid == 0.0) | (cgrid == 1.0)))
+        elif g:
+            binary = g.binary
+        else:   # binomial rows of one trial each (binomial_rows)
+            binary = self.family == 0 and bool(np.all(self.trials == 1.0))
         icpt = (self.spec.fixed_names.index("Intercept")
                 if "Intercept" in self.spec.fixed_names else -1)
         n_exp = k + sum(1 + t.n_levels for t in self.terms) + (
@@ -237,7 +258,7 @@ class DensityKernel:
             "meta": np.array(meta, dtype=np.int64), "terms": terms,
             "flt": np.concatenate([[self.sd_prior, self.rayleigh, self.ysd, self.n_total],
                                    self.mu_b, self.sd_b, self.shift, cut_mu, n_cat]),
-            "X": f2(self.X, k), "cg": c(self.cg), "xs": f2(self.xs, r), "unit": c(self.unit),
+            "X": f2(self.X, k), **_row_terms(self.cg, self.xs, self.unit),
             "succ": self.succ, "trials": self.trials, "s2": self.s2,
             "counts": c(cgrid),
             "gX": f2(g.X, k) if g else np.zeros((0, 0)),
