@@ -467,6 +467,25 @@ def test_nutpie_driver_in_a_notebook_starts_through_nutpies_wrapper(monkeypatch)
         np.testing.assert_array_equal(a, runs[1][name])
 
 
+@pytest.mark.parametrize("sampler", ["nutpie", "pymc"])
+def test_pymc_engine_fits_the_kernels_posterior(sampler):
+    """The PyMC model, sampled by nutpie (through the same driver) or by PyMC's NUTS
+    (its InferenceData kept as ``idata``), gives the kernel's posterior means of the
+    fixed effects within Monte Carlo error, with the same provenance in ``idata``."""
+    table = pairwise_judges(8, 3, 3, 3, seed=1).table()
+    kw = {"draws": 300, "tune": 300, "progress": False, "seed": 1}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = evalmix.fit(table, **kw)
+        fit = evalmix.fit(table, engine="pymc", sampler=sampler, **kw)
+    assert (fit.provenance["engine"], fit.provenance["sampler"]) == ("pymc", sampler)
+    assert fit.idata.posterior["b"].shape == (2, 300, 3) == ref.idata.posterior["b"].shape
+    assert fit.idata.posterior.attrs["formula"] == fit.formula == ref.formula
+    a, b = (f.draws.posterior["b"].reshape(-1, 3) for f in (fit, ref))
+    se = np.sqrt(a.var(axis=0) / 150 + b.var(axis=0) / 150)   # ESS >= 150 of 600 draws
+    assert np.all(np.abs(a.mean(axis=0) - b.mean(axis=0)) < 4 * se), (a.mean(0), b.mean(0))
+
+
 def test_a_fit_imports_neither_arviz_nor_nutpies_python_layer():
     """A default Bayesian fit leaves ArviZ unimported (~2.7 s) until ``fit.idata`` is
     read; nutpie imported afterwards finds its compiled core already loaded."""
