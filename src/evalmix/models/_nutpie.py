@@ -8,9 +8,10 @@ this module loads the compiled extension on its own, registered under its own na
 (``nutpie._lib``: a later ``import nutpie`` finds it there and does not initialise it
 twice), and drives it as ``nutpie.sample(..., return_raw_trace=True, blocking=False)``
 does: the same settings, model and storage objects, so the same draws for the same seed
-(tested). The one thing this leaves to nutpie's Python layer is its notebook progress
-bar (HTML, through IPython): with ``progress=True`` in a notebook the sampler is started
-by nutpie's own ``_BackgroundSampler``.
+(tested). Two things are left to nutpie's Python layer: compiling a PyMC model
+(``engine="pymc"``, which imports PyMC anyway), and the notebook progress bar (HTML,
+through IPython): with ``progress=True`` in a notebook the sampler is started by
+nutpie's own ``_BackgroundSampler``.
 
 This uses nutpie's private extension API (``PyNutsSettings``, ``PySampler.from_pymc``,
 ``PyMcModel``, ``LogpFunc``, ``ExpandFunc``, ``PyVariable``), pinned by the

@@ -147,6 +147,9 @@ def _fixed_draws(run: Run, draws: int) -> tuple[dict, dict]:
     except KeyboardInterrupt:
         run.cancel()
         results = run.sampler.take_results()
+    except BaseException:   # a sampler error: stop the threads
+        run.cancel()
+        raise
     draw_b, stat_b = results.get_arrow_trace()
     n_tune = _n_tune(stat_b)
     n = min([min(draws, s.num_rows - t) for s, t in zip(stat_b, n_tune, strict=True)]
