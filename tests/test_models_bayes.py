@@ -486,6 +486,35 @@ def test_pymc_engine_fits_the_kernels_posterior(sampler):
     assert np.all(np.abs(a.mean(axis=0) - b.mean(axis=0)) < 4 * se), (a.mean(0), b.mean(0))
 
 
+def test_nutpie_run_stops_its_chains_on_ctrl_c_and_on_errors():
+    """After Ctrl-C a run returns the trace so far (as ``nutpie.sample`` does); after
+    any other error it stops the chains and raises it. Both stop the sampler."""
+    from evalmix.models._nutpie import Run
+
+    class Sampler:
+        def __init__(self, error):
+            self.error, self.calls = error, []
+
+        def wait(self, timeout):
+            self.calls.append("wait")
+            raise self.error
+
+        def abort(self):
+            self.calls.append("abort")
+
+        def take_results(self):
+            self.calls.append("take")
+            return "trace so far"
+
+    ctrl_c = Sampler(KeyboardInterrupt())
+    assert Run(ctrl_c).results() == "trace so far"
+    assert ctrl_c.calls == ["wait", "abort", "take"]
+    failed = Sampler(RuntimeError("logp failed"))
+    with pytest.raises(RuntimeError, match="logp failed"):
+        Run(failed).results()
+    assert failed.calls == ["wait", "abort"]
+
+
 def test_a_fit_imports_neither_arviz_nor_nutpies_python_layer():
     """A default Bayesian fit leaves ArviZ unimported (~2.7 s) until ``fit.idata`` is
     read; nutpie imported afterwards finds its compiled core already loaded."""
@@ -502,6 +531,8 @@ f = evalmix.fit(pairwise_judges(10, 4, 3, 3, seed=1).table(), progress=False, dr
 assert "arviz" not in sys.modules and "nutpie.sample" not in sys.modules, "imported"
 assert f.idata.posterior["b"].shape[:2] == (2, 100) and "arviz" in sys.modules
 assert f.idata is f.idata and f.idata.posterior.attrs["formula"] == f.formula
+from evalmix._version import package_versions
+assert "nutpie" in package_versions("nutpie", loaded_only=True)   # its core is loaded
 import nutpie
 assert nutpie._lib is sys.modules["nutpie._lib"]
 print("ok")

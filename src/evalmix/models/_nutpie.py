@@ -97,7 +97,16 @@ class Run:
         return self.sampler.inspect()
 
     def results(self) -> Any:
-        self.sampler.wait(None)
+        """The trace at the end; after Ctrl-C, the chains are stopped and the trace so
+        far is returned (as ``nutpie.sample`` does); after another error they are
+        stopped and it is raised."""
+        try:
+            self.sampler.wait(None)
+        except KeyboardInterrupt:
+            self.cancel()
+        except BaseException:
+            self.cancel()
+            raise
         return self.sampler.take_results()
 
     def cancel(self) -> None:
@@ -105,6 +114,9 @@ class Run:
 
 
 def _in_notebook() -> bool:
+    """A Jupyter kernel or Colab (where nutpie shows an HTML progress bar)."""
+    if "google.colab" in sys.modules:
+        return True
     shell = sys.modules.get("IPython")
     ip = shell.get_ipython() if shell is not None else None  # type: ignore[attr-defined]
     return ip is not None and type(ip).__name__ == "ZMQInteractiveShell"

@@ -141,20 +141,12 @@ def _sample(spec: ModelSpec, data, terms, *, engine: str, sampler: str, draws: i
 
 def _fixed_draws(run: Run, draws: int) -> tuple[dict, dict]:
     """The posterior and statistics of a run of ``draws`` draws per chain after
-    warm-up; after Ctrl-C, the draws so far (as ``nutpie.sample`` returns them)."""
-    try:
-        results = run.results()
-    except KeyboardInterrupt:
-        run.cancel()
-        results = run.sampler.take_results()
-    except BaseException:   # a sampler error: stop the threads
-        run.cancel()
-        raise
-    draw_b, stat_b = results.get_arrow_trace()
+    warm-up; after Ctrl-C, the draws so far (:meth:`Run.results`)."""
+    draw_b, stat_b = run.results().get_arrow_trace()
     n_tune = _n_tune(stat_b)
     n = min([min(draws, s.num_rows - t) for s, t in zip(stat_b, n_tune, strict=True)]
             or [0])
-    if n < 1:
+    if n < 1:   # Ctrl-C before the first draw after warm-up
         raise KeyboardInterrupt
     return _arrow_arrays(draw_b, n_tune, n), _arrow_arrays(stat_b, n_tune, n)
 

@@ -151,9 +151,6 @@ class PosteriorDraws:
                                      sample_stats=dataset(self.sample_stats))
         else:
             idata = self.source
-            added = {n: a for n, a in self.posterior.items() if n not in idata.posterior}
-            if added:
-                idata.posterior = idata.posterior.merge(dataset(added))
         idata.posterior.attrs.update(self.attrs)
         return idata
 
