@@ -22,8 +22,8 @@ memory is the peak sum of RSS over the child and its descendants (psutil, polled
 50 ms). The MT-Bench cases need ``../shared/data`` and are skipped without it.
 
 Usage: ``python benchmarks/bench_fit.py [--no-bambi] [--bambi-draws 300] [--only CASE]``;
-writes ``benchmarks/results/fit.json`` (with ``--only``, the other cases are kept from
-the file, each with the date and load it was measured at).
+writes ``benchmarks/results/fit.json`` (with ``--only`` or ``--no-bambi``, the other cases
+are kept from the file, each with the date and load it was measured at).
 """
 
 from __future__ import annotations
@@ -219,10 +219,11 @@ def main() -> None:
         cases = [c for c in cases if not c.startswith("mtbench")]
     if a.only:
         cases = [c for c in cases if c in a.only]
-    # the cases not run this time are kept from the last file, each with its own date
-    # and load (a ratio between cases of different runs says so in "measured")
-    results: dict[str, dict] = (json.loads(OUT.read_text()).get("results", {})
-                                if a.only and OUT.exists() else {})
+    # the cases not run this time (--only, --no-bambi) are kept from the last file, each
+    # with its own date and load (a ratio between cases of different runs says so in
+    # "measured")
+    last = json.loads(OUT.read_text()).get("results", {}) if OUT.exists() else {}
+    results: dict[str, dict] = {c: r for c, r in last.items() if c not in cases}
     for case in cases:
         bambi = case == "bambi_20k_slope"
         load = os.getloadavg()

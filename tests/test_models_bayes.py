@@ -1090,6 +1090,51 @@ def test_many_fixed_columns_sample_with_the_low_rank_mass_matrix():
     assert min(d["ess_bulk"].min(), d["ess_tail"].min()) >= 400
 
 
+def test_many_coordinates_with_a_diagonal_mass_matrix_cap_the_trees_at_depth_3():
+    """200 scenarios (212 coordinates, 3 fixed columns): the trees stop at depth 3 (at
+    most 7 leapfrog steps per draw, recorded in provenance) and the fit passes the
+    checks; the 20-scenario design (33 coordinates) and the low-rank one are not
+    capped."""
+    from evalmix.models import bayes
+
+    t = pairwise_judges(200, 2, 2, 2, tie_threshold=0, seed=3).table()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        warnings.simplefilter("ignore", FewClustersWarning)
+        fit = evalmix.fit(t, seed=1, progress=False)
+    assert fit.provenance["max_tree_depth"] == 3 and fit.provenance["mass_matrix"] == "diagonal"
+    assert int(fit.draws.sample_stats["n_steps"].max()) <= 7
+    d = fit.diagnostics
+    assert fit.divergences == 0 and d["r_hat"].max() <= 1.01
+    assert min(d["ess_bulk"].min(), d["ess_tail"].min()) >= 400
+    spec = build_spec(pairwise_judges(20, 6, 3, 3, tie_threshold=0, seed=3).table())
+    assert bayes.tree_depth(spec, 33) is None and bayes.tree_depth(spec, 212) == 3
+    many = build_spec(pairwise_judges(8, 4, 3, 3, tie_threshold=0, seed=5).table(),
+                      fixed=("scenario",))
+    assert bayes.mass_matrix(many) == "low-rank" and bayes.tree_depth(many, 500) is None
+
+
+def test_a_capped_run_that_fails_its_checks_is_run_again_without_the_cap(monkeypatch):
+    """Trees capped at depth 1 (one leapfrog step per draw: a random walk) do not pass
+    the checks in 1,500 draws; the fit then samples again with NUTS's own trajectory
+    lengths, records it, and passes."""
+    from evalmix.models import bayes
+
+    monkeypatch.setattr(bayes, "SHORT_TREE_DEPTH", 1)
+    monkeypatch.setattr(bayes, "SHORT_TREE_MIN_DIM", 1)
+    monkeypatch.setattr(bayes, "DRAWS_MAX", 1500)
+    t = pairwise_judges(20, 6, 3, 3, tie_threshold=0, seed=3).table()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        warnings.simplefilter("ignore", FewClustersWarning)
+        fit = evalmix.fit(t, seed=1, progress=False)
+    assert fit.provenance["uncapped_rerun"] == {"max_tree_depth": 1, "draws_first_run": 1500}
+    assert "max_tree_depth" not in fit.provenance
+    assert int(fit.draws.sample_stats["n_steps"].max()) > 1
+    d = fit.diagnostics
+    assert d["r_hat"].max() <= 1.01 and min(d["ess_bulk"].min(), d["ess_tail"].min()) >= 400
+
+
 @pytest.mark.parametrize(("n", "scale"), [(2, 0.5), (3, 1.25), (7, 2.0)])
 def test_log_marginal_prior_is_the_integral_over_the_sd(n, scale):
     """pymc_model.log_marginal_prior (the PSIS weights' prior of a marginal term's level

@@ -78,7 +78,9 @@ RETRY_TARGET_ACCEPT = 0.95
 #: No re-run after divergences when the run takes at least this many leapfrog steps per
 #: draw: the smaller step size multiplies them (MT-Bench with 90 judge x condition
 #: slopes: 28 -> 124 steps per draw, 25 -> 117 in warm-up; the re-run took 20 of the
-#: fit's 23 minutes); the divergences are then reported in the checks' warning.
+#: fit's 23 minutes); the divergences are then reported in the checks' warning. The
+#: kernel's capped trees (:func:`tree_depth`) take at most 7 steps per draw, and its
+#: re-run at most 4x as many (:data:`RETRY_DEPTH_EXTRA`).
 RETRY_MAX_STEPS_PER_DRAW = 20.0
 
 
@@ -93,21 +95,29 @@ def _stack(a: np.ndarray) -> np.ndarray:
 
 def _sample(spec: ModelSpec, data, terms, *, engine: str, sampler: str, draws: int | None,
             tune: int, chains: int, seed: int, prior_scale: float, progress: bool,
-            target_accept: float | None, stop_on_divergence: bool = False):
+            target_accept: float | None, stop_on_divergence: bool = False,
+            retry: bool = False, capped: bool = True):
     """Return (draws, engine, sampler, coordinates, budget, checked): ``draws`` the
-    :class:`~evalmix.models.result.PosteriorDraws` after warm-up; ``coordinates`` says
-    which terms the kernel sampled in other coordinates (empty for the PyMC engine);
-    ``budget``, the post-warm-up leapfrog steps per chain when sampling stopped at
-    :data:`STEPS_MAX` (else None). ``draws=None``: sample until the checks pass
+    :class:`~evalmix.models.result.PosteriorDraws` after warm-up (``attrs``: the
+    ``max_tree_depth`` the kernel's trees were capped at, else None); ``coordinates``
+    says which terms the kernel sampled in other coordinates (empty for the PyMC
+    engine); ``budget``, the post-warm-up leapfrog steps per chain when sampling stopped
+    at :data:`STEPS_MAX` (else None). ``draws=None``: sample until the checks pass
     (:func:`_sample_to_target`; ``checked``: the R-hat and ESS of its last check, else
-    None)."""
+    None). ``capped``: the kernel's trees capped at :func:`tree_depth` (:data:`RETRY_DEPTH_EXTRA`
+    levels deeper when ``retry``, the re-run after divergences)."""
     kw: dict = {"target_accept": target_accept} if target_accept else {}
+    depth = None
     if engine == "kernel":
         from evalmix.models.kernel import DensityKernel
 
         kern = DensityKernel(spec, data, terms, prior_scale=prior_scale)
         model, labels, dims = kern.nutpie_model()
         coords = kern.coordinates()
+        depth = tree_depth(spec, kern.ndim) if capped else None
+        if depth is not None:
+            depth += RETRY_DEPTH_EXTRA if retry else 0
+            kw["maxdepth"] = depth
     else:
         pm_model, _ = build_model(spec, data, prior_scale=prior_scale, terms=terms)
         coords = {}
@@ -135,8 +145,9 @@ def _sample(spec: ModelSpec, data, terms, *, engine: str, sampler: str, draws: i
             run, spec, terms, chains=chains, seed=seed, prior_scale=prior_scale,
             stop_on_divergence=stop_on_divergence)
     stats = {k: v for k, v in stats.items() if v.ndim == 2}
-    return (PosteriorDraws(post, stats, coords=labels, dims=dims or {}), engine, "nutpie",
-            coords, budget, checked)
+    return (PosteriorDraws(post, stats, coords=labels, dims=dims or {},
+                           attrs={"max_tree_depth": depth}),
+            engine, "nutpie", coords, budget, checked)
 
 
 def _fixed_draws(run: Run, draws: int) -> tuple[dict, dict]:
@@ -175,6 +186,44 @@ def mass_matrix(spec: ModelSpec) -> Literal["diagonal", "low-rank"]:
     max R-hat 1.028 -> 1.007, min bulk ESS 137 -> 453; the 4,320-row simulated design
     (3 columns) gained nothing (7.0 steps per draw either way, warm-up 8.4 -> 12.3)."""
     return "low-rank" if len(spec.fixed_names) >= LOW_RANK_MIN_FIXED else "diagonal"
+
+
+#: With a diagonal mass matrix and at least :data:`SHORT_TREE_MIN_DIM` unconstrained
+#: coordinates, the kernel's NUTS trees stop at this depth: at most ``2**depth - 1``
+#: leapfrog steps per draw (nutpie's default depth is 10; :func:`tree_depth`).
+SHORT_TREE_DEPTH = 3
+SHORT_TREE_MIN_DIM = 200
+#: The re-run after divergences (smaller steps) may take trees this many levels deeper.
+RETRY_DEPTH_EXTRA = 2
+
+
+def tree_depth(spec: ModelSpec, ndim: int) -> int | None:
+    """The kernel's cap on NUTS's tree depth for ``spec`` with ``ndim`` unconstrained
+    coordinates: :data:`SHORT_TREE_DEPTH` with a diagonal mass matrix
+    (:func:`mass_matrix`) and at least :data:`SHORT_TREE_MIN_DIM` coordinates, else None
+    (nutpie's default). A run with capped trees that does not pass its checks is run
+    again without the cap (``provenance["uncapped_rerun"]``).
+
+    Why: NUTS extends a trajectory until it turns back, about half a period of the
+    posterior's widest direction. On a near-Gaussian posterior that is the best length
+    for the means (draws are antithetic: bulk ESS above the number of draws) and the
+    worst for squared deviations, which the folded R-hat and the tail ESS of the checks
+    measure: their autocorrelation over a trajectory of angle ``t`` is ``cos(t)**2``,
+    ~1 at half a period and 0 at a quarter. Many well-identified levels (a large
+    ``ndim``) make the step size small and the turn come at 8-15 steps; a tree of depth
+    3 stops at 7, about a quarter period, at half the gradients per draw, and the
+    checks pass after fewer draws. Measured (fresh processes, draws set by the checks;
+    docs/models.md, *Latency*): 100k rows 15-17 -> 5.5-8.7 s over 8 seeds; 108k rows
+    with 1,500 scenarios 27.5 -> 19.2 s; ordinal 4,050 rows 6.5 -> 4.2-4.9 s; 400 items
+    nested in 5 groups the same or faster. Not with the low-rank mass matrix (correlated
+    fixed effects): there the conditions' bulk ESS binds and shorter trees need more
+    draws (12 models x 200 items, depth 3: 4.1 -> 5.3 s; MT-Bench with judge slopes at
+    depth 4: 14-16 s on 6 of 8 seeds, but on 2 the category SD had not mixed after 3,300
+    draws). Designs whose trees stop at depth 3 anyway (most of a few thousand rows)
+    are unchanged."""
+    if mass_matrix(spec) == "diagonal" and ndim >= SHORT_TREE_MIN_DIM:
+        return SHORT_TREE_DEPTH
+    return None
 
 
 #: ``draws=None``: the first convergence check after this many draws per chain, then
@@ -360,7 +409,10 @@ def fit_bayes(
         the background and are checked after 200 draws, then every 1.1 times as many;
         sampling stops at the first check where every parameter (level effects and
         SDs included) has bulk and tail ESS >= 400 and R-hat <= 1.01, or after 4,000
-        draws per chain (then the usual warning). An int fixes the number.
+        draws per chain (then the usual warning). An int fixes the number. With a
+        diagonal mass matrix and many coordinates the kernel's NUTS trees are capped
+        at depth 3 (:func:`tree_depth`); a capped run that does not pass its checks is
+        run again without the cap.
     tune, chains : int
         Per chain.
     seed : int or numpy.random.Generator, optional
@@ -378,7 +430,8 @@ def fit_bayes(
     level : float
         Interval level (equal-tailed posterior quantiles).
     target_accept : float, optional
-        NUTS target acceptance (sampler default 0.8).
+        NUTS target acceptance (sampler default 0.8). When given, the kernel's trees are
+        not capped (:func:`tree_depth`; nutpie's maximum depth of 10 applies).
     retry_divergent : bool
         When the first run has divergences (and ``target_accept`` was not given), sample
         once more with ``target_accept=0.95`` and keep that run (recorded in
@@ -419,7 +472,7 @@ def fit_bayes(
     trace, engine_used, sampler_used, coords, budget, checked = _sample(
         spec, data, terms, engine=engine, sampler=sampler, draws=draws, tune=tune,
         chains=chains, seed=seed_i, prior_scale=prior_scale, progress=progress,
-        target_accept=target_accept,
+        target_accept=target_accept, capped=target_accept is None,
         stop_on_divergence=target_accept is None and retry_divergent)
     retried = None
     n_div = int(trace.sample_stats["diverging"].sum())
@@ -431,7 +484,16 @@ def fit_bayes(
         trace, engine_used, sampler_used, coords, budget, checked = _sample(
             spec, data, terms, engine=engine, sampler=sampler, draws=draws, tune=tune,
             chains=chains, seed=seed_i + 1, prior_scale=prior_scale, progress=progress,
-            target_accept=RETRY_TARGET_ACCEPT)
+            target_accept=RETRY_TARGET_ACCEPT, retry=True)
+    uncapped = None
+    if draws is None and checked is None and trace.attrs.get("max_tree_depth") is not None:
+        # the capped trees did not pass the checks: NUTS's own trajectory lengths
+        uncapped = {"max_tree_depth": trace.attrs["max_tree_depth"],
+                    "draws_first_run": trace.n_draws}
+        trace, engine_used, sampler_used, coords, budget, checked = _sample(
+            spec, data, terms, engine=engine, sampler=sampler, draws=draws, tune=tune,
+            chains=chains, seed=seed_i + 2, prior_scale=prior_scale, progress=progress,
+            target_accept=RETRY_TARGET_ACCEPT if retried else target_accept, capped=False)
     sds = _marginal_sds(spec, terms, trace.posterior, prior_scale=prior_scale, seed=seed_i)
     trace = dataclasses.replace(trace, posterior={**trace.posterior, **sds})
     t_sample = time.perf_counter() - t0
@@ -465,6 +527,10 @@ def fit_bayes(
     if sampler_used == "nutpie":
         prov["mass_matrix"] = mass_matrix(spec)
     prov["target_accept"] = (RETRY_TARGET_ACCEPT if retried else target_accept) or 0.8
+    if trace.attrs.get("max_tree_depth") is not None:
+        prov["max_tree_depth"] = trace.attrs["max_tree_depth"]
+    if uncapped:
+        prov["uncapped_rerun"] = uncapped
     if retried:
         prov["retried"] = retried
     if budget is not None:
