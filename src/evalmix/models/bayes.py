@@ -104,8 +104,9 @@ def _sample(spec: ModelSpec, data, terms, *, engine: str, sampler: str, draws: i
     engine); ``budget``, the post-warm-up leapfrog steps per chain when sampling stopped
     at :data:`STEPS_MAX` (else None). ``draws=None``: sample until the checks pass
     (:func:`_sample_to_target`; ``checked``: the R-hat and ESS of its last check, else
-    None). ``capped``: the kernel's trees capped at :func:`tree_depth` (:data:`RETRY_DEPTH_EXTRA`
-    levels deeper when ``retry``, the re-run after divergences)."""
+    None). ``capped``: the kernel's trees capped at :func:`tree_depth`
+    (:data:`RETRY_DEPTH_EXTRA` levels deeper when ``retry``, the re-run after
+    divergences)."""
     kw: dict = {"target_accept": target_accept} if target_accept else {}
     depth = None
     if engine == "kernel":
@@ -214,13 +215,13 @@ def tree_depth(spec: ModelSpec, ndim: int) -> int | None:
     3 stops at 7, about a quarter period, at half the gradients per draw, and the
     checks pass after fewer draws. Measured (fresh processes, draws set by the checks;
     docs/models.md, *Latency*): 100k rows 15-17 -> 5.5-8.7 s over 8 seeds; 108k rows
-    with 1,500 scenarios 27.5 -> 19.2 s; ordinal 4,050 rows 6.5 -> 4.2-4.9 s; 400 items
+    with 1,500 scenarios 27.5 -> 19.2 s; ordinal 4,050 rows 6.5 -> 4.2-5.2 s; 400 items
     nested in 5 groups the same or faster. Not with the low-rank mass matrix (correlated
     fixed effects): there the conditions' bulk ESS binds and shorter trees need more
     draws (12 models x 200 items, depth 3: 4.1 -> 5.3 s; MT-Bench with judge slopes at
-    depth 4: 14-16 s on 6 of 8 seeds, but on 2 the category SD had not mixed after 3,300
-    draws). Designs whose trees stop at depth 3 anyway (most of a few thousand rows)
-    are unchanged."""
+    depth 4: 13.5-16.6 s on 5 of 8 seeds, but on 2 the category SD had not mixed after
+    ~3,000 draws). Designs whose trees stop at depth 3 anyway (most of a few thousand
+    rows) are unchanged."""
     if mass_matrix(spec) == "diagonal" and ndim >= SHORT_TREE_MIN_DIM:
         return SHORT_TREE_DEPTH
     return None
