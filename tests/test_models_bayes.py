@@ -19,6 +19,7 @@ from evalmix.models.kernel import DensityKernel
 from evalmix.models.pymc_model import build_model, choose_parameterization
 from evalmix.models.spec import build_spec, collapse
 from evalmix.sim import pairwise_judges
+from evalmix.sim.designs import Factor, crossed_scores
 
 pytestmark = pytest.mark.mcmc
 REF = Path(__file__).resolve().parent / "reference" / "models"
@@ -1107,11 +1108,20 @@ def test_many_coordinates_with_a_diagonal_mass_matrix_cap_the_trees_at_depth_3()
     d = fit.diagnostics
     assert fit.divergences == 0 and d["r_hat"].max() <= 1.01
     assert min(d["ess_bulk"].min(), d["ess_tail"].min()) >= 400
+
+    def depth(spec, ndim):
+        data = collapse(spec)
+        return bayes.tree_depth(spec, choose_parameterization(spec, data), data, ndim)
+
     spec = build_spec(pairwise_judges(20, 6, 3, 3, tie_threshold=0, seed=3).table())
-    assert bayes.tree_depth(spec, 33) is None and bayes.tree_depth(spec, 212) == 3
+    assert depth(spec, 33) is None and depth(spec, 212) == 3
     many = build_spec(pairwise_judges(8, 4, 3, 3, tie_threshold=0, seed=5).table(),
                       fixed=("scenario",))
-    assert bayes.mass_matrix(many) == "low-rank" and bayes.tree_depth(many, 500) is None
+    assert bayes.mass_matrix(many) == "low-rank" and depth(many, 500) is None
+    # passages nested in items: not capped
+    nested = crossed_scores([Factor("item", 60, 1.0), Factor("passage", 5, 0.5,
+                                                              parent="item")], seed=3)
+    assert depth(build_spec(nested.table()), 362) is None
 
 
 def test_a_capped_run_that_fails_its_checks_is_run_again_without_the_cap(monkeypatch):

@@ -62,6 +62,7 @@ from evalmix.models.pymc_model import (
     build_model,
     choose_parameterization,
     draw_marginal_sd,
+    has_nested_factors,
     log_marginal_prior,
 )
 from evalmix.models.result import ModelFit, PosteriorDraws
@@ -115,7 +116,7 @@ def _sample(spec: ModelSpec, data, terms, *, engine: str, sampler: str, draws: i
         kern = DensityKernel(spec, data, terms, prior_scale=prior_scale)
         model, labels, dims = kern.nutpie_model()
         coords = kern.coordinates()
-        depth = tree_depth(spec, kern.ndim) if capped else None
+        depth = tree_depth(spec, terms, data, kern.ndim) if capped else None
         if depth is not None:
             depth += RETRY_DEPTH_EXTRA if retry else 0
             kw["maxdepth"] = depth
@@ -198,12 +199,14 @@ SHORT_TREE_MIN_DIM = 200
 RETRY_DEPTH_EXTRA = 2
 
 
-def tree_depth(spec: ModelSpec, ndim: int) -> int | None:
-    """The kernel's cap on NUTS's tree depth for ``spec`` with ``ndim`` unconstrained
-    coordinates: :data:`SHORT_TREE_DEPTH` with a diagonal mass matrix
-    (:func:`mass_matrix`) and at least :data:`SHORT_TREE_MIN_DIM` coordinates, else None
-    (nutpie's default). A run with capped trees that does not pass its checks is run
-    again without the cap (``provenance["uncapped_rerun"]``).
+def tree_depth(spec: ModelSpec, terms, data, ndim: int) -> int | None:
+    """The kernel's cap on NUTS's tree depth for ``spec`` (random ``terms``, collapsed
+    ``data``) with ``ndim`` unconstrained coordinates: :data:`SHORT_TREE_DEPTH` with a
+    diagonal mass matrix (:func:`mass_matrix`), at least :data:`SHORT_TREE_MIN_DIM`
+    coordinates and no nested random factors
+    (:func:`~evalmix.models.pymc_model.has_nested_factors`), else None (nutpie's
+    default). A run with capped trees that does not pass its checks is run again
+    without the cap (``provenance["uncapped_rerun"]``).
 
     Why: NUTS extends a trajectory until it turns back, about half a period of the
     posterior's widest direction. On a near-Gaussian posterior that is the best length
@@ -215,14 +218,17 @@ def tree_depth(spec: ModelSpec, ndim: int) -> int | None:
     3 stops at 7, about a quarter period, at half the gradients per draw, and the
     checks pass after fewer draws. Measured (fresh processes, draws set by the checks;
     docs/models.md, *Latency*): 100k rows 15-17 -> 5.5-8.7 s over 8 seeds; 108k rows
-    with 1,500 scenarios 27.5 -> 19.2 s; ordinal 4,050 rows 6.5 -> 4.2-5.2 s; 400 items
-    nested in 5 groups the same or faster. Not with the low-rank mass matrix (correlated
+    with 1,500 scenarios 27.5 -> 19.2 s; ordinal 4,050 rows 6.5 -> 4.2-5.2 s. Not with the low-rank mass matrix (correlated
     fixed effects): there the conditions' bulk ESS binds and shorter trees need more
     draws (12 models x 200 items, depth 3: 4.1 -> 5.3 s; MT-Bench with judge slopes at
     depth 4: 13.5-16.6 s on 5 of 8 seeds, but on 2 the category SD had not mixed after
-    ~3,000 draws). Designs whose trees stop at depth 3 anyway (most of a few thousand
-    rows) are unchanged."""
-    if mass_matrix(spec) == "diagonal" and ndim >= SHORT_TREE_MIN_DIM:
+    ~3,000 draws). Nor with nested factors: an outer level trades off against the mean
+    of its inner levels, another direction the diagonal mass matrix cannot follow (60
+    items x 5 passages, 600 rows: depth 3 did not pass in 4,000 draws, 3.2 s without the
+    cap; 400 items in 5 groups: about the same). Designs whose trees stop at depth 3 anyway (most of a few thousand rows) are
+    unchanged."""
+    if (mass_matrix(spec) == "diagonal" and ndim >= SHORT_TREE_MIN_DIM
+            and not has_nested_factors(terms, data)):
         return SHORT_TREE_DEPTH
     return None
 

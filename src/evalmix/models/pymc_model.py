@@ -172,6 +172,30 @@ def choose_parameterization(spec: ModelSpec, data: Collapsed, *, prior_sd: float
     return out
 
 
+def parent_levels(inner: np.ndarray, outer: np.ndarray, n_inner: int) -> np.ndarray | None:
+    """The outer level of each of the ``n_inner`` inner levels when every inner level
+    lies in one outer level (row codes ``inner`` and ``outer``), else None (not nested,
+    or an inner level without rows)."""
+    parent = np.full(n_inner, -1, dtype=np.int64)
+    parent[inner] = outer
+    if np.any(parent < 0) or np.any(parent[inner] != outer):
+        return None
+    return parent
+
+
+def has_nested_factors(terms: list[TermInfo], data: Collapsed) -> bool:
+    """Whether a random intercept's levels lie each inside one level of another factor's
+    random intercept (items in categories, passages in items), whatever their
+    parameterization (:func:`nested_parents` takes only some such pairs)."""
+    unit = [t.term == "1" and bool(np.all(np.asarray(x) == 1.0))
+            for t, x in zip(terms, data.x, strict=True)]
+    return any(
+        unit[i] and unit[j] and o.factor != t.factor and 2 <= o.n_levels < t.n_levels
+        and parent_levels(np.asarray(data.codes[i]), np.asarray(data.codes[j]),
+                          t.n_levels) is not None
+        for i, t in enumerate(terms) for j, o in enumerate(terms))
+
+
 def nested_parents(terms: list[TermInfo], data: Collapsed, skip: Iterable[int] = ()
                    ) -> dict[int, tuple[int, np.ndarray]]:
     """Hierarchical centring of nested factors: inner term -> (outer term, parent level).
@@ -204,11 +228,9 @@ def nested_parents(terms: list[TermInfo], data: Collapsed, skip: Iterable[int] =
             if (j == i or j in used or not unit[j] or o.factor == t.factor
                     or o.n_levels >= t.n_levels or o.n_levels < 2):
                 continue
-            parent = np.full(t.n_levels, -1, dtype=np.int64)
-            cj = np.asarray(data.codes[j])
-            parent[ci] = cj
-            if np.any(parent < 0) or np.any(parent[ci] != cj):
-                continue   # not nested (or a level without rows)
+            parent = parent_levels(ci, np.asarray(data.codes[j]), t.n_levels)
+            if parent is None:
+                continue
             if best is None or o.n_levels > terms[best[0]].n_levels:
                 best = (j, parent)
         if best is not None:
