@@ -578,6 +578,41 @@ def test_grid_layout_equals_row_loop_and_is_chosen_only_when_dense():
             np.testing.assert_allclose(g2, g1, rtol=1e-9, atol=1e-9)
 
 
+def test_grid_takes_the_factors_nested_above_its_row_term():
+    """MT-Bench (80 items nested in 8 categories), 6 models: the category joins each
+    item's level in the grid (``a[s] + u_category[parent(s)]``), so the rest patterns
+    are condition x judge x position (36, not x 8), the grid is nearly full and "auto"
+    takes it; its density and gradient equal the row loop's, with judge slopes and
+    without, and the category's gradient is not zero."""
+    import evalmix.datasets
+
+    d = evalmix.datasets.load("mtbench_position_bias")
+    keep = sorted(d["model_b"].unique())[:6]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = evalmix.read(d[d["model_b"].isin(keep)], outcome="outcome", model_a="model_a",
+                         model_b="model_b", first_shown="first_shown",
+                         clusters={"item": "item_id", "category": "item_group",
+                                   "judge": "judge"})
+    rng = np.random.default_rng(11)
+    for slopes in ((), ("judge",)):
+        spec = build_spec(t, slopes=slopes)
+        data = collapse(spec)
+        terms = choose_parameterization(spec, data)
+        auto = DensityKernel(spec, data, terms)
+        assert auto.grid is not None and auto.grid.n_levels == 80
+        assert auto.grid.up.shape == (80, 1) and auto.grid.succ.shape[1] == 36
+        rows = DensityKernel(spec, data, terms, layout="rows")
+        cat = [i for i, tm in enumerate(terms) if tm.factor == "category"][0]
+        i1, i2 = rows.slices[cat][1:]
+        for _ in range(3):
+            x = rng.normal(0, 0.7, rows.ndim)
+            (l1, g1), (l2, g2) = rows.logp(x), auto.logp(x)
+            assert l2 == pytest.approx(l1, rel=1e-12)
+            np.testing.assert_allclose(g2, g1, rtol=1e-9, atol=1e-9)
+            assert np.abs(g2[i1:i2]).max() > 1e-3
+
+
 def test_grid_row_paths_equal_the_row_loop():
     """The grid's three row paths give the row loop's log density and gradient: 0/1
     trials (factored exp, one log per product of up to 512 cells), any trial counts

@@ -84,7 +84,7 @@ from typing import Required, TypedDict, cast
 
 import numpy as np
 
-from evalmix.models.spec import Collapsed, ModelSpec
+from evalmix.models.spec import Collapsed, ModelSpec, parent_levels
 
 __all__ = ["TermInfo", "build_model", "choose_parameterization", "DEFAULT_PRIORS",
            "population_draws", "FEW_LEVELS", "RAYLEIGH_SCALE", "fixed_shift", "uncentre",
@@ -170,17 +170,6 @@ def choose_parameterization(spec: ModelSpec, data: Collapsed, *, prior_sd: float
         if out[i].n_levels / out[j].n_levels < CENTRED_INFORMATION:
             out[j] = dataclasses.replace(out[j], centred=False, marginal=False)
     return out
-
-
-def parent_levels(inner: np.ndarray, outer: np.ndarray, n_inner: int) -> np.ndarray | None:
-    """The outer level of each of the ``n_inner`` inner levels when every inner level
-    lies in one outer level (row codes ``inner`` and ``outer``), else None (not nested,
-    or an inner level without rows)."""
-    parent = np.full(n_inner, -1, dtype=np.int64)
-    parent[inner] = outer
-    if np.any(parent < 0) or np.any(parent[inner] != outer):
-        return None
-    return parent
 
 
 def has_nested_factors(terms: list[TermInfo], data: Collapsed) -> bool:

@@ -110,6 +110,17 @@ class Collapsed:
         return int(self.pattern.shape[0])
 
 
+def parent_levels(inner: np.ndarray, outer: np.ndarray, n_inner: int) -> np.ndarray | None:
+    """The outer level of each of the ``n_inner`` inner levels when every inner level
+    lies in one outer level (row codes ``inner`` and ``outer``), else None (not nested,
+    or an inner level without rows)."""
+    parent = np.full(n_inner, -1, dtype=np.int64)
+    parent[inner] = outer
+    if np.any(parent < 0) or np.any(parent[inner] != outer):
+        return None
+    return parent
+
+
 def unique_rows(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(key, axis=0, return_index=True, return_inverse=True)[1:]`` (the first
     row of each distinct row, in the same lexicographic order, and each row's index
