@@ -583,7 +583,8 @@ def test_grid_takes_the_factors_nested_above_its_row_term():
     item's level in the grid (``a[s] + u_category[parent(s)]``), so the rest patterns
     are condition x judge x position (36, not x 8), the grid is nearly full and "auto"
     takes it; its density and gradient equal the row loop's, with judge slopes and
-    without, and the category's gradient is not zero."""
+    without, and the category's gradient is not zero; and on PandaLM's hierarchically
+    centred items."""
     import evalmix.datasets
 
     d = evalmix.datasets.load("mtbench_position_bias")
@@ -611,6 +612,21 @@ def test_grid_takes_the_factors_nested_above_its_row_term():
             assert l2 == pytest.approx(l1, rel=1e-12)
             np.testing.assert_allclose(g2, g1, rtol=1e-9, atol=1e-9)
             assert np.abs(g2[i1:i2]).max() > 1e-3
+    # PandaLM: 170 items in 50 apps, hierarchically centred (the app enters eta through
+    # the items' totals only), so the app joins the grid's rows at zero
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        p = evalmix.datasets.load_table("pandalm")
+    spec = build_spec(p)
+    data = collapse(spec)
+    terms = choose_parameterization(spec, data)
+    auto = DensityKernel(spec, data, terms)
+    assert auto.nest and auto.grid is not None and auto.grid.up.shape == (170, 1)
+    rows = DensityKernel(spec, data, terms, layout="rows")
+    x = rng.normal(0, 0.7, rows.ndim)
+    (l1, g1), (l2, g2) = rows.logp(x), auto.logp(x)
+    assert l2 == pytest.approx(l1, rel=1e-12)
+    np.testing.assert_allclose(g2, g1, rtol=1e-9, atol=1e-9)
 
 
 def test_grid_row_paths_equal_the_row_loop():
