@@ -218,15 +218,17 @@ def tree_depth(spec: ModelSpec, terms, data, ndim: int) -> int | None:
     3 stops at 7, about a quarter period, at half the gradients per draw, and the
     checks pass after fewer draws. Measured (fresh processes, draws set by the checks;
     docs/models.md, *Latency*): 100k rows 15-17 -> 5.5-8.7 s over 8 seeds; 108k rows
-    with 1,500 scenarios 27.5 -> 19.2 s; ordinal 4,050 rows 6.5 -> 4.2-5.2 s. Not with the low-rank mass matrix (correlated
-    fixed effects): there the conditions' bulk ESS binds and shorter trees need more
-    draws (12 models x 200 items, depth 3: 4.1 -> 5.3 s; MT-Bench with judge slopes at
-    depth 4: 13.5-16.6 s on 5 of 8 seeds, but on 2 the category SD had not mixed after
-    ~3,000 draws). Nor with nested factors: an outer level trades off against the mean
-    of its inner levels, another direction the diagonal mass matrix cannot follow (60
-    items x 5 passages, 600 rows: depth 3 did not pass in 4,000 draws, 3.2 s without the
-    cap; 400 items in 5 groups: about the same). Designs whose trees stop at depth 3 anyway (most of a few thousand rows) are
-    unchanged."""
+    with 1,500 scenarios 27.5 -> 19.2 s; ordinal 4,050 rows 6.5 -> 4.2-5.2 s.
+
+    Not with the low-rank mass matrix (correlated fixed effects): there the conditions'
+    bulk ESS binds and shorter trees need more draws (12 models x 200 items, depth 3:
+    4.1 -> 5.3 s; MT-Bench with judge slopes at depth 4: 13.5-16.6 s on 5 of 8 seeds,
+    but on 2 the category SD had not mixed after ~3,000 draws). Nor with nested
+    factors: an outer level trades off against the mean of its inner levels, another
+    direction the diagonal mass matrix cannot follow (60 items x 5 passages, 600 rows:
+    depth 3 did not pass in 4,000 draws, 3.2 s without the cap; 400 items in 5 groups:
+    about the same). Designs whose trees stop at depth 3 anyway (most of a few thousand
+    rows) are unchanged."""
     if (mass_matrix(spec) == "diagonal" and ndim >= SHORT_TREE_MIN_DIM
             and not has_nested_factors(terms, data)):
         return SHORT_TREE_DEPTH

@@ -172,12 +172,17 @@ def choose_parameterization(spec: ModelSpec, data: Collapsed, *, prior_sd: float
     return out
 
 
+def _unit_intercepts(terms: list[TermInfo], data: Collapsed) -> list[bool]:
+    """Per term: a random intercept (covariate 1 in every row)."""
+    return [t.term == "1" and bool(np.all(np.asarray(x) == 1.0))
+            for t, x in zip(terms, data.x, strict=True)]
+
+
 def has_nested_factors(terms: list[TermInfo], data: Collapsed) -> bool:
     """Whether a random intercept's levels lie each inside one level of another factor's
     random intercept (items in categories, passages in items), whatever their
     parameterization (:func:`nested_parents` takes only some such pairs)."""
-    unit = [t.term == "1" and bool(np.all(np.asarray(x) == 1.0))
-            for t, x in zip(terms, data.x, strict=True)]
+    unit = _unit_intercepts(terms, data)
     return any(
         unit[i] and unit[j] and o.factor != t.factor and 2 <= o.n_levels < t.n_levels
         and parent_levels(np.asarray(data.codes[i]), np.asarray(data.codes[j]),
@@ -201,8 +206,7 @@ def nested_parents(terms: list[TermInfo], data: Collapsed, skip: Iterable[int] =
     factor's information) and the kernel (the coordinates)."""
     out: dict[int, tuple[int, np.ndarray]] = {}
     used: set[int] = set(skip)
-    unit = [t.term == "1" and bool(np.all(np.asarray(x) == 1.0))
-            for t, x in zip(terms, data.x, strict=True)]
+    unit = _unit_intercepts(terms, data)
     direct = [u and (t.centred or t.marginal) for t, u in zip(terms, unit, strict=True)]
     # innermost first: the inner term with the most levels takes its outer term
     order = sorted(range(len(terms)), key=lambda i: -terms[i].n_levels)
