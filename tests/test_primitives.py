@@ -259,3 +259,24 @@ def test_t_quantile_and_p_value_equal_scipy_stats():
             assert t_quantile(level, df) == float(dist.ppf(0.5 + level / 2))
         for t in (0.0, 0.3, -1.7, 2.228139, 8.0):
             assert t_pvalue(t, df) == float(2 * dist.sf(abs(t)))
+
+
+@pytest.mark.parametrize("bad", [True, 99.5, 99.0, "99", None, [3]])
+def test_check_count_refuses_what_range_refuses(bad):
+    from evalmix.errors import InvalidOptionError, check_count
+
+    with pytest.raises(InvalidOptionError, match="reps must be an integer"):
+        check_count("reps", bad, minimum=2)
+    with pytest.raises(TypeError):  # the same values range() refuses (bool aside)
+        if isinstance(bad, bool):
+            raise TypeError
+        range(bad)  # type: ignore[call-overload]
+
+
+def test_check_count_takes_numpy_integers_and_enforces_the_minimum():
+    from evalmix.errors import InvalidOptionError, check_count
+
+    assert check_count("reps", np.int32(7), minimum=2) == 7
+    assert type(check_count("reps", np.int64(7))) is int
+    with pytest.raises(InvalidOptionError, match="at least 2, got 1"):
+        check_count("reps", 1, minimum=2)

@@ -7,6 +7,7 @@ expected, and what to do next.
 
 from __future__ import annotations
 
+import operator
 import os
 import tempfile
 import warnings
@@ -28,6 +29,7 @@ __all__ = [
     "check_option",
     "check_keywords",
     "check_level",
+    "check_count",
     "check_out_dir",
     "renamed_option",
 ]
@@ -138,6 +140,34 @@ def check_level(level: object) -> float:
         raise InvalidOptionError(
             f"level must be in (0, 1), got {level!r}: give a confidence level such as 0.95")
     return value
+
+
+def check_count(name: str, value: object, *, minimum: int = 1) -> int:
+    """``value`` as an ``int``; :class:`InvalidOptionError` unless it is an integer
+    ``>= minimum``.
+
+    The one check of every count option (``reps``, ``draws``, ``n_clusters``, ...):
+    Python and NumPy integers are accepted; ``bool``, floats (even ``99.0``) and strings
+    are refused, as :func:`range` refuses them, with the value and the minimum named.
+
+    Examples
+    --------
+    >>> check_count("reps", 999, minimum=2)
+    999
+    """
+    if isinstance(value, bool) or isinstance(value, (float, str, bytes)):
+        index = None
+    else:
+        try:
+            index = operator.index(value)  # type: ignore[arg-type]
+        except TypeError:
+            index = None
+    if index is None:
+        raise InvalidOptionError(f"{name} must be an integer >= {minimum}, got {value!r} "
+                                 f"({type(value).__name__}): give a whole number such as {name}={minimum}")
+    if index < minimum:
+        raise InvalidOptionError(f"{name} must be at least {minimum}, got {index}")
+    return int(index)
 
 
 def renamed_option(where: str, old: str, new: str, old_value: T | None,
