@@ -43,6 +43,10 @@ _LAZY: dict[str, str] = {
     "mde": "evalmix.plan.power",
     "n_clusters_for_power": "evalmix.plan.power",
     "sim": "evalmix.sim",
+    "agreement": "evalmix.humans.concordance",
+    "alt_test": "evalmix.humans.alternative",
+    "ppi": "evalmix.humans.anchored",
+    "rogan_gladen": "evalmix.humans.misclassification",
 }
 
 __all__ = [
