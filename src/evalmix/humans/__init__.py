@@ -23,6 +23,15 @@ _LAZY: dict[str, str] = {
     "ppi": "evalmix.humans.anchored",
     "PPIResult": "evalmix.humans.anchored",
     "ppi_arrays": "evalmix.humans.ppi_core",
+    "rogan_gladen": "evalmix.humans.misclassification",
+    "RoganGladenResult": "evalmix.humans.misclassification",
+    "rogan_gladen_interval": "evalmix.humans.misclassification",
+    "allocate_calibration": "evalmix.humans.misclassification",
+    "transport_check": "evalmix.humans.transport",
+    "TransportResult": "evalmix.humans.transport",
+    "label_budget": "evalmix.humans.budget",
+    "plan_labels": "evalmix.humans.budget",
+    "LabelBudget": "evalmix.humans.budget",
 }
 
 __all__ = sorted(_LAZY)

@@ -45,7 +45,7 @@ from evalmix.humans.ratings import Ratings, read_ratings
 from evalmix.inference.bootstrap import cluster_weights
 from evalmix.inference.sandwich import FEW_CLUSTERS, MIN_BOOTSTRAP_CLUSTERS, cluster_sums
 from evalmix.inference.scale import bounded_interval
-from evalmix.inference.totals import draws_interval, totals_delta, totals_draws
+from evalmix.inference.totals import draws_interval, totals_delta
 from evalmix.seeding import SeedLike, seeded_rng
 from evalmix.tidy import tidy_rows
 
@@ -271,7 +271,8 @@ def _emit(ctx: _Ctx, S: np.ndarray, m: np.ndarray, stats_: list[tuple[str, Any]]
                              "lo": lo, "hi": hi, "df": d.df, "n_clusters": n_clusters,
                              "note": ""})
         if ctx.method in ("both", "bootstrap"):
-            est = float(np.real(stat(S.sum(axis=0)[None, :]))[0])
+            with np.errstate(divide="ignore", invalid="ignore"):
+                est = float(np.real(stat(S.sum(axis=0)[None, :]))[0])
             if draws_T is None:
                 se = lo = hi = float("nan")
                 why = no_boot or ctx.no_boot

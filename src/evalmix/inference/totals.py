@@ -102,10 +102,12 @@ def totals_delta(S: np.ndarray, stat: Statistic, *, clustered: bool,
     m = np.ones(G) if counts is None or clustered else np.asarray(counts, dtype=float)
     n = float(m.sum())
     total = S.sum(axis=0)
-    est = float(np.real(stat(total[None, :]))[0])
-    if not np.isfinite(est) or n < 2:
-        return TotalsInterval(est, float("nan"), float("nan"), float("nan"), float("nan"), G)
-    infl = _influence(stat, total, S / m[:, None] - total / n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        est = float(np.real(stat(total[None, :]))[0])
+        if not np.isfinite(est) or n < 2:
+            nan = float("nan")
+            return TotalsInterval(est, nan, nan, nan, nan, G)
+        infl = _influence(stat, total, S / m[:, None] - total / n)
     factor = cr1_factor(G, G, 1) if clustered else 1.0
     se = float(np.sqrt(factor * np.sum(m * infl**2)))
     df = float(G - 1) if clustered else float("inf")
