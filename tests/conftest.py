@@ -27,6 +27,7 @@ SHARED_FILES = {
     "devbench_repetition": "judging_the_judges/jtj_DevBench_repetition.csv",
     "pandalm": "pandalm/pandalm_testset_judgments.csv",
     "wildbench": "wildbench/wildbench_scores.csv",
+    "mtbench_human": "humans/mtbench_human/mtbench_human_judgments.csv",
 }
 
 

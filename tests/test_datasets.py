@@ -28,10 +28,10 @@ def quiet(name, **kw):
         return evalmix.datasets.load_table(name, **kw)
 
 
-def test_names_are_the_documented_five():
+def test_names_are_the_documented_six():
     assert evalmix.datasets.names() == [
         "mtbench_position_bias", "mtbench_repetition", "devbench_repetition", "pandalm",
-        "wildbench"]
+        "wildbench", "mtbench_human"]
     assert set(SHARED_FILES) == set(evalmix.datasets.names()) == set(HASHES)
 
 
@@ -90,6 +90,7 @@ def test_load_table_overrides_defaults_key_by_key():
     ("devbench_repetition", 3_888, 3_888 - 2, {"item": 18, "item_group": 3, "judge": 9}),
     ("pandalm", 4_995, 4_995 - 25, {"item": 170, "item_group": 50, "judge": 5}),
     ("wildbench", 29_653, 29_653, {"item": 1_024, "judge": 2}),
+    ("mtbench_human", 2_983, 2_983, {"item": 1_232, "item_group": 8, "judge": 66}),
 ])
 def test_load_table_other_sets(name, rows, used, levels):
     t = quiet(name)
@@ -97,7 +98,7 @@ def test_load_table_other_sets(name, rows, used, levels):
     assert {r: t.n_levels(r) for r in levels} == levels
     if name == "wildbench":
         assert t.kind == "scores" and t.has_condition and t.outcome_type == "numeric"
-    elif name == "pandalm":
+    elif name in ("pandalm", "mtbench_human"):
         assert t.kind == "pairwise" and not t.has_order
     else:
         assert t.has_order and t.pairs_read["one_order_only"] == 0

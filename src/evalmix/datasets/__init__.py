@@ -14,8 +14,9 @@ item), ``model_a``, ``model_b`` (``model_a`` is the baseline in one-baseline des
 Examples
 --------
 >>> import evalmix.datasets
->>> evalmix.datasets.names()
-['mtbench_position_bias', 'mtbench_repetition', 'devbench_repetition', 'pandalm', 'wildbench']
+>>> evalmix.datasets.names()  # doctest: +NORMALIZE_WHITESPACE
+['mtbench_position_bias', 'mtbench_repetition', 'devbench_repetition', 'pandalm',
+ 'wildbench', 'mtbench_human']
 >>> evalmix.datasets.load("mtbench_position_bias").shape
 (14400, 9)
 """
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
     from evalmix.data.table import EvalTable
 
 __all__ = ["names", "load", "load_table", "mtbench_position_bias", "mtbench_repetition",
-           "devbench_repetition", "pandalm", "wildbench"]
+           "devbench_repetition", "pandalm", "wildbench", "mtbench_human"]
 
 _PAIRWISE = {"outcome": "outcome", "model_a": "model_a", "model_b": "model_b"}
 
@@ -137,12 +138,41 @@ def wildbench() -> pd.DataFrame:
     return _read("wildbench")
 
 
+def mtbench_human() -> pd.DataFrame:
+    """MT-Bench pairwise verdicts of 65 named human judges and GPT-4 on the same items.
+
+    2,983 rows: 1,232 comparisons (80 MT-Bench questions, ``item_group`` their 8
+    categories, x pairs of 6 models x 2 ``turn``s) with 1,751 votes of experts and
+    authors (``rater`` ``expert_*`` / ``author_*``, ``rater_kind`` ``human``) and GPT-4's
+    pairwise verdict on each (``rater_kind`` ``llm``; ``tie`` also where its two orders
+    disagreed); ``raw_label`` the source label. The 1,751 of the release's 3,355 human
+    votes whose model order exists in the GPT-4 split. GPT-4 agrees with the human votes
+    on 66.8% of (comparison, vote) pairs of turn 1 with ties and 85.8% without (Zheng et
+    al. report 66% and 85%; :func:`evalmix.agreement` reproduces the 66.8% / 85.8%).
+
+    Source: Vibhanshu-555/Human-Aligned-LLM-Evaluation-Audit @
+    d85394d71800d4d5081b5a18096f581aeeac4d66,
+    ``data/processed/human_gpt_comparison.zip``; licence MIT (Copyright (c) 2025
+    Vibhanshu Dubey). Underlying data: ``lmsys/mt_bench_human_judgments``, CC BY 4.0
+    (see ``NOTICE``). Reference: Zheng, L. et al. (2023), Judging LLM-as-a-Judge with
+    MT-Bench and Chatbot Arena, NeurIPS, https://doi.org/10.48550/arXiv.2306.05685.
+    The judged answers are other companies' model outputs; their terms may also apply.
+
+    Default roles (:func:`load_table`): pairwise ``outcome``/``model_a``/``model_b``, ties
+    ``"half"``, clusters ``item=item_id``, ``item_group=item_group``, ``judge=rater``.
+    For agreement and human-anchored estimates pass the frame to
+    :func:`evalmix.agreement` (it reads ``rater_kind``).
+    """
+    return _read("mtbench_human")
+
+
 _LOADERS: dict[str, Callable[[], pd.DataFrame]] = {
     "mtbench_position_bias": mtbench_position_bias,
     "mtbench_repetition": mtbench_repetition,
     "devbench_repetition": devbench_repetition,
     "pandalm": pandalm,
     "wildbench": wildbench,
+    "mtbench_human": mtbench_human,
 }
 
 _CLUSTERS = {"item": "item_id", "item_group": "item_group", "judge": "judge"}
@@ -156,6 +186,9 @@ _ROLES: dict[str, dict[str, Any]] = {
     "pandalm": {**_PAIRWISE, "ties": "half", "clusters": _CLUSTERS},
     "wildbench": {"outcome": "score", "condition": "model",
                   "clusters": {"item": "item_id", "judge": "judge"}},
+    "mtbench_human": {**_PAIRWISE, "ties": "half",
+                      "clusters": {"item": "item_id", "item_group": "item_group",
+                                   "judge": "rater"}},
 }
 
 
