@@ -258,7 +258,9 @@ def _emit(ctx: _Ctx, S: np.ndarray, m: np.ndarray, stats_: list[tuple[str, Any]]
     n_clusters = int(used.sum()) if ctx.clustered else int(m.sum())
     draws_T = None
     if ctx.method != "delta" and ctx.W is not None and not no_boot:
-        draws_T = ctx.W[:, used] @ S[used]
+        # W counts clusters, or units of each rating pattern (then S holds pattern totals)
+        per_draw = S[used] if ctx.clustered else S[used] / m[used, None]
+        draws_T = ctx.W[:, used] @ per_draw
     for name, stat in stats_:
         row = {**base, "statistic": name}
         if ctx.method in ("both", "delta"):

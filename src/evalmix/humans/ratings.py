@@ -144,10 +144,12 @@ def _columns(spec: str | Sequence[str] | None, what: str) -> list[str]:
 
 
 def _key(frame: pd.DataFrame, cols: list[str]) -> pd.Series:
-    parts = [frame[c].astype(str).str.strip() for c in cols]
+    """Labels joined by " / " (empty and missing parts left out)."""
+    parts = [frame[c].astype(object).where(frame[c].notna(), "").astype(str).str.strip()
+             for c in cols]
     out = parts[0]
     for p in parts[1:]:
-        out = out + " / " + p
+        out = out.where(p == "", out.where(out == "", out + " / ") + p)
     return out
 
 

@@ -218,9 +218,10 @@ def norm_inter(t: np.ndarray, alpha: np.ndarray) -> np.ndarray:
     tk = np.take_along_axis(ts_b, lo_i, axis=-1)
     tk1 = np.take_along_axis(ts_b, hi_i, axis=-1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        z = stats.norm.ppf(alpha)
-        z2 = stats.norm.ppf(kk / (r + 1))
-        z3 = stats.norm.ppf((kk + 1) / (r + 1))
+        # special.ndtri is norm.ppf without its argument checks (~0.5 ms a call)
+        z = special.ndtri(alpha)
+        z2 = special.ndtri(kk / (r + 1))
+        z3 = special.ndtri((kk + 1) / (r + 1))
         interp = tk + (z - z2) / (z3 - z2) * (tk1 - tk)
     out = np.where(kk == rk, tk, interp)
     out = np.where(kk == 0, ts_b[..., :1], out)
