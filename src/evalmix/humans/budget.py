@@ -259,7 +259,7 @@ def label_budget(
             raise EvalmixError(f"group {gname or '(all)'} has {int(lab.sum())} human-labelled "
                                "units in the pilot; label at least 3")
         cl = dense_codes(g["cluster"].to_numpy()) if r.cluster else None
-        lam = _lambda(np.where(lab, y, 0.0), f, lab, cl)
+        lam = _lambda(np.where(lab, y, 0.0), f, lab)
         cl_l = None if cl is None else cl[lab]
         b_y, w_y = _variances(y[lab], cl_l)
         _, w_r = _variances(y[lab] - lam * f[lab], cl_l)
