@@ -31,6 +31,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "coverage": ("coverage study of interval methods over a design grid",
                  "Coverage, width and Monte Carlo SE of interval methods over a grid of "
                  "clustered designs; parallel (joblib or Dask), streamed, resumable."),
+    "agreement": ("judges against humans: agreement with intervals, the alt-test",
+                  "Read a long table of ratings by humans and LLM judges (one row per "
+                  "rating) and write their agreement (kappa, Krippendorff's alpha, Gwet's "
+                  "AC1, pooled agreement with the human votes and the human ceiling) with "
+                  "delta-method and cluster-bootstrap intervals; --alt-test adds the "
+                  "alternative annotator test."),
 }
 
 
