@@ -8,8 +8,8 @@ on it is wrong in the differences. :func:`transport_check` estimates on the labe
 units, per group, the judge's bias ``mean(judge - human)`` (with its cluster-robust
 interval) and, for binary ratings, its sensitivity and specificity, and tests that the
 bias is the same in every group: a cluster-robust Wald test of the group means of
-``judge - human`` (CR2 covariance, ``F(G - 1, df)`` with ``df`` the smallest
-Satterthwaite df of a group). A group whose bias differs from the others' at the
+``judge - human`` (CR2 covariance; ``F(k - 1, G - k)`` for ``k`` groups and ``G``
+clusters, units when there are none). A group whose bias differs from the others' at the
 Holm-adjusted level is flagged.
 
 References
@@ -31,7 +31,7 @@ import pandas as pd
 from scipy import stats
 
 from evalmix.data.table import dense_codes
-from evalmix.errors import EvalmixError, check_level
+from evalmix.errors import EvalmixError, check_count, check_level
 from evalmix.humans.anchored import _pick_judge, unit_values
 from evalmix.humans.ratings import Ratings, read_ratings
 from evalmix.inference.compare_all import holm
@@ -57,6 +57,8 @@ class TransportResult:
         The Wald F test of equal bias in every group.
     transports : bool
         False when the test rejects at ``alpha``.
+    skipped : tuple of str
+        Groups with fewer than ``min_labelled`` labelled units (not tested).
     judge, by, cluster : str
     alpha, level : float
     """
@@ -72,6 +74,7 @@ class TransportResult:
     cluster: str
     alpha: float
     level: float
+    skipped: tuple[str, ...] = ()
 
     def tidy(self) -> pd.DataFrame:
         """One row per group in the result contract (``estimand="judge_bias"``,
@@ -95,6 +98,8 @@ class TransportResult:
         lines = [f"Transport check of judge {self.judge!r} by {self.by!r}: F = "
                  f"{self.statistic:.2f} on ({self.df1:.0f}, {self.df2:.1f}) df, p = "
                  f"{self.p_value:.3g}: {verdict}"]
+        if self.skipped:
+            lines.append(f"  not tested (too few labels): {', '.join(self.skipped)}")
         for _, g in self.groups.iterrows():
             extra = (f", sensitivity {g['sensitivity']:.2f}, specificity "
                      f"{g['specificity']:.2f}" if "sensitivity" in g else "")
@@ -112,6 +117,7 @@ def transport_check(
     cluster: str | None = None,
     alpha: float = 0.05,
     level: float = 0.95,
+    min_labelled: int = 5,
     item: str | Sequence[str] = "item_id",
     rater: str | Sequence[str] = "rater",
     rating: str | None = None,
@@ -135,6 +141,8 @@ def transport_check(
         Level of the test (and of the Holm-adjusted flags).
     level : float
         Confidence level of the per-group intervals.
+    min_labelled : int
+        Groups with fewer labelled units are left out (listed in ``skipped``).
     item, rater, rating, rater_kind, humans
         How to read ``data``.
 
@@ -153,6 +161,7 @@ def transport_check(
     """
     level = check_level(level)
     alpha = check_level(alpha)
+    min_labelled = check_count("min_labelled", min_labelled, minimum=2)
     r = data if isinstance(data, Ratings) else read_ratings(
         data, item=item, rater=rater, rating=rating, rater_kind=rater_kind, humans=humans,
         cluster=cluster, keep=[by])
@@ -163,12 +172,16 @@ def transport_check(
     u = u[np.isfinite(u["y"].to_numpy(dtype=float))]
     if u.empty:
         raise EvalmixError("no unit has both a human and a judge rating")
+    size = u[by].astype(str).value_counts()
+    small = sorted(size.index[size < min_labelled])
+    u = u[~u[by].astype(str).isin(small)]
     e = (u["f"] - u["y"]).to_numpy(dtype=float)
     g = dense_codes(u[by].astype(str).to_numpy())
     labels = np.sort(pd.unique(u[by].astype(str)))
     k = labels.size
     if k < 2:
-        raise EvalmixError(f"{by!r} has one group among the labelled units; nothing to compare")
+        raise EvalmixError(f"{by!r} has fewer than two groups with {min_labelled} labelled "
+                           "units; nothing to compare")
     X = np.zeros((e.size, k))
     X[np.arange(e.size), g] = 1.0
     n_g = X.sum(axis=0)
@@ -183,7 +196,9 @@ def transport_check(
     diff = C @ means
     with np.errstate(divide="ignore", invalid="ignore"):
         W = float(diff @ np.linalg.pinv(C @ V @ C.T) @ diff)
-    df1, df2 = float(k - 1), float(df.min())
+    # residual df among the clusters (units when unclustered); a group's own
+    # Satterthwaite df would let the smallest group set the reference of the whole test
+    df1, df2 = float(k - 1), float(max(int(clusters.max()) + 1 - k, 1))
     F = W / df1
     p = float(stats.f.sf(F, df1, df2))
     # each group against the mean of the others (contrast vector, CR2 variance)
@@ -204,4 +219,4 @@ def transport_check(
             frame["sensitivity"] = [float((f[pos & (g == j)] > 0.5).mean()) for j in range(k)]
             frame["specificity"] = [float((f[neg & (g == j)] < 0.5).mean()) for j in range(k)]
     return TransportResult(frame, F, df1, df2, p, not p < alpha, name, by,
-                           r.cluster or "", alpha, level)
+                           r.cluster or "", alpha, level, tuple(small))
