@@ -27,6 +27,9 @@ from evalmix.plan.pilot import parametric_power, pilot_power
 from evalmix.plan.power import mde, power
 from evalmix.plan.study import coverage
 from evalmix.sim import baseline_leaderboard, clustered_scores, pairwise_judges
+from evalmix.humans.budget import label_budget
+from evalmix.humans.transport import transport_check
+from evalmix.sim.judges import judge_labels
 from evalmix.tidy import KEY_COLUMNS, RESULT_COLUMNS, tidy_rows
 
 
@@ -44,6 +47,14 @@ def scores():
 @pytest.fixture(scope="module")
 def judged():
     return _quiet(pairwise_judges(8, 3, 3, 2, tie_threshold=0, seed=1).table)
+
+
+def _humans():
+    """Two humans on 60 of 200 units, a judge on all of them."""
+    d = judge_labels(10, 10, n_labelled=60, models={"A": {"mu": 0.3, "fp": -2, "fn": -2}},
+                     seed=1).data
+    second = d[d["rater"] == "human"].assign(rater="human2", score=lambda f: 1 - f["score"])
+    return pd.concat([d, second.iloc[::3]], ignore_index=True)
 
 
 def _xy(table):
@@ -83,6 +94,14 @@ BUILDERS = {
                                                   seed=1),
     "ModelFit (strata)": lambda s, j: _quiet(evalmix.fit, j, backend="statsmodels",
                                              strata="judge", seed=1),
+    "AgreementResult": lambda s, j: evalmix.agreement(_humans(), seed=1, reps=99,
+                                                      cluster="cluster"),
+    "AltTestResult": lambda s, j: evalmix.alt_test(_humans(), min_items=10),
+    "PPIResult": lambda s, j: evalmix.ppi(_humans(), judge="judge", cluster="cluster"),
+    "RoganGladenResult": lambda s, j: evalmix.rogan_gladen(_humans(), judge="judge"),
+    "TransportResult": lambda s, j: transport_check(
+        judge_labels(20, 10, n_labelled=200, seed=1).data, by="model", rating="score"),
+    "LabelBudget": lambda s, j: label_budget(_humans(), judge="judge", target_se=0.05),
     "Report": lambda s, j: _quiet(evalmix.analyze, j, methods=["naive", "CR2",
                                                                "glmm_laplace"],
                                   reps=199, seed=3, progress=False),
