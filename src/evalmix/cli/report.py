@@ -83,6 +83,12 @@ def add_parser(subparsers: Any) -> list[str]:
                     help="comma-separated cluster roles the claim generalises over "
                          "(default: every role but judges and replicates), e.g. "
                          "--sampled scenario,persona")
+    rp.add_argument("--human", action="append", default=None, metavar="RATER",
+                    help="a value of the judge role that is a person (repeatable): adds the "
+                         "'Judges against humans' section")
+    rp.add_argument("--rater-kind", dest="rater_kind", default=None, metavar="COL",
+                    help="column saying human / llm for each judge-role value (instead of "
+                         "--human)")
     rp.add_argument("--roles", help="roles.toml with the same keys")
     rp.add_argument("--backend", choices=("bayes", "statsmodels"), default=None,
                     help="model back end (default: statsmodels, plus bayes unless --fast)")
@@ -202,6 +208,30 @@ def _keep_partial(out: Path) -> KeyboardInterrupt:
     return KeyboardInterrupt()
 
 
+def _humans(args: argparse.Namespace, table: Any) -> list[str] | None:
+    """The judge-role values that are people, from --human or --rater-kind COL."""
+    if args.human and args.rater_kind:
+        raise EvalmixError("give --human or --rater-kind, not both")
+    if args.human:
+        return list(args.human)
+    if not args.rater_kind:
+        return None
+    from evalmix.compare.recommend import judge_role
+    from evalmix.data.load import load_frame
+
+    role = judge_role(table)
+    if role is None:
+        raise EvalmixError("--rater-kind needs a judge role: --cluster judge=COLUMN")
+    column = table.roles.clusters[role]
+    frame, _ = load_frame(args.data, text_columns=[column, args.rater_kind],
+                          encoding=args.encoding)
+    if args.rater_kind not in frame.columns:
+        raise EvalmixError(f"--rater-kind {args.rater_kind!r}: no such column in "
+                           f"{args.data!r}")
+    kind = frame[args.rater_kind].astype(str).str.strip().str.lower()
+    return sorted(frame.loc[kind == "human", column].astype(str).str.strip().unique())
+
+
 def run_report(args: argparse.Namespace) -> int:
     from evalmix.report.analyze import analyze
     from evalmix.report.report import check_report_dir
@@ -209,12 +239,13 @@ def run_report(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     check_report_dir(args.out)  # before the work: an unwritable --out fails at once
     table = _read(args)
+    humans = _humans(args, table)
     try:
         report = analyze(
             table, cluster_levels=args.cluster_levels, backend=args.backend, fast=args.fast,
             reps=args.reps, seed=args.seed, progress=not args.quiet, draws=args.draws,
             model_timeout=args.model_timeout, command=_command_line(), out=args.out,
-            fit_options=None if args.sensitivity else {"sensitivity": None})
+            fit_options=None if args.sensitivity else {"sensitivity": None}, humans=humans)
         _finish(report, Path(args.out), t0)
     except KeyboardInterrupt:
         raise _keep_partial(Path(args.out)) from None

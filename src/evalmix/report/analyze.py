@@ -203,6 +203,7 @@ def analyze(
     out: str | Path | None = None,
     sampled: Sequence[str] | None = None,
     levels: Sequence[str] | None = None,
+    humans: Sequence[str] | None = None,
 ) -> Report:
     """Every estimand x method x cluster level of ``table``, in one report.
 
@@ -266,6 +267,9 @@ def analyze(
     levels : sequence of str, optional
         Deprecated: the old name of ``cluster_levels`` (``level`` is the confidence
         level); it still works, with a :class:`FutureWarning`.
+    humans : sequence of str, optional
+        The values of the judge role that are people (the others are LLM judges): the
+        report gets a "Judges against humans" section (:mod:`evalmix.report.humans`).
 
     Returns
     -------
@@ -424,11 +428,16 @@ def analyze(
                     "model_timeout": model_timeout}
 
         position = position_bias(table, judge=judge, cluster=one_way, level=level)
+        section = None
+        if humans is not None:
+            with bar.stage("judges against humans"):
+                section = _humans_section(table, humans, level, notes)
         base = Report(intervals=pd.DataFrame(), variance=pd.DataFrame(),
                       judges=_judges_frame(jrows, position, level),
                       design=design, headline=pd.DataFrame(), warnings=(),
                       position=position,
-                      summary=summary({}), leaderboard=board, leaderboard_pairs=board_pairs)
+                      summary=summary({}), leaderboard=board, leaderboard_pairs=board_pairs,
+                      humans=section)
         if out is not None and fits_to_run(table, backend=backend, fast=fast,
                                            methods=model_methods):
             # the design-based results are on disk before any model fit starts
@@ -444,6 +453,17 @@ def analyze(
     base = replace(base, variance=variance, prior_sensitivity=prior_sensitivity,
                    summary=summary(fits))
     return _assemble(base, rows + mrows, table, rec, plan, [*notes, *mnotes], callee)
+
+
+def _humans_section(table: EvalTable, humans: Sequence[str], level: float,
+                    notes: list[str]) -> Any:
+    """The "Judges against humans" section; a failure becomes a warning, not a crash."""
+    from evalmix.report.humans import humans_section
+
+    out = guarded(humans_section, table, list(humans), level=level)
+    if out.error:
+        notes.append(f"judges against humans: not computed ({out.error})")
+    return out.value
 
 
 def _assemble(base: Report, rows: list[dict[str, Any]], table: EvalTable,

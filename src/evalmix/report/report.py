@@ -16,13 +16,16 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from evalmix.errors import EvalmixError, check_out_dir
 from evalmix.tidy import tidy_rows
+
+if TYPE_CHECKING:
+    from evalmix.report.humans import HumansSection
 
 __all__ = ["Report", "check_report_dir", "REPORT_MARKER"]
 
@@ -77,6 +80,7 @@ REPORT_FILES = frozenset({
     "intervals.csv", "variance.csv", "judges.csv", "design.json", "design.md",
     "report.html", "report.md", "summary.json", "prior_sensitivity.csv", "plots",
     "leaderboard.csv", "leaderboard_pairs.csv",
+    "humans_agreement.csv", "humans_alt_test.csv", "humans_anchored.csv",
     REPORT_MARKER})
 
 
@@ -152,6 +156,9 @@ class Report:
         rank range, tier letters) and one per model pair (difference, Holm p-value,
         simultaneous max-t interval), clustered at the recommended level
         (:func:`evalmix.inference.leaderboard.leaderboard`); None otherwise.
+    humans : HumansSection or None
+        With ``analyze(humans=[...])``: the judges against the humans who rated the same
+        units (:mod:`evalmix.report.humans`); None otherwise.
     """
 
     intervals: pd.DataFrame
@@ -166,6 +173,7 @@ class Report:
     prior_sensitivity: pd.DataFrame | None = None
     leaderboard: pd.DataFrame | None = None
     leaderboard_pairs: pd.DataFrame | None = None
+    humans: HumansSection | None = None
 
     def tidy(self) -> pd.DataFrame:
         """The interval table in the result contract: :data:`evalmix.tidy.RESULT_COLUMNS`
@@ -240,6 +248,10 @@ class Report:
             if plots_dir:
                 body += f"\n\n![leaderboard]({plots_dir}/leaderboard.png)"
             sections.append((LEADERBOARD_TITLE, body))
+        if self.humans is not None:
+            from evalmix.report.humans import HUMANS_TITLE
+
+            sections.append((HUMANS_TITLE, self.humans.markdown()))
         text = markdown(self, plots_dir=plots_dir, sections=sections)
         if path is not None:
             Path(path).write_text(text)
@@ -260,6 +272,10 @@ class Report:
             sections.append((LEADERBOARD_TITLE, leaderboard_html(
                 self.leaderboard, self.leaderboard_pairs)
                 + f"<img alt='leaderboard' src='data:image/png;base64,{png}'>"))
+        if self.humans is not None:
+            from evalmix.report.humans import HUMANS_TITLE
+
+            sections.append((HUMANS_TITLE, self.humans.html()))
         text = html(self, sections=sections, figures=figures)
         if path is not None:
             Path(path).write_text(text, encoding="utf-8")
@@ -304,6 +320,8 @@ class Report:
             names.append("prior_sensitivity.csv")
         if self.leaderboard is not None:
             names += ["leaderboard.csv", "leaderboard_pairs.csv"]
+        if self.humans is not None:
+            names += list(self.humans.frames())
         return {name: d / name for name in names}
 
     def _write_files(self, d: Path, *, figures: bool = True) -> None:
@@ -322,6 +340,9 @@ class Report:
             self.leaderboard.to_csv(d / "leaderboard.csv", index=False)
             if self.leaderboard_pairs is not None:
                 self.leaderboard_pairs.to_csv(d / "leaderboard_pairs.csv", index=False)
+        if self.humans is not None:
+            for name, frame in self.humans.frames().items():
+                frame.to_csv(d / name, index=False)
         summary = dict(self.summary)
         summary["headline"] = self.headline
         summary["warnings"] = list(self.warnings)
