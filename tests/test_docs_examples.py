@@ -38,6 +38,11 @@ CONTEXT: dict[str, str] = {
     # report.md's block continues "you have a table": the simulator's, small
     "docs/report.md": ("import evalmix\nfrom evalmix.sim import pairwise_judges\n"
                        "table = pairwise_judges(12, 4, 2, 2, seed=1).table()\n"),
+    # humans.md reads ../shared/data/humans/ as a reader at the repository root would
+    "docs/humans.md": ("import os, pytest\n"
+                       f"os.chdir({str(ROOT)!r})\n"
+                       "if not os.path.isdir('../shared/data/humans'):\n"
+                       "    pytest.skip('../shared/data/humans absent')\n"),
 }
 
 #: (page, text in the page, replacement, reason)
@@ -81,6 +86,7 @@ BASH: list[tuple[str, str, str]] = [
     ("docs/report.md", ".venv/bin/python -c \"import evalmix.datasets",
      "MCMC on 14,400 rows (~1.5 min); the report CLI is tests/test_cli_report.py"),
 ]
+# docs/humans.md's command-line block is a ```text block: tests/test_cli_agreement.py
 
 _OUTPUT = re.compile(r"^(?:array\()?\[?[-+0-9.eE, ]+\]?\)?$")
 

@@ -18,6 +18,8 @@ import pytest
 
 import evalmix
 from evalmix.design.effect import design_effect, icc_anova
+from evalmix.humans.budget import label_budget
+from evalmix.humans.transport import transport_check
 from evalmix.inference.bootstrap import cluster_bootstrap
 from evalmix.inference.compare_all import compare_all
 from evalmix.inference.leaderboard import leaderboard
@@ -27,8 +29,6 @@ from evalmix.plan.pilot import parametric_power, pilot_power
 from evalmix.plan.power import mde, power
 from evalmix.plan.study import coverage
 from evalmix.sim import baseline_leaderboard, clustered_scores, pairwise_judges
-from evalmix.humans.budget import label_budget
-from evalmix.humans.transport import transport_check
 from evalmix.sim.judges import judge_labels
 from evalmix.tidy import KEY_COLUMNS, RESULT_COLUMNS, tidy_rows
 

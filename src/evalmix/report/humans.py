@@ -241,8 +241,9 @@ def humans_section(table: EvalTable, humans: Sequence[str], *, level: float = 0.
 
 def _anchored(r, table: EvalTable, judges: list[str], level: float,  # noqa: ANN001
               notes: list[str]) -> pd.DataFrame:
-    from evalmix.humans.anchored import ppi
+    from evalmix.humans.anchored import PPIEstimand, ppi
 
+    estimand: PPIEstimand
     if table.kind == "pairwise":
         size = table.data.groupby(["model_a", "model_b"]).size().sort_values(ascending=False)
         specs = [("win_rate", {"model": a, "opponent": b}, f"P({a} beats {b})")
