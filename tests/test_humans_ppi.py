@@ -181,3 +181,23 @@ def test_coverage_study_writes_docs_table():
     assert ours.between(0.93, 0.97).all()
     assert (frame[frame["interval"] == "unclustered PPI"]["coverage"] < 0.92).all()
     assert (frame[frame["interval"] == "judge only"]["coverage"] < 0.80).all()
+
+
+def test_paired_difference_equals_ppi_py_on_the_differences():
+    """estimand="difference": units paired by item; a pair is labelled when both models'
+    units are; the estimate equals ppi_py on the per-item differences; CR1 takes t(G-1)."""
+    d = evalmix.sim.judge_labels(30, 10, n_labelled=400, seed=8).data
+    d = d.assign(item=d["item_id"].str.split("/").str[0])
+    res = evalmix.ppi(d, estimand="difference", models=("A", "B"), pair_by="item",
+                      rating="score")
+    w = d.pivot_table(index=["item", "model"], columns="rater", values="score").unstack()
+    f = (w["judge"]["A"] - w["judge"]["B"]).to_numpy()
+    y = (w["human"]["A"] - w["human"]["B"]).to_numpy()
+    lab = np.isfinite(y)
+    est, lo, hi = ppi_py(np.nan_to_num(y), f, lab)
+    e = res.estimates["ppi"]
+    assert res.contrast == "A - B" and res.n_labelled == int(lab.sum())
+    assert abs(e.estimate - est) < TOL and abs(e.lo - lo) < TOL and abs(e.hi - hi) < TOL
+    clustered = evalmix.ppi(d, estimand="difference", models=("A", "B"), pair_by="item",
+                            rating="score", cluster="cluster", method="CR1")
+    assert clustered.estimates["ppi"].df == 29 and clustered.n_clusters == 30
