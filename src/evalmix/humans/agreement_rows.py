@@ -53,10 +53,12 @@ PAIR_STATISTICS: dict[str, tuple[str, ...]] = {
                 "kendall"),
     "continuous": ("alpha_interval", "spearman", "kendall"),
 }
-PANEL_STATISTICS: dict[str, tuple[str, ...]] = {"nominal": ("percent_agreement", "fleiss_kappa", "gwet_ac1", "alpha_nominal"),
-          "ordered": ("percent_agreement", "fleiss_kappa", "gwet_ac1", "alpha_nominal",
-                      "alpha_ordinal", "alpha_interval"),
-          "continuous": ("alpha_interval",)}
+PANEL_STATISTICS: dict[str, tuple[str, ...]] = {
+    "nominal": ("percent_agreement", "fleiss_kappa", "gwet_ac1", "alpha_nominal"),
+    "ordered": ("percent_agreement", "fleiss_kappa", "gwet_ac1", "alpha_nominal",
+                "alpha_ordinal", "alpha_interval"),
+    "continuous": ("alpha_interval",),
+}
 
 @dataclass
 class _Ctx:
