@@ -150,3 +150,14 @@ def test_verdict_items_needed_and_errors():
         evalmix.alt_test(one, rating="label")
     with pytest.raises(EvalmixError, match="epsilon"):
         evalmix.alt_test(simulated(), rating="label", epsilon=1.5)
+
+
+def test_items_needed_gives_the_promised_power():
+    """Planned from a large pilot (the truth), the judge passes in about 80% of designs
+    with that many items (300 designs: 85%; 100 here, Monte Carlo SE 4 points)."""
+    big = evalmix.alt_test(simulated(n_items=4000, accuracy_llm=0.62, seed=1), rating="label")
+    n = int(big.judges.iloc[0]["n_items_needed"])
+    assert 100 < n < 250
+    passed = [evalmix.alt_test(simulated(n_items=n, accuracy_llm=0.62, seed=100 + s),
+                               rating="label").passed("gpt") for s in range(100)]
+    assert 0.7 <= np.mean(passed) <= 0.95

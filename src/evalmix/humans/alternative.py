@@ -166,16 +166,19 @@ def _items_needed(rows: pd.DataFrame, epsilon: float, q: float, power: float = 0
     To pass, the ``k = ceil(m/2)`` humans with the smallest p-values must be rejected,
     which the BY step-up guarantees when each has ``p <= k q / (m H_m)``. For human
     ``h`` with mean difference ``d`` and SD ``s`` (per item, times the observed design
-    effect when clustered) that takes ``n = ((z_a + z_power) s / (epsilon - d))^2``
-    items (normal approximation); the answer is the ``k``-th smallest ``n`` (inf when
-    fewer than ``k`` humans have ``d < epsilon``).
+    effect when clustered) that takes ``n = ((z_a + z_b) s / (epsilon - d))^2`` items
+    (normal approximation) with ``b = power^(1/k)``, so that ``k`` independent tests all
+    reject with probability ``power``; the answer is the ``k``-th smallest ``n`` (inf
+    when fewer than ``k`` humans have ``d < epsilon``). With the observed ``d`` and ``s``
+    as the truth; a pilot's noise in them carries into the plan.
     """
     m = len(rows)
     if m == 0:
         return float("nan")
     k = int(np.ceil(m / 2))
     alpha = k * q / (m * np.sum(1.0 / np.arange(1, m + 1)))
-    z = stats.norm.ppf(1 - alpha) + stats.norm.ppf(power)
+    # all k humans must reject: each with power power**(1/k) (independent tests)
+    z = stats.norm.ppf(1 - alpha) + stats.norm.ppf(power ** (1 / k))
     sd = rows["se"].to_numpy() * np.sqrt(rows["n_items"].to_numpy())
     gap = epsilon - rows["mean_difference"].to_numpy()
     with np.errstate(divide="ignore", invalid="ignore"):
