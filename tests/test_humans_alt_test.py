@@ -154,10 +154,10 @@ def test_verdict_items_needed_and_errors():
 
 def test_items_needed_gives_the_promised_power():
     """Planned from a large pilot (the truth), the judge passes in about 80% of designs
-    with that many items (300 designs: 85%; 100 here, Monte Carlo SE 4 points)."""
+    with that many items (300 designs: 85%; 60 here, Monte Carlo SE 5 points)."""
     big = evalmix.alt_test(simulated(n_items=4000, accuracy_llm=0.62, seed=1), rating="label")
     n = int(big.judges.iloc[0]["n_items_needed"])
     assert 100 < n < 250
     passed = [evalmix.alt_test(simulated(n_items=n, accuracy_llm=0.62, seed=100 + s),
-                               rating="label").passed("gpt") for s in range(100)]
-    assert 0.7 <= np.mean(passed) <= 0.95
+                               rating="label").passed("gpt") for s in range(60)]
+    assert 0.65 <= np.mean(passed) <= 0.98
