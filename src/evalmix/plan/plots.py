@@ -1,13 +1,14 @@
-"""Plots for planning: power curves by number of clusters, coverage by design."""
+"""Plots for planning: power curves by number of clusters, coverage by design, D studies."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["plot_power_curves", "plot_coverage"]
+__all__ = ["plot_power_curves", "plot_coverage", "plot_dstudy"]
 
 
 def _plt():
@@ -96,3 +97,69 @@ def plot_coverage(table: pd.DataFrame, path: str | Path) -> Path:
     fig.savefig(path)
     plt.close(fig)
     return path
+
+
+def _literal(text: object) -> str:
+    """A label drawn as written: matplotlib reads ``$...$`` as mathtext."""
+    return str(text).replace("$", r"\$")
+
+
+def plot_dstudy(result: Any, path: str | Path | None = None) -> Any:
+    """Coefficients and SEs of a D study against each facet's size (one column per facet).
+
+    Top row: E rho^2 and Phi; bottom row: the SE of a score and of a difference of two
+    objects; bands are the intervals of :class:`evalmix.plan.dstudy.DStudyResult`'s
+    table, a dotted line marks the observed size. Uses the ``"vary <facet>"`` rows
+    (with a grid of your own ``n``, the grid's first facet).
+    """
+    plt = _plt()
+    table = result.table
+    g = result.gstudy
+    facets = [f for f in g.design.random_facets
+              if (table["design"] == f"vary {f}").any()]
+    rows_of = {f: table[table["design"] == f"vary {f}"] for f in facets}
+    if not facets:
+        grid = table[table["design"] == "grid"]
+        varied = [f for f in g.design.random_facets if grid[f"n_{f}"].nunique() > 1]
+        if varied:
+            facets = varied[:1]
+            rows_of = {facets[0]: grid.drop_duplicates(f"n_{facets[0]}")}
+    ncol = max(len(facets), 1)
+    fig, axes = plt.subplots(2, ncol, figsize=(3.6 * ncol + 1.0, 6.4), dpi=120,
+                             squeeze=False, sharey="row")
+    level = f"{g.level:.0%}"
+    for j, f in enumerate(facets):
+        part = rows_of[f].sort_values(f"n_{f}")
+        x = part[f"n_{f}"].to_numpy(dtype=float)
+        for row, pairs in enumerate(((("erho2", "E rho^2 (relative)"),
+                                      ("phi", "Phi (absolute)")),
+                                     (("se_score", "SE of a score"),
+                                      ("se_diff", "SE of a difference")))):
+            ax = axes[row][j]
+            for q, label in pairs:
+                ax.plot(x, part[q], marker="o", ms=3, lw=2, label=label)
+                lo, hi = part[q + "_lo"].to_numpy(float), part[q + "_hi"].to_numpy(float)
+                if np.isfinite(lo).any():
+                    ax.fill_between(x, lo, hi, alpha=0.15)
+            ax.axvline(g.n_observed[f], color="grey", ls=":", lw=1)
+            ax.grid(alpha=0.3)
+            if len(x) > 1 and x.max() / max(x.min(), 1e-9) > 8:
+                from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+                ax.set_xscale("log")
+                ax.xaxis.set_major_formatter(ScalarFormatter())
+                ax.xaxis.set_minor_formatter(NullFormatter())
+            if row == 1:
+                ax.set_xlabel(_literal(f"levels of {f} (n')"))
+        axes[0][j].set_title(_literal(f"vary {f}"))
+    axes[0][0].set_ylabel(f"coefficient ({level} band)")
+    axes[0][0].set_ylim(0, 1.02)
+    axes[1][0].set_ylabel(_literal(f"SE, scale {g.scale} ({level} band)"))
+    for row in (0, 1):
+        axes[row][-1].legend(frameon=False, fontsize=8, loc="best")
+    fig.suptitle(_literal(f"D study of {g.design.object} ({g.method})"))
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(Path(path))
+    plt.close(fig)
+    return fig

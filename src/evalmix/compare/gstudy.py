@@ -1,0 +1,520 @@
+"""``evalmix.gstudy``: the variance components of an eval design and its G coefficients.
+
+Reads a long table (or an :class:`~evalmix.data.table.EvalTable`) into an object of
+measurement and facets (:func:`design_frame`), finds nesting and unlabelled
+replicates, and estimates one variance component per effect of the design by
+
+- ``"anova"``: expected mean squares on balanced data
+  (:func:`evalmix.design.anova.balanced_anova`), intervals by the exact parametric
+  bootstrap of the mean squares;
+- ``"reml"``: the REML linear mixed model of :mod:`evalmix.models._reml` (checked
+  against ``lme4::lmer``), any design, intervals by a parametric bootstrap (refits of
+  data simulated from the estimates);
+- ``"bayes"``: the Bayesian crossed GLMM of :mod:`evalmix.models.bayes` for binary,
+  tie-scored or ordinal outcomes, on its *latent* scale (logistic residual ``pi^2 / 3``),
+  intervals from the posterior draws.
+
+It lives in ``compare`` (not ``design``) because the REML and Bayesian paths fit models;
+the coefficients themselves are :mod:`evalmix.design.gtheory`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, TypedDict, get_args
+
+import numpy as np
+import pandas as pd
+
+from evalmix._progress import Progress
+from evalmix.data.table import EvalTable, dense_codes, intersect_codes, is_replicate_role
+from evalmix.design.anova import balanced_anova, is_balanced, level_positions
+from evalmix.design.gresult import GStudyResult
+from evalmix.design.gtheory import GDesign
+from evalmix.errors import (
+    DroppedRowsWarning,
+    EvalmixError,
+    check_count,
+    check_level,
+    check_option,
+)
+from evalmix.families import family_name
+from evalmix.seeding import SeedLike, seeded_rng
+
+__all__ = ["gstudy", "design_frame", "GStudyOptions", "GSTUDY_DEFAULTS", "METHODS"]
+
+Method = Literal["auto", "anova", "reml", "bayes"]
+METHODS: tuple[str, ...] = get_args(Method)
+#: Parametric-bootstrap replicates by default.
+REPS = 2000
+#: The column holding the outcome in :func:`design_frame`'s frame.
+Y = "__y"
+#: Name of the facet numbering unlabelled repeats of a cell.
+REPLICATE = "replicate"
+
+
+class GStudyOptions(TypedDict, total=False):
+    """The keywords of :func:`gstudy` after the data, typed for static checkers
+    (:func:`evalmix.dstudy` forwards them)."""
+
+    object: str | None
+    facets: Sequence[str] | None
+    outcome: str | None
+    nested: Mapping[str, str | Sequence[str]] | None
+    fixed: Sequence[str]
+    method: Method
+    family: str | None
+    level: float
+    reps: int | None
+    draws: int | None
+    seed: SeedLike
+    progress: bool
+
+
+# ---------------------------------------------------------------------- the frame
+def _order_labels(a_first: pd.Series) -> pd.Series:
+    return a_first.map({1.0: "a first", 0.0: "b first"})
+
+
+def _table_frame(table: EvalTable, obj: str | None, facets: Sequence[str] | None
+                 ) -> tuple[pd.DataFrame, str, list[str], list[str]]:
+    d = table.data
+    cols: dict[str, pd.Series] = {}
+    notes: list[str] = []
+    if table.kind == "pairwise":
+        if d["model_a"].nunique() > 1:
+            raise EvalmixError(
+                "this pairwise table compares models with each other (a Bradley-Terry "
+                "design); a G study needs one score per object: use a table where "
+                "model_a is one fixed baseline, or give a score table")
+        cols["model"] = d["model_b"].astype(str)
+        if table.ties == "separate":
+            y = d["verdict"].map({"b": 1.0, "tie": 0.5, "a": 0.0})
+        else:
+            y = 1.0 - d["y"].astype(float)
+        notes.append(f"score: model_b (the evaluated model) beats {d['model_a'].iloc[0]!r} "
+                     "(1), ties 1/2")
+        if table.has_order:
+            cols["order"] = _order_labels(d["a_first"])
+        default_obj = "model"
+    else:
+        y = d["y"].astype(float)
+        if table.has_condition:
+            cols["condition"] = d["condition"].astype(str)
+        default_obj = "condition" if table.has_condition else None
+    roles = [r for r in table.clusters if ":" not in r]
+    for r in roles:
+        cols[r] = d[r].astype(str)
+    if table.replicate is not None:
+        cols[REPLICATE] = d["replicate"].astype(str)
+    obj = obj or default_obj
+    if obj is None:
+        raise EvalmixError("name the object of measurement (object=...): this table has no "
+                           f"condition column; its factors are {', '.join(cols)}")
+    if obj not in cols:
+        raise EvalmixError(f"object {obj!r} is not a factor of this table; its factors "
+                           f"are {', '.join(cols)}")
+    if facets is None:
+        facets = [c for c in cols if c != obj and c not in ("condition", "model")]
+    frame = pd.DataFrame({c: cols[c] for c in dict.fromkeys([obj, *facets]) if c in cols})
+    missing = [f for f in facets if f not in cols]
+    if missing:
+        raise EvalmixError(f"facet {', '.join(map(repr, missing))} is not a factor of this "
+                           f"table; its factors are {', '.join(cols)}")
+    frame[Y] = np.asarray(y, dtype=float)
+    return frame, obj, list(facets), notes
+
+
+def _data_frame(data: pd.DataFrame, obj: str | None, facets: Sequence[str] | None,
+                outcome: str | None) -> tuple[pd.DataFrame, str, list[str], list[str]]:
+    if obj is None or facets is None or outcome is None:
+        need = [n for n, v in (("object", obj), ("facets", facets), ("outcome", outcome))
+                if v is None]
+        raise EvalmixError(f"a DataFrame needs {', '.join(need)}=...: e.g. gstudy(df, "
+                           "object='model', facets=['item', 'judge'], outcome='score')")
+    used = [obj, *facets, outcome]
+    absent = [c for c in used if c not in data.columns]
+    if absent:
+        raise EvalmixError(f"column {', '.join(map(repr, absent))} is not in the data; its "
+                           f"columns are {', '.join(map(str, data.columns))}")
+    y = pd.to_numeric(data[outcome], errors="coerce")
+    bad = data[outcome].notna() & y.isna()
+    if bad.any():
+        raise EvalmixError(f"column {outcome!r} holds non-numeric values (e.g. "
+                           f"{data.loc[bad, outcome].iloc[0]!r} in row {int(np.argmax(bad))}); "
+                           "give a numeric score (0/1, a fraction or a rating)")
+    keep = y.notna() & data[[obj, *facets]].notna().all(axis=1)
+    notes = []
+    if not keep.all():
+        counts = {c: int(data[c].isna().sum()) for c in used if data[c].isna().any()}
+        text = ", ".join(f"{v} missing in {k!r}" for k, v in counts.items())
+        notes.append(f"{int((~keep).sum())} rows dropped ({text})")
+        warnings.warn(f"gstudy: {notes[-1]}", DroppedRowsWarning, stacklevel=4)
+    frame = pd.DataFrame({c: data.loc[keep, c].astype(str).to_numpy()
+                          for c in dict.fromkeys([obj, *facets])})
+    frame[Y] = y[keep].to_numpy(dtype=float)
+    return frame, obj, list(facets), notes
+
+
+def _nested_by_data(frame: pd.DataFrame, f: str, g: str) -> bool:
+    """Every level of ``f`` occurs within one level of ``g`` and ``g`` has fewer levels."""
+    pairs = frame[[f, g]].drop_duplicates()
+    n_f, n_g = frame[f].nunique(), frame[g].nunique()
+    return len(pairs) == n_f and 2 <= n_g < n_f
+
+
+def _nesting(frame: pd.DataFrame, obj: str, facets: list[str],
+             nested: Mapping[str, str | Sequence[str]] | None
+             ) -> tuple[dict[str, tuple[str, ...]], list[str]]:
+    given = {str(k): ((v,) if isinstance(v, str) else tuple(v))
+             for k, v in dict(nested or {}).items()}
+    factors = [obj, *facets]
+    out = dict(given)
+    notes = []
+    for f in facets:
+        if f in given:
+            continue
+        if is_replicate_role(f):
+            out[f] = tuple(g for g in factors if g != f)
+            notes.append(f"{f!r} read as repeats of a cell: nested within "
+                         f"{' x '.join(out[f])} (pass nested={{{f!r}: ()}} if its levels "
+                         "are shared)")
+            continue
+        parents = tuple(g for g in facets if g != f and _nested_by_data(frame, f, g))
+        if parents:
+            out[f] = parents
+            notes.append(f"{f!r} is nested within {', '.join(parents)} in the data (each "
+                         f"{f} occurs with one {parents[0]})")
+    return {k: v for k, v in out.items() if v}, notes
+
+
+# ---------------------------------------------------------------------- estimation
+def _effect_codes(design: GDesign, codes: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+    order = design.factors
+    return [intersect_codes(*(codes[f] for f in sorted(e, key=order.index)))
+            for e in design.effects]
+
+
+def _terms(design: GDesign, codes: Mapping[str, np.ndarray], safe: bool = False) -> list:
+    from evalmix.models.spec import RandomTerm
+
+    out, seen = [], set()
+    n = next(iter(codes.values())).size
+    for e, c in zip(design.effects[:-1], _effect_codes(design, codes)[:-1], strict=True):
+        name = design.label(e)
+        if safe:
+            name = re.sub(r"[^A-Za-z0-9_]+", "_", name).strip("_") or "effect"
+            while name in seen:
+                name += "x"
+            seen.add(name)
+        levels = tuple(str(i) for i in range(int(c.max()) + 1))
+        out.append(RandomTerm(name, "1", c, levels, np.ones(n)))
+    return out
+
+
+def _simulated(y_mean: float, terms: list, sd: np.ndarray, n: int, reps: int,
+               rng: np.random.Generator, block: int = 256):
+    """Blocks of ``reps`` responses drawn from the fitted variance components."""
+    for c0 in range(0, reps, block):
+        m = min(block, reps - c0)
+        Y = y_mean + rng.normal(0.0, sd[-1], (n, m))
+        for t, s in zip(terms, sd[:-1], strict=True):
+            if s > 0:
+                Y += rng.normal(0.0, s, (t.n_levels, m))[t.codes]
+        yield Y
+
+
+def _reml(y: np.ndarray, design: GDesign, codes: Mapping[str, np.ndarray], *,
+          reps: int, level: float, rng: np.random.Generator, progress: bool
+          ) -> tuple[np.ndarray, np.ndarray, str, dict[str, Any]]:
+    from evalmix.models._reml import (
+        SCORING_MAX_LEVELS,
+        fit_mixedlm_arrays,
+        reml_scoring_step,
+    )
+
+    terms = _terms(design, codes)
+    X = np.ones((y.size, 1))
+    with Progress(progress) as bar:
+        with bar.stage("G study: REML fit"):
+            fit = fit_mixedlm_arrays(y, X, ["Intercept"], terms, level=level)
+        variances = np.append(np.asarray(fit.vc_sd) ** 2, fit.resid_sd**2)
+        details = {"fit": fit, "converged": bool(fit.converged), "singular": fit.singular}
+        if sum(t.n_levels for t in terms) <= SCORING_MAX_LEVELS:
+            task = bar.task("G study: parametric bootstrap", reps)
+            sims = _simulated(float(fit.fe_est[0]), terms, np.sqrt(variances), y.size, reps,
+                              rng)
+            done = [0]
+
+            def step(now: int) -> None:
+                bar.advance(task, now - done[0])
+                done[0] = now
+
+            drawn = reml_scoring_step(sims, X, terms, variances, step=step)
+            return variances, drawn, ("parametric bootstrap (data simulated from the REML "
+                                      "estimates, one REML scoring step each)"), details
+    # too many levels for the scoring step's dense Z'PZ: the REML fit's own Wald
+    # intervals on log-SD, drawn jointly so that functions of them get intervals
+    kept = list(fit.details["logsd_terms"]) + [len(terms)]
+    cov = np.asarray(fit.details["logsd_cov"])
+    drawn = np.zeros((reps, variances.size))
+    if np.all(np.isfinite(cov)):
+        drawn[:, kept] = np.exp(2 * rng.multivariate_normal(
+            0.5 * np.log(variances[kept]), cov, reps))
+    else:
+        drawn[:] = np.nan
+    return variances, drawn, (f"Wald on log-SD (REML information; more than "
+                              f"{SCORING_MAX_LEVELS} levels for the bootstrap), components at "
+                              "0 stay 0"), details
+
+
+def _bayes(y: np.ndarray, design: GDesign, codes: Mapping[str, np.ndarray], *,
+           family: str | None, level: float, draws: int | None, seed: int, progress: bool
+           ) -> tuple[np.ndarray, np.ndarray, str, dict[str, Any]]:
+    from evalmix.models.bayes import fit_bayes
+    from evalmix.models.spec import ModelSpec
+
+    terms = _terms(design, codes, safe=True)
+    fam = family_name(family) if family is not None else (
+        "bernoulli" if np.isin(y, (0.0, 1.0)).all() else
+        "binomial" if ((y >= 0) & (y <= 1)).all() else "gaussian")
+    categories: tuple[str, ...] = ()
+    yy = y
+    if fam == "cumulative":
+        values = np.unique(y)
+        categories = tuple(f"{v:g}" for v in values)
+        yy = np.searchsorted(values, y).astype(float)
+    elif fam in ("bernoulli", "binomial") and not ((y >= 0) & (y <= 1)).all():
+        raise EvalmixError(f"family={family!r} needs scores in [0, 1]; use family=None for "
+                           "numeric scores")
+    X = np.ones((y.size, 0 if fam == "cumulative" else 1))
+    spec = ModelSpec(
+        formula="y ~ 1 + " + " + ".join(f"(1|{t.factor})" for t in terms), family=fam,
+        link="identity" if fam == "gaussian" else "logit", response="the score",
+        y=yy, X=X, fixed_names=() if fam == "cumulative" else ("Intercept",),
+        random=tuple(terms), design="scores", categories=categories)
+    fit = fit_bayes(spec, seed=seed, draws=draws, level=level, progress=progress)
+    post = fit.draws.posterior if fit.draws is not None else {}
+    sds = [np.asarray(post["sd_" + t.factor], dtype=float).reshape(-1) for t in terms]
+    if fam == "gaussian":
+        resid = np.asarray(post["sigma"], dtype=float).reshape(-1) ** 2
+        scale = "identity"
+    else:
+        resid = np.full(sds[0].size, np.pi**2 / 3)
+        scale = "latent logit" if fam != "cumulative" else "latent cumulative logit"
+    drawn = np.column_stack([s**2 for s in sds] + [resid])
+    return np.median(drawn, axis=0), drawn, scale, {"fit": fit, "family": fam}
+
+
+def _n_observed(frame: pd.DataFrame, design: GDesign) -> dict[str, float]:
+    out = {}
+    for f in design.facets:
+        if f in design.differentiation:
+            continue
+        by = [g for g in design.factors if g in design.ancestors(f) or g == design.object]
+        counts = frame.groupby(by, sort=False, observed=True)[f].nunique().to_numpy()
+        out[f] = float(counts.size / np.sum(1.0 / counts))   # harmonic mean
+    return out
+
+
+def gstudy(
+    data: pd.DataFrame | EvalTable,
+    object: str | None = None,  # noqa: A002 - G theory's "object of measurement"
+    facets: Sequence[str] | None = None,
+    *,
+    outcome: str | None = None,
+    nested: Mapping[str, str | Sequence[str]] | None = None,
+    fixed: Sequence[str] = (),
+    method: Method = "auto",
+    family: str | None = None,
+    level: float = 0.95,
+    reps: int | None = None,
+    draws: int | None = None,
+    seed: SeedLike = None,
+    progress: bool = True,
+) -> GStudyResult:
+    """Variance components of an eval design, its G coefficients and error variances.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame or EvalTable
+        A long table, one row per score. From an EvalTable the factors are its
+        condition (``"condition"``; pairwise one-baseline tables: ``"model"``, the
+        evaluated ``model_b``, scored 1 when it wins, ties 1/2), its cluster roles, the
+        presentation order (``"order"``) and the replicate column (``"replicate"``).
+    object : str, optional
+        The object of measurement: the evaluated models, systems or conditions (or the
+        items, to ask how reliably an eval ranks items). Default from an EvalTable: its
+        condition / model.
+    facets : sequence of str, optional
+        The facets the scores were observed over (items, judges, prompt templates,
+        runs, orders, personas ...). Default from an EvalTable: every factor but the
+        object.
+    outcome : str, optional
+        The score column of a DataFrame (numeric: 0/1, a fraction or a rating).
+    nested : mapping of str to str or sequence of str, optional
+        Facet -> the factors it is nested within, e.g. ``{"run": "judge"}`` (each judge's
+        runs are its own) or ``{"item": "scenario"}``. Found from the data when every
+        level of a facet occurs within one level of another; facets named like repeats
+        (``run``, ``rep``, ``epoch``, ``seed``, ``replicate`` ...) are nested within all
+        other factors unless given here (``{"run": ()}``: crossed). Rows repeating a
+        cell of all factors get a ``"replicate"`` facet numbering them.
+    fixed : sequence of str
+        Facets held fixed (e.g. ``("order",)`` when every comparison is always judged in
+        both orders): part of the universe score, never varied in a D study.
+    method : {"auto", "anova", "reml", "bayes"}
+        ``"auto"``: ANOVA when the design is balanced, else REML. ``"bayes"``: the
+        Bayesian crossed model on the latent (logit) scale for binary, tie-scored
+        (1/2) or ordinal scores (``family="ordinal"``); Gaussian for other scores.
+    family : {None, "ordinal"}, optional
+        ``method="bayes"`` only: ``"ordinal"`` fits a cumulative logit to ratings.
+    level : float
+        Interval level.
+    reps : int, optional
+        Parametric-bootstrap replicates (default 2,000). ANOVA: the mean squares are
+        drawn from their scaled chi-square distributions (exact for normal effects).
+        REML: data sets are simulated from the estimates and each is estimated by one
+        REML Fisher-scoring step from them (MINQUE; equal to the ANOVA estimates on
+        balanced data), one factorisation for all; beyond 4,000 levels in all, Wald
+        draws on the log-SD scale instead.
+    draws : int, optional
+        ``method="bayes"``: posterior draws per chain (default: until the convergence
+        checks pass, see :func:`evalmix.fit`).
+    seed : int or numpy.random.Generator, optional
+        Recorded in the result.
+    progress : bool
+        Progress bar for the REML bootstrap and the sampler.
+
+    Returns
+    -------
+    GStudyResult
+        ``.components()`` (variance per effect with intervals and shares),
+        ``.project(n)`` (coefficients at any facet sizes), ``.facets()`` (what to
+        sample and what to repeat), ``.tidy()``; :func:`evalmix.dstudy` tabulates and
+        plots projections and finds the smallest and the cost-optimal design.
+
+    Notes
+    -----
+    Every facet is random unless ``fixed``: the coefficients generalise over new items,
+    new judges, new runs. ``se_score`` is the SE of one object's mean score as an
+    estimate of its universe score (the mean over the universe of items, judges ...),
+    ``se_diff`` that of a difference between two objects crossed with the same facet
+    levels. On binary outcomes ANOVA and REML work on the probability scale (a linear
+    probability model: the SEs are those of win rates and accuracies); the Bayesian
+    model's components are on the latent logit scale, stated in ``scale``.
+
+    References
+    ----------
+    Brennan, R. L. (2001). Generalizability Theory. Springer.
+    doi:10.1007/978-1-4757-3456-0
+    Bates, D., Maechler, M., Bolker, B. & Walker, S. (2015). Fitting linear
+    mixed-effects models using lme4. Journal of Statistical Software 67(1).
+    doi:10.18637/jss.v067.i01
+
+    Examples
+    --------
+    >>> import pandas as pd, evalmix
+    >>> rng = np.random.default_rng(0)
+    >>> df = pd.DataFrame([(m, i, j) for m in range(4) for i in range(20) for j in range(3)],
+    ...                   columns=["model", "item", "judge"])
+    >>> df["score"] = rng.normal(size=len(df)) + df["model"] * 0.5
+    >>> g = evalmix.gstudy(df, "model", ["item", "judge"], outcome="score", seed=1)
+    >>> g.method, round(float(g.project({"item": 40})["se_diff"][0]), 3)
+    ('anova', 0.206)
+    """
+    level = check_level(level)
+    check_option("method", method, METHODS)
+    if isinstance(data, EvalTable):
+        if outcome is not None:
+            raise EvalmixError("outcome= is for a DataFrame; an EvalTable has its outcome")
+        frame, obj, facet_list, notes = _table_frame(data, object, facets)
+    elif isinstance(data, pd.DataFrame):
+        frame, obj, facet_list, notes = _data_frame(data, object, facets, outcome)
+    else:
+        raise EvalmixError(f"gstudy needs a pandas DataFrame or an EvalTable, got "
+                           f"{type(data).__name__}")
+    if method != "bayes" and family is not None:
+        raise EvalmixError("family= is for method='bayes'")
+    nesting, found = _nesting(frame, obj, facet_list, nested)
+    notes += found
+    factors = [obj, *facet_list]
+    dup = frame.groupby(factors, sort=False, observed=True).cumcount().to_numpy()
+    if dup.max(initial=0) > 0:
+        name = REPLICATE if REPLICATE not in factors else REPLICATE + "_"
+        frame[name] = dup.astype(str)
+        facet_list.append(name)
+        nesting[name] = tuple(factors)
+        notes.append(f"cells of {' x '.join(factors)} hold up to {dup.max() + 1} scores: "
+                     f"numbered as facet {name!r}, nested within them")
+    design = GDesign(obj, tuple(facet_list), nesting, tuple(fixed))
+    codes = {f: dense_codes(frame[f].to_numpy()) for f in design.factors}
+    n_levels = {f: int(c.max()) + 1 for f, c in codes.items()}
+    one = [f for f, k in n_levels.items() if k < 2]
+    if one:
+        raise EvalmixError(f"factor {', '.join(map(repr, one))} has a single level: its "
+                           "variance cannot be estimated; drop it from the facets")
+    _, per_parent = level_positions(codes, design)
+    single = [f for f in design.facets if design.ancestors(f) and per_parent[f].max() < 2]
+    if single:
+        raise EvalmixError(f"facet {', '.join(map(repr, single))} has one level within each "
+                           "of its parents, so its variance cannot be told from theirs; "
+                           "drop it from the facets")
+    y = frame[Y].to_numpy(dtype=float)
+    rng, recorded = seeded_rng(seed)
+    balanced = is_balanced(codes, design)
+    if method == "auto":
+        method = "anova" if balanced else "reml"
+    if method == "anova" and not balanced:
+        raise EvalmixError("method='anova' needs a balanced design (one score in every cell, "
+                           "as many nested levels in every parent); this one is not: use "
+                           "method='reml'")
+    details: dict[str, Any] = {}
+    scale = "identity"
+    if method == "anova":
+        n_reps = check_count("reps", reps if reps is not None else REPS)
+        anova = balanced_anova(y, codes, design)
+        variances, drawn = anova.variances, anova.draws(n_reps, rng)
+        interval = "parametric bootstrap (chi-square mean squares, normal effects)"
+        details["anova"] = anova.table()
+    elif method == "reml":
+        n_reps = check_count("reps", reps if reps is not None else REPS)
+        variances, drawn, interval, details = _reml(
+            y, design, codes, reps=n_reps, level=level, rng=rng, progress=progress)
+    else:
+        if reps is not None:
+            raise EvalmixError("reps= is for the bootstrap of method='anova' or 'reml'; the "
+                               "Bayesian intervals come from draws=")
+        variances, drawn, scale, details = _bayes(
+            y, design, codes, family=family, level=level, draws=draws, seed=recorded,
+            progress=progress)
+        interval = "posterior draws"
+        n_reps = drawn.shape[0]
+    by_obj = frame.groupby(obj, sort=True, observed=True)[Y]
+    scores = pd.DataFrame({"n": by_obj.size(), "mean": by_obj.mean(),
+                           "sd": by_obj.std(ddof=1)}).rename_axis("object").reset_index()
+    scores["naive_se"] = scores["sd"] / np.sqrt(scores["n"])
+    return GStudyResult(
+        design=design, method=method, scale=scale, variances=np.asarray(variances),
+        draws=drawn, interval=interval, n_observed=_n_observed(frame, design),
+        n_levels=n_levels, n_obs=int(y.size), scores=scores, level=level, reps=n_reps,
+        seed=recorded, notes=tuple(notes), details=details)
+
+
+def design_frame(data: pd.DataFrame | EvalTable, object: str | None = None,  # noqa: A002
+                 facets: Sequence[str] | None = None, *, outcome: str | None = None
+                 ) -> tuple[pd.DataFrame, str, list[str]]:
+    """The long frame a G study reads: the object, the facets and the score (``"__y"``)."""
+    if isinstance(data, EvalTable):
+        frame, obj, f, _ = _table_frame(data, object, facets)
+    else:
+        frame, obj, f, _ = _data_frame(data, object, facets, outcome)
+    return frame, obj, f
+
+
+#: The options of :func:`gstudy` and their defaults (read from its signature).
+GSTUDY_DEFAULTS: dict[str, Any] = {
+    name: p.default for name, p in inspect.signature(gstudy).parameters.items()
+    if p.default is not inspect.Parameter.empty}
