@@ -24,6 +24,7 @@ import inspect
 import re
 import warnings
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, Literal, TypedDict, get_args
 
 import numpy as np
@@ -240,7 +241,8 @@ def _reml(y: np.ndarray, design: GDesign, codes: Mapping[str, np.ndarray], *,
     X = np.ones((y.size, 1))
     with Progress(progress) as bar:
         with bar.stage("G study: REML fit"):
-            fit = fit_mixedlm_arrays(y, X, ["Intercept"], terms, level=level)
+            fit = fit_mixedlm_arrays(y, X, ["Intercept"], terms, level=level,
+                                     results=False)
         variances = np.append(np.asarray(fit.vc_sd) ** 2, fit.resid_sd**2)
         details = {"fit": fit, "converged": bool(fit.converged), "singular": fit.singular}
         if sum(t.n_levels for t in terms) <= SCORING_MAX_LEVELS:
@@ -498,9 +500,10 @@ def gstudy(
     scores["naive_se"] = scores["sd"] / np.sqrt(scores["n"])
     return GStudyResult(
         design=design, method=method, scale=scale, variances=np.asarray(variances),
-        draws=drawn, interval=interval, n_observed=_n_observed(frame, design),
-        n_levels=n_levels, n_obs=int(y.size), scores=scores, level=level, reps=n_reps,
-        seed=recorded, notes=tuple(notes), details=details)
+        draws=drawn, interval=interval,
+        n_observed=MappingProxyType(_n_observed(frame, design)),
+        n_levels=MappingProxyType(n_levels), n_obs=int(y.size), scores=scores, level=level,
+        reps=n_reps, seed=recorded, notes=tuple(notes), details=MappingProxyType(details))
 
 
 def design_frame(data: pd.DataFrame | EvalTable, object: str | None = None,  # noqa: A002

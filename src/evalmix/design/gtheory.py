@@ -48,6 +48,7 @@ from typing import Literal
 import numpy as np
 
 from evalmix.errors import EvalmixError
+from evalmix.tidy import PicklableProxies
 
 __all__ = ["Effect", "GDesign", "Role", "ROLES", "QUANTITIES", "coefficients"]
 
@@ -62,7 +63,7 @@ QUANTITIES: tuple[str, ...] = ("erho2", "phi", "universe_var", "relative_var",
 
 
 @dataclass(frozen=True)
-class GDesign:
+class GDesign(PicklableProxies):
     """The factors of a G study: the object of measurement, the facets, their nesting.
 
     Parameters
@@ -277,8 +278,8 @@ def coefficients(variances: np.ndarray, design: GDesign,
 
     Examples
     --------
-    Brennan (2001) Synthetic Data No. 3, his Table 4.2 (p x I x O with 4 items, 2
-    occasions):
+    Brennan (2001) Synthetic Data No. 3 (p x I x O with 4 items and 2 occasions; he
+    reports E rho^2 = .64 and Phi = .55):
 
     >>> d = GDesign("p", ("i", "o"))
     >>> v = np.array([.5528, .4417, .0074, .5750, .1009, .1565, .9352])

@@ -296,7 +296,8 @@ def reml_scoring_step(Y: np.ndarray | Iterable[np.ndarray], X: np.ndarray,
 
 def fit_mixedlm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
                        terms: Sequence[RandomTerm], *, level: float = 0.95,
-                       maxiter: int = 1000, deadline: float | None = None) -> CrossedFit:
+                       maxiter: int = 1000, deadline: float | None = None,
+                       results: bool = True) -> CrossedFit:
     """REML fit of a linear mixed model with crossed variance components.
 
     The REML criterion is minimised over the relative SDs (lme4's ``theta``) from the
@@ -322,6 +323,9 @@ def fit_mixedlm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     deadline : float, optional
         A :func:`time.monotonic` instant; past it the fit raises
         :class:`~evalmix.models._deadline.StoppedAtLimit` (checked at every evaluation).
+    results : bool
+        Build statsmodels' ``MixedLM`` results object from the optimum (up to 500
+        levels in all; its refit can cost more than the fit). False: the estimates only.
 
     Returns
     -------
@@ -346,12 +350,13 @@ def fit_mixedlm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     """
     with one_blas_thread():
         return _fit_mixedlm_arrays(y, X, fe_names, terms, level=level, maxiter=maxiter,
-                                   deadline=deadline)
+                                   deadline=deadline, build_results=results)
 
 
 def _fit_mixedlm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
                        terms: Sequence[RandomTerm], *, level: float = 0.95,
-                       maxiter: int = 1000, deadline: float | None = None) -> CrossedFit:
+                       maxiter: int = 1000, deadline: float | None = None,
+                       build_results: bool = True) -> CrossedFit:
     from statsmodels.tools.numdiff import approx_hess3
 
     y, X = _check_arrays(y, X, fe_names, terms)
@@ -381,7 +386,7 @@ def _fit_mixedlm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     # levels only our (identical) numbers are returned
     results = None
     kept = [int(j) for j in keep]
-    if keep.size and comp.size <= _SM_MAX_LEVELS:
+    if build_results and keep.size and comp.size <= _SM_MAX_LEVELS:
         check_deadline(deadline)
         from statsmodels.regression.mixed_linear_model import MixedLM, VCSpec
 
@@ -435,7 +440,7 @@ def _fit_mixedlm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
                  "optimizer": "L-BFGS-B on lme4's profiled REML criterion, then "
                               "statsmodels MixedLM (lbfgs) from that optimum"
                               + ("" if results is not None else
-                                 " (skipped: more than "
+                                 " (skipped: not asked for, more than "
                                  f"{_SM_MAX_LEVELS} levels or no nonzero component)"),
                  "optimizer_message": str(opt.message),
                  "interval": "Wald z (fixed effects); Wald on log-SD (variance components)",
