@@ -76,6 +76,15 @@ def facet_kind(design: GDesign, facet: str) -> FacetKind:
     return "judge" if is_judge_role(facet) else "sample"
 
 
+def _chi2_df(draws: np.ndarray) -> np.ndarray:
+    """Degrees of freedom of a scaled chi-square with the draws' mean and variance,
+    ``2 mean^2 / var`` (Satterthwaite's moments; the ANOVA error variances are linear
+    combinations of mean squares)."""
+    m, v = np.nanmean(draws, axis=0), np.nanvar(draws, axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(v > 0, 2 * m**2 / v, np.inf)
+
+
 def _n_text(n: Mapping[str, float]) -> str:
     return ", ".join(f"{k}={v:g}" for k, v in n.items())
 
@@ -158,7 +167,10 @@ class GStudyResult(PicklableProxies):
             ``{quantity: estimate}`` and ``{quantity + "_lo"/"_hi": bound}``, arrays of
             one value per design. Estimates are plug-in (ANOVA, REML: negative
             components at 0) or posterior medians (Bayes); bounds are percentiles of the
-            draws at ``level`` (NaN without draws).
+            draws at ``level`` (NaN without draws; with few levels of a facet they
+            undercover, see docs/gtheory.md). ``df_score`` and ``df_diff`` are the degrees of freedom
+            of the error variances behind ``se_score`` and ``se_diff``
+            (:func:`_chi2_df`): use ``t(df)`` quantiles for an interval of a score.
         """
         sizes = self.sizes(n)
         point = coefficients(self.variances, self.design, sizes)
@@ -167,13 +179,16 @@ class GStudyResult(PicklableProxies):
         drawn = (coefficients(self.draws, self.design, sizes) if self.draws is not None
                  else None)
         for q in QUANTITIES:
-            if drawn is not None:
-                lo, hi = np.nanquantile(drawn[q], [alpha, 1 - alpha], axis=0)
-                est = np.nanmedian(drawn[q], axis=0) if self.method == "bayes" else point[q]
-            else:
+            if drawn is None:
                 est = point[q]
                 lo = hi = np.full_like(est, np.nan)
+            else:
+                lo, hi = np.nanquantile(drawn[q], [alpha, 1 - alpha], axis=0)
+                est = np.nanmedian(drawn[q], axis=0) if self.method == "bayes" else point[q]
             out[q], out[q + "_lo"], out[q + "_hi"] = est, lo, hi
+        for q, var in (("score", "absolute_var"), ("diff", "relative_var")):
+            out["df_" + q] = (_chi2_df(drawn[var]) if drawn is not None
+                              else np.full_like(point[var], np.nan))
         return out
 
     # ------------------------------------------------------------------ tables
