@@ -337,3 +337,32 @@ def test_coefficients_are_vectorised_over_draws_and_designs():
     assert out["erho2"].shape == (2, 2)
     np.testing.assert_allclose(out["erho2"][0], [1 / 3, 1 / (1 + 0.5)])
     np.testing.assert_allclose(out["phi"][1], [2 / 3, 2 / 2.25])
+
+
+@pytest.mark.mcmc
+def test_bayesian_g_study_on_the_latent_logit_scale():
+    """Binary scores from a latent logistic model with known components: the posterior
+    intervals of the components of factors with 6+ levels hold the truth, and the
+    residual is the logistic pi^2/3 (the scale is stated)."""
+    from evalmix.plan.dstudy_coverage import simulate_scores
+
+    design = GDesign("model", ("item", "judge"))
+    truth = np.array([0.8, 1.0, 0.05, 0.3, 0.05, 0.1, 0.0])
+    rng = np.random.default_rng(11)
+    eta, _ = simulate_scores(design, truth, {"model": 6, "item": 40, "judge": 3}, reps=1,
+                             rng=rng)
+    y = (eta[0] + rng.logistic(size=eta[0].shape) > 0).astype(float)
+    idx = np.indices(y.shape).reshape(3, -1)
+    frame = pd.DataFrame({"model": idx[0], "item": idx[1], "judge": idx[2], "y": y.ravel()})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g = evalmix.gstudy(frame, "model", ["item", "judge"], outcome="y", method="bayes",
+                           draws=200, seed=2, progress=False)
+    assert g.scale == "latent logit" and g.interval == "posterior draws"
+    np.testing.assert_allclose(g.draws[:, -1], np.pi**2 / 3)
+    comp = g.components().set_index("effect")
+    for effect, value in (("model", 0.8), ("item", 1.0), ("model x item", 0.3)):
+        assert comp.loc[effect, "lo"] <= value <= comp.loc[effect, "hi"], effect
+    now = g.project()
+    assert now["erho2_lo"][0] < now["erho2"][0] < now["erho2_hi"][0]
+    assert g.reps == g.draws.shape[0]

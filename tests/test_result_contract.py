@@ -90,6 +90,10 @@ BUILDERS = {
                            {"n_clusters": 30, "cluster_size": 5, "icc": 0.2}],
         reps=50, seed=1, progress=False),
     "SimResult": lambda s, j: pairwise_judges(4, 2, 2, 2, seed=1),
+    "GStudyResult": lambda s, j: evalmix.gstudy(j, seed=1, reps=50, progress=False),
+    "DStudyResult": lambda s, j: evalmix.dstudy(j, target=0.8, budget=5000, seed=1,
+                                                reps=50, progress=False),
+    "ProjectionStudy": lambda s, j: _projection(),
     "ModelFit (statsmodels)": lambda s, j: _quiet(evalmix.fit, j, backend="statsmodels",
                                                   seed=1),
     "ModelFit (strata)": lambda s, j: _quiet(evalmix.fit, j, backend="statsmodels",
@@ -106,6 +110,15 @@ BUILDERS = {
                                                                "glmm_laplace"],
                                   reps=199, seed=3, progress=False),
 }
+
+
+def _projection():
+    from evalmix.design.gtheory import GDesign
+    from evalmix.plan.dstudy_coverage import projection_study
+
+    return projection_study(GDesign("m", ("i",)), [1.0, 0.5, 1.0], n_objects=3,
+                            pilots=[{"i": 5}], targets=[{"i": 10}], n_pilots=3, sims=20,
+                            seed=1, progress=False)
 
 
 @pytest.fixture(scope="module", params=sorted(BUILDERS))

@@ -6,8 +6,9 @@ bootstrap or posterior draws) and projects them to any facet sizes
 :func:`evalmix.gstudy`; the arithmetic is :func:`evalmix.design.gtheory.coefficients`.
 
 Which facets a design must *sample* (new levels) and which it can *repeat* (more calls
-of the same configuration) follows the kind of each facet (:func:`facet_kind`) and how
-much doubling it would cut the error, in the words of seed 003 (:data:`ADVICE`).
+of the same configuration) follows the kind of each facet (:func:`facet_kind`); the
+advice names the largest source of error in the words of seed 003 (:data:`ADVICE`,
+:meth:`GStudyResult.dominant`).
 """
 
 from __future__ import annotations
@@ -231,22 +232,56 @@ class GStudyResult(PicklableProxies):
                 "divisor": np.where(weight > 0, 1 / np.where(weight > 0, weight, 1), np.nan),
                 "error_share": contrib / total_err if total_err > 0 else 0.0})
 
-    def facets(self) -> pd.DataFrame:
-        """Where to spend: one row per facet, ``facet, kind, n_observed, se_score,
-        se_score_doubled, se_diff, se_diff_doubled, gain, advice``.
+    def dominant(self) -> tuple[str, FacetKind, tuple[str, ...]]:
+        """The effect contributing most to the relative error variance (what E rho^2
+        and the SE of a difference respond to), the kind of error it is, and the facets
+        to spend on.
 
-        ``*_doubled`` are the SEs with that facet's ``n'`` doubled (the others as
-        observed); ``gain`` is the share of the relative error variance that doubling
-        removes (what E rho^2 and the SE of a difference respond to). ``advice`` quotes
-        seed 003 for the facet with the largest gain.
+        The kind follows seed 003's four sources, in this order: an effect holding a
+        repeated facet is output randomness (``"repeat"``), one holding the order is
+        position bias (``"counterbalance"``), one holding a judge is judge noise
+        (``"judge"``), any other cluster-level heterogeneity (``"sample"``). Without a
+        repeated facet the highest-order effect is confounded with run-to-run noise and
+        counts by its facets.
         """
+        d = self.design
+        _, rel, _ = d.weights(self.n_observed)
+        contrib = np.clip(self.variances, 0.0, None) * rel[:, 0]
+        if not np.any(contrib > 0):
+            return "", "fixed", ()
+        e = d.effects[int(np.argmax(contrib))]
+        kinds = {f: facet_kind(d, f) for f in e if f in d.facets}
+        for kind in ("repeat", "counterbalance", "judge", "sample"):
+            hit = tuple(f for f in d.facets if kinds.get(f) == kind)
+            if hit:
+                return d.label(e), kind, hit    # type: ignore[return-value]
+        return d.label(e), "fixed", ()
+
+    def facets(self) -> pd.DataFrame:
+        """Where to spend: one row per facet, ``facet, kind, n_observed, error_share,
+        se_score, se_score_doubled, se_diff, se_diff_doubled, gain, advice``.
+
+        ``error_share`` is the part of the relative error variance in effects holding
+        the facet (effects with several facets count for each); ``*_doubled`` are the
+        SEs with the facet's ``n'`` doubled (the others as observed); ``gain`` is the
+        share of the relative error variance that doubling removes. Doubling a facet
+        crossed with everything (the items) always removes the most, at the most calls;
+        ``advice`` instead names the source of the largest error term
+        (:meth:`dominant`) in seed 003's words, on the facets that reduce it.
+        """
+        d = self.design
         now = self.project()
+        _, rel, _ = d.weights(self.n_observed)
+        contrib = np.clip(self.variances, 0.0, None) * rel[:, 0]
+        total = contrib.sum()
         rows = []
-        for f in self.design.facets:
-            if f in self.design.differentiation:
+        for f in d.facets:
+            if f in d.differentiation:
                 continue
-            kind = facet_kind(self.design, f)
+            kind = facet_kind(d, f)
+            share = sum(c for e, c in zip(d.effects, contrib, strict=True) if f in e)
             row: dict[str, Any] = {"facet": f, "kind": kind, "n_observed": self.n_observed[f],
+                                   "error_share": share / total if total > 0 else 0.0,
                                    "se_score": float(now["se_score"][0]),
                                    "se_diff": float(now["se_diff"][0])}
             if kind == "fixed":
@@ -260,16 +295,17 @@ class GStudyResult(PicklableProxies):
             rows.append(row)
         out = pd.DataFrame(rows)
         out["advice"] = ""
-        if len(out) and out["gain"].max() > 0:
-            top = int(out["gain"].idxmax())
-            out.loc[top, "advice"] = ADVICE[out.loc[top, "kind"]].format(
-                facet=out.loc[top, "facet"])
+        effect, kind, facets = self.dominant()
+        if facets:
+            text = (f"the largest error term is {effect}: "
+                    + ADVICE[kind].format(facet=", ".join(facets)))
+            out.loc[out["facet"] == facets[0], "advice"] = text
         return out
 
     @property
     def advice(self) -> str:
-        """One sentence: the facet whose doubling cuts the relative error most, and
-        what seed 003 says to spend on."""
+        """One sentence: the largest source of relative error and what seed 003 says
+        to spend on (:meth:`dominant`)."""
         f = self.facets()
         hit = f[f["advice"] != ""]
         return str(hit["advice"].iloc[0]) if len(hit) else "no facet reduces the error"
@@ -280,7 +316,8 @@ class GStudyResult(PicklableProxies):
         ``estimand="variance"`` per effect (``contrast`` the effect, extra columns
         ``role``, ``share``); every quantity of
         :data:`~evalmix.design.gtheory.QUANTITIES` for the observed design
-        (``contrast`` its sizes); and ``se_score`` / ``se_diff`` with
+        (``contrast`` its sizes; ``df`` of ``se_score`` and ``se_diff`` for a ``t``
+        interval of a score or a difference); and ``se_score`` / ``se_diff`` with
         ``method="naive"`` (rows independent). ``cluster`` names the random facets.
         """
         comp = self.components()
@@ -290,9 +327,11 @@ class GStudyResult(PicklableProxies):
                 for r in comp.itertuples()]
         now = self.project()
         design = _n_text(self.n_observed)
+        dfs = {"se_score": float(now["df_score"][0]), "se_diff": float(now["df_diff"][0])}
         for q in QUANTITIES:
             rows.append({"estimand": q, "contrast": design, "estimate": float(now[q][0]),
-                         "lo": float(now[q + "_lo"][0]), "hi": float(now[q + "_hi"][0])})
+                         "lo": float(now[q + "_lo"][0]), "hi": float(now[q + "_hi"][0]),
+                         "df": dfs.get(q, np.nan)})
         for q, value in (("se_score", self.naive_se_score), ("se_diff", self.naive_se_diff)):
             rows.append({"estimand": q, "contrast": design, "method": "naive",
                          "cluster": "", "scale": "identity", "estimate": value,

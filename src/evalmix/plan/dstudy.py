@@ -213,7 +213,9 @@ class DStudyResult:
     table : pandas.DataFrame
         One row per design: ``design`` (its label), ``n_<facet>`` per facet, ``scores``
         (per object and in all: ``calls``), ``cost``, then every quantity of
-        :data:`~evalmix.design.gtheory.QUANTITIES` with ``_lo``/``_hi`` bounds.
+        :data:`~evalmix.design.gtheory.QUANTITIES` with ``_lo``/``_hi`` bounds, and
+        ``df_score``/``df_diff`` (degrees of freedom for a ``t`` interval of a score or a
+        difference with that SE).
         ``design`` is ``"observed"``, ``"vary <facet>"`` (that facet varied, the others
         as observed), ``"grid"`` (your ``n``), ``"smallest"`` or ``"optimal"``.
     kinds : pandas.DataFrame
@@ -251,9 +253,11 @@ class DStudyResult:
             rd = r._asdict()
             label = f"{rd['design']}: " + ", ".join(f"{c[2:]}={rd[c]:g}" for c in sizes)
             for q in QUANTITIES:
+                df = {"se_score": rd["df_score"], "se_diff": rd["df_diff"]}.get(q, np.nan)
                 rows.append({"estimand": q, "contrast": label, "estimate": rd[q],
-                             "lo": rd[q + "_lo"], "hi": rd[q + "_hi"], "design": rd["design"],
-                             "cost": rd["cost"], **{c: rd[c] for c in sizes}})
+                             "lo": rd[q + "_lo"], "hi": rd[q + "_hi"], "df": df,
+                             "design": rd["design"], "cost": rd["cost"],
+                             **{c: rd[c] for c in sizes}})
         frame = pd.DataFrame(rows).drop_duplicates(subset=["estimand", "contrast"])
         return tidy_rows(frame, method=g.method, cluster=" x ".join(g.design.random_facets),
                          scale=g.scale, level=g.level, reps=g.reps, seed=g.seed,
@@ -440,6 +444,7 @@ def dstudy(
     for q in QUANTITIES:
         for suffix in ("", "_lo", "_hi"):
             table[q + suffix] = proj[q + suffix]
+    table["df_score"], table["df_diff"] = proj["df_score"], proj["df_diff"]
     kinds = pd.DataFrame([{"facet": f, "kind": facet_kind(g.design, f),
                            "n_observed": g.n_observed[f]} for f in g.n_observed])
     return DStudyResult(gstudy=g, table=table, kinds=kinds, criterion=criterion,
