@@ -26,8 +26,9 @@ from evalmix.errors import DroppedRowsWarning, EvalmixError, InvalidOptionError
 from evalmix.models._reml import reml_scoring_step
 
 REF = Path(__file__).resolve().parent / "reference" / "gtheory"
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
-JTJ = SHARED / "judging_the_judges" / "jtj_MTBench_repetition.csv"
+#: the JTJ repetition file under ../shared/data (conftest's ``shared_data`` writes it
+#: from the bundled copy, which tests/test_datasets.py checks equals the shared CSV)
+JTJ = "judging_the_judges/jtj_MTBench_repetition.csv"
 
 #: Brennan prints components to 4 decimals and coefficients to 2.
 COMPONENT_TOL, COEFFICIENT_TOL = 5e-5, 5e-3
@@ -201,8 +202,9 @@ LMER_NAMES = {"model_b": "model", "item_id": "item", "judge": "judge",
               "replicate:model_b x item_id x judge": "Residual"}
 
 
-def _check_against_lmer(subset: str, judges: tuple[str, ...] | None, dropped: int):
-    d = pd.read_csv(JTJ)
+def _check_against_lmer(path: Path, subset: str, judges: tuple[str, ...] | None,
+                        dropped: int):
+    d = pd.read_csv(path)
     if judges is not None:
         d = d[d["judge"].isin(judges)]
     d["y"] = d["outcome"].map({"b": 1.0, "a": 0.0, "tie": 0.5})
@@ -223,10 +225,8 @@ def _check_against_lmer(subset: str, judges: tuple[str, ...] | None, dropped: in
 
 
 @pytest.fixture(scope="module")
-def jtj3():
-    if not JTJ.exists():
-        pytest.skip("needs ../shared/data")
-    return _check_against_lmer("three_judges", THREE_JUDGES, 23)
+def jtj3(shared_data):
+    return _check_against_lmer(shared_data / JTJ, "three_judges", THREE_JUDGES, 23)
 
 
 def test_reml_path_equals_lmer_on_an_unbalanced_real_file(jtj3):
@@ -236,10 +236,10 @@ def test_reml_path_equals_lmer_on_an_unbalanced_real_file(jtj3):
     assert "scoring step" in jtj3.interval
 
 
-def test_reml_estimate_is_a_fixed_point_of_the_scoring_step(jtj3):
+def test_reml_estimate_is_a_fixed_point_of_the_scoring_step(jtj3, shared_data):
     """One scoring step from the REML estimates returns them (every component > 0)."""
     fit = jtj3.details["fit"]
-    d = pd.read_csv(JTJ)
+    d = pd.read_csv(shared_data / JTJ)
     d = d[d["judge"].isin(THREE_JUDGES) & d["outcome"].notna()]
     d = d.assign(y=d["outcome"].map({"b": 1.0, "a": 0.0, "tie": 0.5}),
                  replicate=d.groupby(["model_b", "item_id", "judge"]).cumcount())
@@ -252,9 +252,8 @@ def test_reml_estimate_is_a_fixed_point_of_the_scoring_step(jtj3):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not JTJ.exists(), reason="needs ../shared/data")
-def test_reml_path_equals_lmer_on_the_whole_file():
-    g = _check_against_lmer("all", None, 28)
+def test_reml_path_equals_lmer_on_the_whole_file(shared_data):
+    g = _check_against_lmer(shared_data / JTJ, "all", None, 28)
     # Messing's point: the naive SE is several times too small here
     assert g.project()["se_score"][0] > 3 * g.naive_se_score
 

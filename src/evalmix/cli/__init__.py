@@ -2,8 +2,8 @@
 
 Each subcommand module (:mod:`evalmix.cli.report`: ``report``, ``demo``;
 :mod:`evalmix.cli.plan`: ``power``, ``coverage``; :mod:`evalmix.cli.agreement`:
-``agreement``) provides ``add_parser(subparsers)`` and
-sets a ``func`` default taking the parsed arguments and returning an exit code. A bad input
+``agreement``; :mod:`evalmix.cli.dstudy`: ``plan dstudy``) provides
+``add_parser(subparsers)`` and sets a ``func`` default taking the parsed arguments and returning an exit code. A bad input
 ends with a one-line reason on stderr and a non-zero exit code.
 """
 
@@ -17,7 +17,7 @@ import threading
 from collections.abc import Sequence
 
 from evalmix._version import __version__
-from evalmix.cli import agreement, plan, report
+from evalmix.cli import agreement, dstudy, plan, report
 from evalmix.cli._common import _Interrupt, _Parser, parse_cluster, stop_if_interrupted
 from evalmix.errors import EvalmixError
 
@@ -31,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"evalmix {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for module in (report, plan, agreement):
+    for module in (report, plan, agreement, dstudy):
         module.add_parser(sub)
     return parser
 

@@ -28,6 +28,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
               "Analytic power of the cluster-robust t test (t(K-1), noncentral t) for a mean, "
               "win rate or paired difference; or, with --components, power simulated from "
               "variance components."),
+    "plan": ("plan a design: evalmix plan dstudy DATA (G and D studies)",
+             "Planning subcommands. dstudy: variance components of a table or an eval log "
+             "(generalizability theory), reliability and SEs for other numbers of items, "
+             "judges, templates and runs, the smallest and the cost-optimal design."),
     "coverage": ("coverage study of interval methods over a design grid",
                  "Coverage, width and Monte Carlo SE of interval methods over a grid of "
                  "clustered designs; parallel (joblib or Dask), streamed, resumable."),
