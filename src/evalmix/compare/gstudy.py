@@ -25,7 +25,7 @@ import re
 import warnings
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Literal, TypedDict, get_args
+from typing import Any, Literal, TypedDict, cast, get_args
 
 import numpy as np
 import pandas as pd
@@ -42,7 +42,7 @@ from evalmix.errors import (
     check_level,
     check_option,
 )
-from evalmix.families import family_name
+from evalmix.families import Family, family_name
 from evalmix.seeding import SeedLike, seeded_rng
 
 __all__ = ["gstudy", "design_frame", "GStudyOptions", "GSTUDY_DEFAULTS", "METHODS"]
@@ -85,6 +85,7 @@ def _table_frame(table: EvalTable, obj: str | None, facets: Sequence[str] | None
     d = table.data
     cols: dict[str, pd.Series] = {}
     notes: list[str] = []
+    default_obj: str | None
     if table.kind == "pairwise":
         if d["model_a"].nunique() > 1:
             raise EvalmixError(
@@ -294,7 +295,8 @@ def _bayes(y: np.ndarray, design: GDesign, codes: Mapping[str, np.ndarray], *,
                            "numeric scores")
     X = np.ones((y.size, 0 if fam == "cumulative" else 1))
     spec = ModelSpec(
-        formula="y ~ 1 + " + " + ".join(f"(1|{t.factor})" for t in terms), family=fam,
+        formula="y ~ 1 + " + " + ".join(f"(1|{t.factor})" for t in terms),
+        family=cast("Family", fam),
         link="identity" if fam == "gaussian" else "logit", response="the score",
         y=yy, X=X, fixed_names=() if fam == "cumulative" else ("Intercept",),
         random=tuple(terms), design="scores", categories=categories)

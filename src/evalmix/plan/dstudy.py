@@ -59,7 +59,7 @@ import pandas as pd
 from evalmix.compare.gstudy import GSTUDY_DEFAULTS, GStudyOptions, gstudy
 from evalmix.design.gresult import GStudyResult, facet_kind
 from evalmix.design.gtheory import QUANTITIES
-from evalmix.errors import EvalmixError, InvalidOptionError, check_count, check_keywords
+from evalmix.errors import InvalidOptionError, check_count, check_keywords
 from evalmix.tidy import tidy_rows
 
 __all__ = ["dstudy", "DStudyResult", "Criterion", "CRITERIA", "design_cost"]
