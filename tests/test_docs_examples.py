@@ -81,6 +81,8 @@ BASH: list[tuple[str, str, str]] = [
      "planning CLI: tests/test_plan_cli.py"),
     ("docs/planning.md", "evalmix power --effect 0.05",
      "planning CLI: tests/test_plan_cli.py"),
+    ("docs/gtheory.md", "evalmix plan dstudy ratings.csv",
+     "the D-study CLI: tests/test_cli_dstudy.py"),
     ("docs/report.md", "evalmix report DATA --outcome COL",
      "a usage synopsis with placeholders, not a command"),
     ("docs/report.md", ".venv/bin/python -c \"import evalmix.datasets",

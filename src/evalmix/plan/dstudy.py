@@ -279,7 +279,7 @@ class DStudyResult:
         lines = [f"D study of {g.design.object!r} ({g.method}, scale {g.scale}; costs "
                  + ", ".join(f"{k}={v:g}" for k, v in self.costs.items()) + ")",
                  self.table[show].to_string(index=False, float_format="{:.4g}".format)]
-        for kind, words in (("sample", "sample new levels of"), ("judge", "sample new"),
+        for kind, words in (("sample", "sample new levels of"), ("judge", "sample new judges"),
                             ("repeat", "repeat the calls of"),
                             ("counterbalance", "counterbalance"), ("fixed", "keep fixed")):
             names = self.kinds.loc[self.kinds["kind"] == kind, "facet"].tolist()
