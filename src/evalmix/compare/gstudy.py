@@ -73,6 +73,7 @@ class GStudyOptions(TypedDict, total=False):
     draws: int | None
     seed: SeedLike
     progress: bool
+    deadline: float | None
 
 
 # ---------------------------------------------------------------------- the frame
@@ -230,7 +231,8 @@ def _simulated(y_mean: float, terms: list, sd: np.ndarray, n: int, reps: int,
 
 
 def _reml(y: np.ndarray, design: GDesign, codes: Mapping[str, np.ndarray], *,
-          reps: int, level: float, rng: np.random.Generator, progress: bool
+          reps: int, level: float, rng: np.random.Generator, progress: bool,
+          deadline: float | None = None
           ) -> tuple[np.ndarray, np.ndarray, str, dict[str, Any]]:
     from evalmix.models._reml import (
         SCORING_MAX_LEVELS,
@@ -243,7 +245,7 @@ def _reml(y: np.ndarray, design: GDesign, codes: Mapping[str, np.ndarray], *,
     with Progress(progress) as bar:
         with bar.stage("G study: REML fit"):
             fit = fit_mixedlm_arrays(y, X, ["Intercept"], terms, level=level,
-                                     results=False)
+                                     results=False, deadline=deadline)
         variances = np.append(np.asarray(fit.vc_sd) ** 2, fit.resid_sd**2)
         details = {"fit": fit, "converged": bool(fit.converged), "singular": fit.singular}
         if sum(t.n_levels for t in terms) <= SCORING_MAX_LEVELS:
@@ -339,6 +341,7 @@ def gstudy(
     draws: int | None = None,
     seed: SeedLike = None,
     progress: bool = True,
+    deadline: float | None = None,
 ) -> GStudyResult:
     """Variance components of an eval design, its G coefficients and error variances.
 
@@ -382,7 +385,7 @@ def gstudy(
         drawn from their scaled chi-square distributions (exact for normal effects).
         REML: data sets are simulated from the estimates and each is estimated by one
         REML Fisher-scoring step from them (MINQUE; equal to the ANOVA estimates on
-        balanced data), one factorisation for all; beyond 4,000 levels in all, Wald
+        balanced data), one factorisation for all; beyond 2,000 levels in all, Wald
         draws on the log-SD scale instead.
     draws : int, optional
         ``method="bayes"``: posterior draws per chain (default: until the convergence
@@ -391,6 +394,9 @@ def gstudy(
         Recorded in the result.
     progress : bool
         Progress bar for the REML bootstrap and the sampler.
+    deadline : float, optional
+        ``method="reml"``: a :func:`time.monotonic` instant past which the fit stops with
+        ``StoppedAtLimit`` (``analyze(model_timeout=)`` sets it).
 
     Returns
     -------
@@ -486,7 +492,8 @@ def gstudy(
     elif method == "reml":
         n_reps = check_count("reps", reps if reps is not None else REPS)
         variances, drawn, interval, details = _reml(
-            y, design, codes, reps=n_reps, level=level, rng=rng, progress=progress)
+            y, design, codes, reps=n_reps, level=level, rng=rng, progress=progress,
+            deadline=deadline)
     else:
         if reps is not None:
             raise EvalmixError("reps= is for the bootstrap of method='anova' or 'reml'; the "

@@ -201,8 +201,9 @@ def joint_cov(F: BlockFactor, lam: np.ndarray, xwx: np.ndarray, ztwx: np.ndarray
         [np.arange(p), p + idx])
 
 
-#: :func:`reml_scoring_step` forms ``Z'PZ`` densely: up to this many levels in all.
-SCORING_MAX_LEVELS = 4000
+#: :func:`reml_scoring_step` forms ``Z'PZ`` densely (O(q^3) work): up to this many levels
+#: in all (2,000: about 10 s on one core).
+SCORING_MAX_LEVELS = 2000
 
 
 def reml_scoring_step(Y: np.ndarray | Iterable[np.ndarray], X: np.ndarray,

@@ -56,6 +56,7 @@ from evalmix.errors import (
 from evalmix.inference.api import interval
 from evalmix.inference.estimands import build_problem
 from evalmix.inference.sandwich import FEW_CLUSTERS
+from evalmix.report.reliability import reliability
 from evalmix.seeding import child_seed, resolve_seed
 
 if TYPE_CHECKING:
@@ -416,6 +417,11 @@ def analyze(
                                                           seed=seed)
         if board_note:
             notes.append(board_note)
+        with bar.stage("G study: reliability and budget"):
+            rel, rel_note = reliability(table, level=level, seed=seed, fast=fast,
+                                        model_timeout=model_timeout)
+        if rel_note:
+            notes.append(rel_note)
         one_way = rec.cluster[0] if len(rec.cluster) == 1 else None
         design = _design(table, levels_run, rec, judge, min_clusters, design_methods)
         notes = [*_plain_warnings(table, design, rec, min_clusters), *notes]
@@ -437,7 +443,7 @@ def analyze(
                       design=design, headline=pd.DataFrame(), warnings=(),
                       position=position,
                       summary=summary({}), leaderboard=board, leaderboard_pairs=board_pairs,
-                      humans=section)
+                      humans=section, reliability=rel)
         if out is not None and fits_to_run(table, backend=backend, fast=fast,
                                            methods=model_methods):
             # the design-based results are on disk before any model fit starts

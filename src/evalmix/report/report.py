@@ -79,7 +79,7 @@ LEADERBOARD_TITLE = "Leaderboard: every model pair, simultaneous intervals, rank
 REPORT_FILES = frozenset({
     "intervals.csv", "variance.csv", "judges.csv", "design.json", "design.md",
     "report.html", "report.md", "summary.json", "prior_sensitivity.csv", "plots",
-    "leaderboard.csv", "leaderboard_pairs.csv",
+    "leaderboard.csv", "leaderboard_pairs.csv", "reliability.csv",
     "humans_agreement.csv", "humans_alt_test.csv", "humans_anchored.csv",
     REPORT_MARKER})
 
@@ -159,6 +159,11 @@ class Report:
     humans : HumansSection or None
         With ``analyze(humans=[...])``: the judges against the humans who rated the same
         units (:mod:`evalmix.report.humans`); None otherwise.
+    reliability : Mapping or None
+        With two or more facets around one object (the condition or the evaluated
+        model): the G study of :mod:`evalmix.report.reliability` (``summary``: E rho^2,
+        Phi, the SEs next to the naive ones, the advice; ``facets`` and ``components``
+        frames); None otherwise.
     """
 
     intervals: pd.DataFrame
@@ -174,6 +179,7 @@ class Report:
     leaderboard: pd.DataFrame | None = None
     leaderboard_pairs: pd.DataFrame | None = None
     humans: HumansSection | None = None
+    reliability: Mapping[str, Any] | None = None
 
     def tidy(self) -> pd.DataFrame:
         """The interval table in the result contract: :data:`evalmix.tidy.RESULT_COLUMNS`
@@ -225,6 +231,7 @@ class Report:
             "truth": self.truth if self.truth is not None else None,
             **({"prior_sensitivity": self.prior_sensitivity}
                if self.prior_sensitivity is not None else {}),
+            **({"reliability": self.reliability} if self.reliability is not None else {}),
         })
 
     # ------------------------------------------------------------------ writers
@@ -252,6 +259,10 @@ class Report:
             from evalmix.report.humans import HUMANS_TITLE
 
             sections.append((HUMANS_TITLE, self.humans.markdown()))
+        if self.reliability is not None:
+            from evalmix.report.reliability import RELIABILITY_TITLE, reliability_markdown
+
+            sections.append((RELIABILITY_TITLE, reliability_markdown(dict(self.reliability))))
         text = markdown(self, plots_dir=plots_dir, sections=sections)
         if path is not None:
             Path(path).write_text(text)
@@ -276,6 +287,10 @@ class Report:
             from evalmix.report.humans import HUMANS_TITLE
 
             sections.append((HUMANS_TITLE, self.humans.html()))
+        if self.reliability is not None:
+            from evalmix.report.reliability import RELIABILITY_TITLE, reliability_html
+
+            sections.append((RELIABILITY_TITLE, reliability_html(dict(self.reliability))))
         text = html(self, sections=sections, figures=figures)
         if path is not None:
             Path(path).write_text(text, encoding="utf-8")
@@ -286,8 +301,8 @@ class Report:
 
         Files: ``intervals.csv``, ``variance.csv``, ``judges.csv``, ``design.json``,
         ``design.md``, ``report.html``, ``report.md`` (with ``plots/*.png``),
-        ``summary.json``, and ``prior_sensitivity.csv`` when the Bayesian model was
-        refitted with wider SD priors. The folder is built as a hidden sibling of ``out``
+        ``summary.json``, ``prior_sensitivity.csv`` when the Bayesian model was
+        refitted with wider SD priors, and ``reliability.csv`` with a G study. The folder is built as a hidden sibling of ``out``
         and renamed into place, replacing an earlier report there as a whole: an
         interrupted write leaves the old report (or nothing), stale files of the old
         report do not survive, and two writers never mix their files. An existing
@@ -322,6 +337,8 @@ class Report:
             names += ["leaderboard.csv", "leaderboard_pairs.csv"]
         if self.humans is not None:
             names += list(self.humans.frames())
+        if self.reliability is not None:
+            names.append("reliability.csv")
         return {name: d / name for name in names}
 
     def _write_files(self, d: Path, *, figures: bool = True) -> None:
@@ -336,6 +353,11 @@ class Report:
         (d / "design.md").write_text(design_markdown(self))
         if self.prior_sensitivity is not None:
             self.prior_sensitivity.to_csv(d / "prior_sensitivity.csv", index=False)
+        if self.reliability is not None:
+            from evalmix.report.reliability import reliability_frame
+
+            reliability_frame(dict(self.reliability)).to_csv(d / "reliability.csv",
+                                                             index=False)
         if self.leaderboard is not None:
             self.leaderboard.to_csv(d / "leaderboard.csv", index=False)
             if self.leaderboard_pairs is not None:
