@@ -219,8 +219,11 @@ def test_projection_study_table():
         DOCS.write_text(text)
     # observed SEs are the true ones (the projection formula), within 3%
     assert (np.abs(table["observed_se_score"] / table["true_se_score"] - 1) < 0.03).all()
-    # median projections within 15% of the truth
-    assert (np.abs(table["projected_se_score"] / table["true_se_score"] - 1) < 0.15).all()
+    # projected error variances are unbiased on average (ANOVA: but for the floor at 0,
+    # which pushes them up; the median SE sits below the truth, a skewed square root)
+    ratio = table["projected_var_score_mean"] / table["true_se_score"] ** 2
+    assert ((ratio > 0.92) & (ratio < 1.15)).all(), ratio
+    assert (table["projected_se_score"] < table["true_se_score"] * 1.05).all()
     # the t(df) score interval keeps its promise (nominal minus 2.5 points); naive breaks
     assert (table["coverage_gtheory"] > 0.925).all()
     assert (table["coverage_naive"] < 0.8).all()

@@ -365,3 +365,13 @@ def test_bayesian_g_study_on_the_latent_logit_scale():
     now = g.project()
     assert now["erho2_lo"][0] < now["erho2"][0] < now["erho2_hi"][0]
     assert g.reps == g.draws.shape[0]
+
+
+def test_reml_stops_at_its_deadline(no3):
+    import time
+
+    from evalmix.models._deadline import StoppedAtLimit
+
+    with pytest.raises(StoppedAtLimit):
+        evalmix.gstudy(no3.iloc[1:], "person", ["item", "occasion"], outcome="score",
+                       deadline=time.monotonic() - 1, progress=False)

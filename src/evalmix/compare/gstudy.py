@@ -1,7 +1,7 @@
 """``evalmix.gstudy``: the variance components of an eval design and its G coefficients.
 
 Reads a long table (or an :class:`~evalmix.data.table.EvalTable`) into an object of
-measurement and facets (:func:`design_frame`), finds nesting and unlabelled
+measurement and facets, finds nesting and unlabelled
 replicates, and estimates one variance component per effect of the design by
 
 - ``"anova"``: expected mean squares on balanced data
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import inspect
 import re
-import warnings
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Literal, TypedDict, cast, get_args
@@ -31,12 +30,12 @@ import numpy as np
 import pandas as pd
 
 from evalmix._progress import Progress
-from evalmix.data.table import EvalTable, dense_codes, intersect_codes, is_replicate_role
+from evalmix.compare._gframe import REPLICATE, Y, data_frame, find_nesting, table_frame
+from evalmix.data.table import EvalTable, dense_codes, intersect_codes
 from evalmix.design.anova import balanced_anova, is_balanced, level_positions
 from evalmix.design.gresult import GStudyResult
 from evalmix.design.gtheory import GDesign
 from evalmix.errors import (
-    DroppedRowsWarning,
     EvalmixError,
     check_count,
     check_level,
@@ -45,16 +44,12 @@ from evalmix.errors import (
 from evalmix.families import Family, family_name
 from evalmix.seeding import SeedLike, seeded_rng
 
-__all__ = ["gstudy", "design_frame", "GStudyOptions", "GSTUDY_DEFAULTS", "METHODS"]
+__all__ = ["gstudy", "GStudyOptions", "GSTUDY_DEFAULTS", "METHODS"]
 
 Method = Literal["auto", "anova", "reml", "bayes"]
 METHODS: tuple[str, ...] = get_args(Method)
 #: Parametric-bootstrap replicates by default.
 REPS = 2000
-#: The column holding the outcome in :func:`design_frame`'s frame.
-Y = "__y"
-#: Name of the facet numbering unlabelled repeats of a cell.
-REPLICATE = "replicate"
 
 
 class GStudyOptions(TypedDict, total=False):
@@ -74,124 +69,6 @@ class GStudyOptions(TypedDict, total=False):
     seed: SeedLike
     progress: bool
     deadline: float | None
-
-
-# ---------------------------------------------------------------------- the frame
-def _order_labels(a_first: pd.Series) -> pd.Series:
-    return a_first.map({1.0: "a first", 0.0: "b first"})
-
-
-def _table_frame(table: EvalTable, obj: str | None, facets: Sequence[str] | None
-                 ) -> tuple[pd.DataFrame, str, list[str], list[str]]:
-    d = table.data
-    cols: dict[str, pd.Series] = {}
-    notes: list[str] = []
-    default_obj: str | None
-    if table.kind == "pairwise":
-        if d["model_a"].nunique() > 1:
-            raise EvalmixError(
-                "this pairwise table compares models with each other (a Bradley-Terry "
-                "design); a G study needs one score per object: use a table where "
-                "model_a is one fixed baseline, or give a score table")
-        cols["model"] = d["model_b"].astype(str)
-        if table.ties == "separate":
-            y = d["verdict"].map({"b": 1.0, "tie": 0.5, "a": 0.0})
-        else:
-            y = 1.0 - d["y"].astype(float)
-        notes.append(f"score: model_b (the evaluated model) beats {d['model_a'].iloc[0]!r} "
-                     "(1), ties 1/2")
-        if table.has_order:
-            cols["order"] = _order_labels(d["a_first"])
-        default_obj = "model"
-    else:
-        y = d["y"].astype(float)
-        if table.has_condition:
-            cols["condition"] = d["condition"].astype(str)
-        default_obj = "condition" if table.has_condition else None
-    roles = [r for r in table.clusters if ":" not in r]
-    for r in roles:
-        cols[r] = d[r].astype(str)
-    if table.replicate is not None:
-        cols[REPLICATE] = d["replicate"].astype(str)
-    obj = obj or default_obj
-    if obj is None:
-        raise EvalmixError("name the object of measurement (object=...): this table has no "
-                           f"condition column; its factors are {', '.join(cols)}")
-    if obj not in cols:
-        raise EvalmixError(f"object {obj!r} is not a factor of this table; its factors "
-                           f"are {', '.join(cols)}")
-    if facets is None:
-        facets = [c for c in cols if c != obj and c not in ("condition", "model")]
-    frame = pd.DataFrame({c: cols[c] for c in dict.fromkeys([obj, *facets]) if c in cols})
-    missing = [f for f in facets if f not in cols]
-    if missing:
-        raise EvalmixError(f"facet {', '.join(map(repr, missing))} is not a factor of this "
-                           f"table; its factors are {', '.join(cols)}")
-    frame[Y] = np.asarray(y, dtype=float)
-    return frame, obj, list(facets), notes
-
-
-def _data_frame(data: pd.DataFrame, obj: str | None, facets: Sequence[str] | None,
-                outcome: str | None) -> tuple[pd.DataFrame, str, list[str], list[str]]:
-    if obj is None or facets is None or outcome is None:
-        need = [n for n, v in (("object", obj), ("facets", facets), ("outcome", outcome))
-                if v is None]
-        raise EvalmixError(f"a DataFrame needs {', '.join(need)}=...: e.g. gstudy(df, "
-                           "object='model', facets=['item', 'judge'], outcome='score')")
-    used = [obj, *facets, outcome]
-    absent = [c for c in used if c not in data.columns]
-    if absent:
-        raise EvalmixError(f"column {', '.join(map(repr, absent))} is not in the data; its "
-                           f"columns are {', '.join(map(str, data.columns))}")
-    y = pd.to_numeric(data[outcome], errors="coerce")
-    bad = data[outcome].notna() & y.isna()
-    if bad.any():
-        raise EvalmixError(f"column {outcome!r} holds non-numeric values (e.g. "
-                           f"{data.loc[bad, outcome].iloc[0]!r} in row {int(np.argmax(bad))}); "
-                           "give a numeric score (0/1, a fraction or a rating)")
-    keep = y.notna() & data[[obj, *facets]].notna().all(axis=1)
-    notes = []
-    if not keep.all():
-        counts = {c: int(data[c].isna().sum()) for c in used if data[c].isna().any()}
-        text = ", ".join(f"{v} missing in {k!r}" for k, v in counts.items())
-        notes.append(f"{int((~keep).sum())} rows dropped ({text})")
-        warnings.warn(f"gstudy: {notes[-1]}", DroppedRowsWarning, stacklevel=4)
-    frame = pd.DataFrame({c: data.loc[keep, c].astype(str).to_numpy()
-                          for c in dict.fromkeys([obj, *facets])})
-    frame[Y] = y[keep].to_numpy(dtype=float)
-    return frame, obj, list(facets), notes
-
-
-def _nested_by_data(frame: pd.DataFrame, f: str, g: str) -> bool:
-    """Every level of ``f`` occurs within one level of ``g`` and ``g`` has fewer levels."""
-    pairs = frame[[f, g]].drop_duplicates()
-    n_f, n_g = frame[f].nunique(), frame[g].nunique()
-    return len(pairs) == n_f and 2 <= n_g < n_f
-
-
-def _nesting(frame: pd.DataFrame, obj: str, facets: list[str],
-             nested: Mapping[str, str | Sequence[str]] | None
-             ) -> tuple[dict[str, tuple[str, ...]], list[str]]:
-    given = {str(k): ((v,) if isinstance(v, str) else tuple(v))
-             for k, v in dict(nested or {}).items()}
-    factors = [obj, *facets]
-    out = dict(given)
-    notes = []
-    for f in facets:
-        if f in given:
-            continue
-        if is_replicate_role(f):
-            out[f] = tuple(g for g in factors if g != f)
-            notes.append(f"{f!r} read as repeats of a cell: nested within "
-                         f"{' x '.join(out[f])} (pass nested={{{f!r}: ()}} if its levels "
-                         "are shared)")
-            continue
-        parents = tuple(g for g in facets if g != f and _nested_by_data(frame, f, g))
-        if parents:
-            out[f] = parents
-            notes.append(f"{f!r} is nested within {', '.join(parents)} in the data (each "
-                         f"{f} occurs with one {parents[0]})")
-    return {k: v for k, v in out.items() if v}, notes
 
 
 # ---------------------------------------------------------------------- estimation
@@ -440,15 +317,15 @@ def gstudy(
     if isinstance(data, EvalTable):
         if outcome is not None:
             raise EvalmixError("outcome= is for a DataFrame; an EvalTable has its outcome")
-        frame, obj, facet_list, notes = _table_frame(data, object, facets)
+        frame, obj, facet_list, notes = table_frame(data, object, facets)
     elif isinstance(data, pd.DataFrame):
-        frame, obj, facet_list, notes = _data_frame(data, object, facets, outcome)
+        frame, obj, facet_list, notes = data_frame(data, object, facets, outcome)
     else:
         raise EvalmixError(f"gstudy needs a pandas DataFrame or an EvalTable, got "
                            f"{type(data).__name__}")
     if method != "bayes" and family is not None:
         raise EvalmixError("family= is for method='bayes'")
-    nesting, found = _nesting(frame, obj, facet_list, nested)
+    nesting, found = find_nesting(frame, obj, facet_list, nested)
     notes += found
     factors = [obj, *facet_list]
     dup = frame.groupby(factors, sort=False, observed=True).cumcount().to_numpy()
@@ -513,17 +390,6 @@ def gstudy(
         n_observed=MappingProxyType(_n_observed(frame, design)),
         n_levels=MappingProxyType(n_levels), n_obs=int(y.size), scores=scores, level=level,
         reps=n_reps, seed=recorded, notes=tuple(notes), details=MappingProxyType(details))
-
-
-def design_frame(data: pd.DataFrame | EvalTable, object: str | None = None,  # noqa: A002
-                 facets: Sequence[str] | None = None, *, outcome: str | None = None
-                 ) -> tuple[pd.DataFrame, str, list[str]]:
-    """The long frame a G study reads: the object, the facets and the score (``"__y"``)."""
-    if isinstance(data, EvalTable):
-        frame, obj, f, _ = _table_frame(data, object, facets)
-    else:
-        frame, obj, f, _ = _data_frame(data, object, facets, outcome)
-    return frame, obj, f
 
 
 #: The options of :func:`gstudy` and their defaults (read from its signature).

@@ -1,4 +1,4 @@
-"""evalmix.design: ICC, design effect and effective sample size."""
+"""evalmix.design: ICC, design effect, effective sample size and G coefficients."""
 
 from evalmix.design.effect import (
     DesignEffectResult,
@@ -10,6 +10,8 @@ from evalmix.design.effect import (
     design_effect,
     icc_anova,
 )
+from evalmix.design.gresult import GStudyResult
+from evalmix.design.gtheory import GDesign, coefficients
 
 __all__ = [
     "DesignEffectResult",
@@ -20,4 +22,7 @@ __all__ = [
     "deff_unequal",
     "design_effect",
     "icc_anova",
+    "GDesign",
+    "GStudyResult",
+    "coefficients",
 ]

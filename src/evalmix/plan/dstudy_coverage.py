@@ -134,7 +134,8 @@ class ProjectionStudy:
         ``pilot``, ``target`` (sizes as text), ``method`` (the G study's), ``true_se_score``,
         ``true_se_diff`` (from the true components), ``projected_se_score`` and
         ``projected_se_diff`` (medians over the pilots; ``*_q10``/``*_q90`` their 10th
-        and 90th percentiles), ``observed_se_score`` / ``observed_se_diff`` (root mean
+        and 90th percentiles), ``projected_var_score_mean`` (the mean of the projected
+        squared SEs: unbiased with ANOVA but for the zero floor), ``observed_se_score`` / ``observed_se_diff`` (root mean
         square error of the target simulations' object means and differences),
         ``mcse_se_score``, ``interval_coverage_se_score`` / ``_se_diff`` (share of
         pilots whose interval for the SE holds the true SE), ``coverage_gtheory`` (object
@@ -251,6 +252,7 @@ def projection_study(design: GDesign, variances: Sequence[float], *, n_objects: 
                        "projected_se_score_q10": float(np.quantile(se, 0.1)),
                        "projected_se_score_q90": float(np.quantile(se, 0.9)),
                        "projected_se_diff": float(np.median(sd)),
+                       "projected_var_score_mean": float(np.mean(se**2)),
                        "interval_coverage_se_score": float(np.mean(
                            [p["se_score_lo"][0] <= true["se_score"][0] <= p["se_score_hi"][0]
                             for p in proj])),
