@@ -360,7 +360,8 @@ class GStudyResult(PicklableProxies):
             ci = (f" [{now[q + '_lo'][0]:.3g}, {now[q + '_hi'][0]:.3g}]"
                   if np.isfinite(now[q + "_lo"][0]) else "")
             lines.append(f"  {QUANTITY_LABELS[q]}: {now[q][0]:.3g}{ci}")
-        lines.append(f"  naive SE (rows independent): score {self.naive_se_score:.3g}, "
+        on = "" if self.scale == "identity" else ", on the scores' own scale"
+        lines.append(f"  naive SE (rows independent{on}): score {self.naive_se_score:.3g}, "
                      f"difference {self.naive_se_diff:.3g}")
         lines.append(f"advice: {self.advice}")
         lines += [f"note: {n}" for n in self.notes]
