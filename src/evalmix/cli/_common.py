@@ -28,10 +28,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
               "Analytic power of the cluster-robust t test (t(K-1), noncentral t) for a mean, "
               "win rate or paired difference; or, with --components, power simulated from "
               "variance components."),
-    "plan": ("plan a design: evalmix plan dstudy DATA (G and D studies)",
-             "Planning subcommands. dstudy: variance components of a table or an eval log "
-             "(generalizability theory), reliability and SEs for other numbers of items, "
-             "judges, templates and runs, the smallest and the cost-optimal design."),
     "coverage": ("coverage study of interval methods over a design grid",
                  "Coverage, width and Monte Carlo SE of interval methods over a grid of "
                  "clustered designs; parallel (joblib or Dask), streamed, resumable."),
@@ -41,6 +37,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
                   "AC1, pooled agreement with the human votes and the human ceiling) with "
                   "delta-method and cluster-bootstrap intervals; --alt-test adds the "
                   "alternative annotator test."),
+    "plan": ("plan a design: evalmix plan dstudy DATA (G and D studies)",
+             "Planning subcommands. dstudy: variance components of a table or an eval log "
+             "(generalizability theory), reliability and SEs for other numbers of items, "
+             "judges, templates and runs, the smallest and the cost-optimal design."),
 }
 
 
