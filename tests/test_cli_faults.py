@@ -155,6 +155,25 @@ def test_sigint_during_a_coverage_grid_keeps_finished_cells(tmp_path):
     assert 1 <= kept < 12
 
 
+def _wait_for_the_fit(proc: subprocess.Popen, out: Path, *, forked: bool) -> None:
+    """Return once the model fit has started: the partial report (written just before the
+    first fit) is on disk and, for a fit in a forked child, that child is running. No
+    fixed sleep: a fast machine samples 100,000 draws per chain in under 20 s."""
+    import psutil
+
+    deadline = time.monotonic() + 300
+    md = out / "report.md"
+    while time.monotonic() < deadline and proc.poll() is None:
+        started = md.is_file() and "incomplete: model fits running" in md.read_text()
+        if started and forked:
+            started = bool(psutil.Process(proc.pid).children(recursive=True))
+        if started:
+            break
+        time.sleep(0.1)
+    time.sleep(1.0)  # inside the fit (model build, compilation or sampling)
+    assert proc.poll() is None, proc.communicate()
+
+
 @pytest.mark.parametrize("timeout", ["0", "600"])  # in this process / in a forked child
 def test_sigint_during_mcmc_keeps_only_the_design_based_report(tmp_path, timeout):
     """The design-based results are written before the fit starts (issue 14); the
@@ -171,8 +190,7 @@ def test_sigint_during_mcmc_keeps_only_the_design_based_report(tmp_path, timeout
                   "--cluster", "scenario=scenario", "--cluster", "judge=judge",
                   "--backend", "bayes", "--reps", "19", "--draws", "100000", "--quiet",
                   "--model-timeout", timeout, "--out", str(out))
-    time.sleep(25)  # imports, design-based rows and the start of sampling
-    assert proc.poll() is None, proc.communicate()
+    _wait_for_the_fit(proc, out, forked=timeout != "0")
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr
