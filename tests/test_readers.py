@@ -107,10 +107,11 @@ def alpaca(model, **kw):
         return read_alpaca_eval(path, **kw)
 
 
-def test_alpaca_eval_failures_tie_reproduces_the_leaderboard_formula():
-    # m2 preferences 2, 1, 1.5, 0 (legacy draw), null, 2; leaderboard mean(p - 1)
+def test_alpaca_eval_failures_tie_scores_them_as_draws():
+    # m2 preferences 2, 1, 1.5, 0 (legacy draw), null, 2
     with pytest.warns(EvalmixWarning, match=r"1 of 6 annotations are judge failures"):
-        t = read_alpaca_eval(LOGS / "alpaca_eval/results/m2/alpaca_eval_gpt4_turbo_fn")
+        t = read_alpaca_eval(LOGS / "alpaca_eval/results/m2/alpaca_eval_gpt4_turbo_fn",
+                             failures="tie")
     assert t.n_obs == 6 and t.n_ties == 3 and t.outcome_type == "proportion"
     assert estimate(t, "win_rate", model="m2") == pytest.approx((1 + 0 + .5 + .5 + .5 + 1) / 6)
     assert t.data["model_a"].unique().tolist() == ["gpt4_1106_preview"]
@@ -118,8 +119,9 @@ def test_alpaca_eval_failures_tie_reproduces_the_leaderboard_formula():
 
 
 def test_alpaca_eval_failures_drop_is_counted():
+    # the default, as AlpacaEval's describe_head2head (tests/test_upstream.py)
     with pytest.warns(DroppedRowsWarning, match="dropped 1 of 6 rows"):
-        t = read_alpaca_eval(LOGS / "alpaca_eval/results/m2", failures="drop")
+        t = read_alpaca_eval(LOGS / "alpaca_eval/results/m2")
     assert dict(t.dropped) == {"na_outcome": 1}
     assert estimate(t, "win_rate", model="m2") == pytest.approx((1 + 0 + .5 + .5 + 1) / 5)
     with pytest.raises(EvalmixError, match="failures='skip'"):
@@ -128,16 +130,16 @@ def test_alpaca_eval_failures_drop_is_counted():
 
 def test_alpaca_eval_probability_verdicts():
     # m1 (weighted annotator): 1.9, 1.2, 1.5, null, 1.0, 2.0
-    t = alpaca("m1")
+    t = alpaca("m1", failures="tie")
     assert sorted(t.y) == pytest.approx(sorted([0.1, 0.8, 0.5, 0.5, 1.0, 0.0]))
     assert estimate(t, "win_rate", model="m1") == pytest.approx((.9 + .2 + .5 + .5 + 0 + 1) / 6)
-    assert estimate(alpaca("m1", failures="drop"), "win_rate", model="m1") == \
+    assert estimate(alpaca("m1"), "win_rate", model="m1") == \
         pytest.approx((.9 + .2 + .5 + 0 + 1) / 5)
     assert list(t.data["verdict"]) == ["b", "a", "tie", "tie", "a", "b"]
     with pytest.raises(EvalmixError, match="ties='exclude' does not apply to probability"):
         alpaca("m1", ties="exclude")
     # a results folder with both models: one table, the annotator is the judge factor
-    both = read_alpaca_eval(LOGS / "alpaca_eval" / "results")
+    both = read_alpaca_eval(LOGS / "alpaca_eval" / "results", failures="tie")
     assert set(both.clusters) == {"item", "item_group", "judge"} and both.n_obs == 12
     assert estimate(both, "win_rate", model="m2") == pytest.approx(3.5 / 6)
 

@@ -7,7 +7,9 @@ format             files                                        reader
 ``inspect``        Inspect AI ``.eval`` / ``.json`` logs         :func:`read_inspect`
 ``lm_eval``        lm-evaluation-harness ``samples_*.jsonl``     :func:`read_lm_eval`
 ``alpaca_eval``    AlpacaEval ``annotations.json``               :func:`read_alpaca_eval`
-``battles``        Chatbot Arena / FastChat MT-Bench judgments   :func:`read_battles`
+``battles``        Chatbot Arena / FastChat MT-Bench judgments,  :func:`read_battles`
+                   arena-hard ``arena_hard_battles.jsonl``
+``arena_hard``     arena-hard ``model_judgment/<judge>/*.jsonl``  :func:`read_arena_hard`
 ``table``          a long table (CSV, TSV, Parquet, JSONL)       :func:`evalmix.read`
 =================  ===========================================  ======================
 
@@ -25,6 +27,7 @@ from typing import Any, Literal, get_args
 
 from evalmix.data.read import read
 from evalmix.data.readers.alpaca_eval import read_alpaca_eval
+from evalmix.data.readers.arena_hard import read_arena_hard
 from evalmix.data.readers.battles import read_battles
 from evalmix.data.readers.inspect_logs import read_inspect
 from evalmix.data.readers.lm_eval import SAMPLES_NAME, read_lm_eval
@@ -32,12 +35,14 @@ from evalmix.data.table import EvalTable
 from evalmix.errors import EvalmixError, check_option
 
 __all__ = ["FORMATS", "detect_format", "read_log", "read_inspect", "read_lm_eval",
-           "read_alpaca_eval", "read_battles"]
+           "read_alpaca_eval", "read_battles", "read_arena_hard"]
 
-Format = Literal["auto", "table", "inspect", "lm_eval", "alpaca_eval", "battles"]
+Format = Literal["auto", "table", "inspect", "lm_eval", "alpaca_eval", "battles",
+                 "arena_hard"]
 FORMATS: tuple[str, ...] = get_args(Format)
 _READERS: dict[str, Callable[..., EvalTable]] = {"inspect": read_inspect, "lm_eval": read_lm_eval,
-            "alpaca_eval": read_alpaca_eval, "battles": read_battles}
+            "alpaca_eval": read_alpaca_eval, "battles": read_battles,
+            "arena_hard": read_arena_hard}
 
 
 def _first_record(path: Path) -> dict[str, Any] | None:
@@ -77,6 +82,8 @@ def _kind_of_record(rec: dict[str, Any]) -> str | None:
         return "alpaca_eval"
     if {"g1_winner", "g2_winner"} <= keys or {"model_a", "model_b", "winner"} <= keys:
         return "battles"
+    if {"games", "model"} <= keys and ({"question_id", "uid"} & keys):
+        return "arena_hard"
     return None
 
 
@@ -95,14 +102,15 @@ def detect_format(source: str | os.PathLike[str]) -> str:
             return "lm_eval"
         if any(path.rglob("annotations.json")):
             return "alpaca_eval"
-        for f in sorted(path.rglob("*.json"))[:20]:
+        candidates = sorted([*path.rglob("*.json"), *path.rglob("*.jsonl")])
+        for f in candidates[:20]:
             rec = _first_record(f)
             kind = _kind_of_record(rec) if rec else None
             if kind:
                 return kind
         raise EvalmixError(
-            f"folder {str(path)!r} holds no Inspect, lm-eval or AlpacaEval logs; pass a "
-            "file, or name the format with --format"
+            f"folder {str(path)!r} holds no Inspect, lm-eval, AlpacaEval, battle or "
+            "arena-hard logs; pass a file, or name the format with --format"
         )
     if not path.is_file():
         raise EvalmixError(f"no such file or folder: {str(path)!r}; check the path")

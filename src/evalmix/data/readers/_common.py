@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -13,14 +15,15 @@ import pandas as pd
 
 from evalmix.data.read import read
 from evalmix.data.table import EvalTable
-from evalmix.errors import EvalmixError
+from evalmix.errors import EvalmixError, EvalmixWarning, InvalidTableError
 
 Source = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 
 
 def as_paths(source: Source, patterns: Sequence[str], what: str) -> list[Path]:
     """Files named by ``source`` (a file, a folder searched recursively for
-    ``patterns``, or a list of either), sorted, each once."""
+    ``patterns``, or a list of either), sorted, each once; files with the same content
+    are read once (see :func:`distinct_files`)."""
     items = [source] if isinstance(source, str | os.PathLike) else list(source)
     if not items:
         raise EvalmixError(f"no {what} given; pass a file, a folder or a list of files")
@@ -39,8 +42,30 @@ def as_paths(source: Source, patterns: Sequence[str], what: str) -> list[Path]:
             out.append(path)
         else:
             raise EvalmixError(f"no such file or folder: {str(path)!r}; check the path")
-    return list(dict.fromkeys(out))
+    return distinct_files(list(dict.fromkeys(out)))
 
+
+def distinct_files(paths: Sequence[Path]) -> list[Path]:
+    """``paths`` without the files whose bytes repeat an earlier one's, with a warning
+    naming both: a copied results file (a nested copy, the same annotations saved under
+    two model names) would otherwise count every judgment twice."""
+    seen: dict[str, Path] = {}
+    copies: set[Path] = set()
+    for path in sorted(paths, key=lambda p: (len(p.parts), str(p))):  # keep the shallowest
+        digest = hashlib.sha256()
+        with path.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+        key = digest.hexdigest()
+        if key in seen:
+            warnings.warn(
+                f"{str(path)!r} has the same content as {str(seen[key])!r}: read once "
+                "(duplicate files count every judgment twice); delete or move the copy "
+                "to silence this", EvalmixWarning, stacklevel=4)
+            copies.add(path)
+        else:
+            seen[key] = path
+    return [p for p in paths if p not in copies]
 
 def load_records(path: Path) -> list[dict[str, Any]]:
     """Records of a JSON array file or a JSON Lines file."""
@@ -80,7 +105,12 @@ def finish(frame: pd.DataFrame, source: str, roles: Mapping[str, Any],
     kwargs = dict(read_kwargs)
     clusters = {**dict(roles.get("clusters", {})), **dict(kwargs.pop("clusters", None) or {})}
     spec = {**dict(roles), **kwargs, "clusters": clusters}
-    table = read(frame, **spec)
+    try:
+        table = read(frame, **spec)
+    except InvalidTableError as exc:  # every read error names the file(s)
+        raise InvalidTableError([f"{source}: {p}" for p in exc.problems]) from exc
+    except EvalmixError as exc:
+        raise type(exc)(f"{source}: {exc}") from exc
     return replace(table, source=source)
 
 

@@ -16,17 +16,24 @@ model_b's win rate is ``1 - mean(y)`` = ``mean(preference - 1)``, AlpacaEval's w
 (divided by 100). With probability verdicts only ``ties="half"`` applies (a
 probability is not a tie).
 
-``failures``: ``"tie"`` scores a judge failure as a draw (1.5), which reproduces the
-published leaderboard; ``"drop"`` leaves failures out (counted in ``table.dropped``),
-which is the statistician's choice when failures are not random. The random order in
-which AlpacaEval showed the two outputs is not in the annotations, so the table has
-no ``first_shown``.
+``failures``: ``"drop"`` (default) leaves judge failures out, counted in
+``table.dropped``, as AlpacaEval's own ``describe_head2head`` does
+(``metrics/helpers.py``), so each model's win rate equals the leaderboard's;
+``"tie"`` scores them as draws (1.5). The random order in which AlpacaEval showed the
+two outputs is not in the annotations, so the table has no ``first_shown``.
+
+Results folders: a file whose bytes repeat another's is read once, with a warning
+naming both (upstream's own folders hold such copies); a file comparing the baseline
+with itself (AlpacaEval writes one for the baseline, all draws) is skipped with a note;
+every error names its file. :func:`evalmix.data.readers.upstream.alpaca_eval_leaderboard`
+gives the leaderboard's own numbers (win rate, SE = sem x 100) from the table.
 """
 
 from __future__ import annotations
 
 import warnings
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -36,35 +43,17 @@ from evalmix.data.readers._common import Source, as_paths, finish, label, load_r
 from evalmix.data.table import EvalTable
 from evalmix.errors import EvalmixError, EvalmixWarning, check_option
 
-__all__ = ["read_alpaca_eval", "FAILURES"]
+__all__ = ["read_alpaca_eval", "alpaca_eval_frame", "FAILURES"]
 
 FAILURES: tuple[str, ...] = ("tie", "drop")
 _NEEDED = ("instruction", "generator_1", "generator_2", "preference")
 
 
-def read_alpaca_eval(source: Source, *, failures: Literal["tie", "drop"] = "tie",
-                     **read_kwargs: Any) -> EvalTable:
-    """Read AlpacaEval ``annotations.json`` files (one per model and annotator).
-
-    Parameters
-    ----------
-    source : path, folder or list of them
-        ``annotations.json`` files or a results folder (searched recursively for
-        ``annotations.json``).
-    failures : {"tie", "drop"}
-        Judge failures (null preference): a draw, as the leaderboard counts them, or
-        left out and counted (see the module docstring).
-    **read_kwargs
-        Passed to :func:`evalmix.read` (``clusters=`` are added to the reader's).
-
-    Returns
-    -------
-    EvalTable
-        A pairwise table: ``model_a`` the baseline, outcome the probability that it was
-        preferred, clusters ``item`` (instruction), ``item_group`` (dataset) and
-        ``judge`` (annotator) when they have two or more levels.
-    """
-    check_option("failures", failures, FAILURES)
+def alpaca_eval_frame(source: Source) -> tuple[pd.DataFrame, list[Path]]:
+    """The annotations of ``source`` as one frame (outputs left out), with
+    ``preference_value``: the preference as a float, the legacy 0 read as 1.5 and a
+    judge failure as NaN; and the files read. Duplicate files are read once and files
+    comparing the baseline with itself skipped (both with a warning)."""
     paths = as_paths(source, ("annotations.json",), "AlpacaEval annotations")
     parts = []
     for path in paths:
@@ -78,7 +67,24 @@ def read_alpaca_eval(source: Source, *, failures: Literal["tie", "drop"] = "tie"
         part = pd.DataFrame.from_records(records).drop(
             columns=["output_1", "output_2", "raw_completion"], errors="ignore")
         part["file"] = str(path)
+        self_rows = (part["generator_1"] == part["generator_2"]).to_numpy()
+        if self_rows.all():
+            warnings.warn(
+                f"skipped {str(path)!r}: it compares {part['generator_1'].iloc[0]!r} with "
+                "itself (AlpacaEval's baseline file, all draws)", EvalmixWarning,
+                stacklevel=3)
+            continue
+        if self_rows.any():
+            warnings.warn(
+                f"{str(path)!r}: left out {int(self_rows.sum())} of {len(part)} records that "
+                "compare a model with itself", EvalmixWarning, stacklevel=3)
+            part = part.loc[~self_rows]
         parts.append(part)
+    if not parts:
+        raise EvalmixError(
+            f"{label(paths)} holds only files comparing the baseline with itself; pass "
+            "the results of the models to compare"
+        )
     frame = pd.concat(parts, ignore_index=True)
     pref = pd.to_numeric(frame["preference"], errors="coerce").to_numpy(dtype=float)
     bad = frame["preference"].notna().to_numpy() & np.isnan(pref)
@@ -86,16 +92,46 @@ def read_alpaca_eval(source: Source, *, failures: Literal["tie", "drop"] = "tie"
     bad |= ~np.isnan(pref) & ((pref < 1) | (pref > 2))
     if bad.any():
         raise EvalmixError(
-            f"{int(bad.sum())} preferences are not in [1, 2] (e.g. "
-            f"{frame['preference'][bad].iloc[0]!r}); AlpacaEval codes 1 = output_1, "
-            "2 = output_2, 1.5 = draw"
+            f"{frame['file'][bad].iloc[0]!r}: {int(bad.sum())} preferences are not in "
+            f"[1, 2] (e.g. {frame['preference'][bad].iloc[0]!r}); AlpacaEval codes 1 = "
+            "output_1, 2 = output_2, 1.5 = draw"
         )
+    frame["preference_value"] = pref
+    return frame, paths
+
+
+def read_alpaca_eval(source: Source, *, failures: Literal["tie", "drop"] = "drop",
+                     **read_kwargs: Any) -> EvalTable:
+    """Read AlpacaEval ``annotations.json`` files (one per model and annotator).
+
+    Parameters
+    ----------
+    source : path, folder or list of them
+        ``annotations.json`` files or a results folder (searched recursively for
+        ``annotations.json``).
+    failures : {"drop", "tie"}
+        Judge failures (null preference): left out and counted, as the leaderboard
+        does (default), or scored as draws (see the module docstring).
+    **read_kwargs
+        Passed to :func:`evalmix.read` (``clusters=`` are added to the reader's).
+
+    Returns
+    -------
+    EvalTable
+        A pairwise table: ``model_a`` the baseline, outcome the probability that it was
+        preferred, clusters ``item`` (instruction), ``item_group`` (dataset) and
+        ``judge`` (annotator) when they have two or more levels.
+    """
+    check_option("failures", failures, FAILURES)
+    frame, paths = alpaca_eval_frame(source)
+    pref = frame["preference_value"].to_numpy(dtype=float)
     failed = np.isnan(pref)
+    frame["judge_failure"] = failed
     if failed.any() and failures == "tie":
         warnings.warn(
             f"{int(failed.sum())} of {len(pref)} annotations are judge failures (null "
-            "preference), scored as draws as the AlpacaEval leaderboard does; "
-            "failures='drop' leaves them out", EvalmixWarning, stacklevel=2,
+            "preference), scored as draws; the AlpacaEval leaderboard leaves them out "
+            "(failures='drop', the default)", EvalmixWarning, stacklevel=2,
         )
         pref = np.where(failed, 1.5, pref)
     p_a = 2.0 - pref

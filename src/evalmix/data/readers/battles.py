@@ -18,8 +18,14 @@ first) and ``g2_winner`` (model_2 shown first), each ``"model_1"``, ``"model_2"`
 ``"tie"`` or ``"error"`` (an unparsed judgment: NA), ``judge`` = ``[judge model,
 prompt name]``, ``turn``. Each record becomes an AB and a BA row (matched pairs).
 
+**Arena-hard battles** (``data/arena_hard_battles.jsonl``: ``question_id``,
+``model_a``, ``model_b``, ``winner`` only, a strong verdict on 3 identical rows) are
+recognised and read as games by :mod:`evalmix.data.readers.arena_hard`.
+
 Clusters: ``item`` = question (question x turn when there are several turns, with
-``question`` above it), ``judge`` when there are several judges.
+``question`` above it), ``judge`` when there are several judges. FastChat rows keep
+``winner`` (the raw g1/g2 verdict), from which
+:func:`evalmix.data.readers.upstream.fastchat_pairwise` reproduces ``show_result.py``.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from evalmix.data.readers._common import (
     label,
     load_records,
 )
+from evalmix.data.readers.arena_hard import is_arena_hard_battles, read_arena_hard_battles
 from evalmix.data.table import EvalTable
 from evalmix.errors import EvalmixError
 
@@ -48,13 +55,13 @@ _G_WINNER = {"model_1": "a", "model_2": "b", "tie": "tie", "error": None}
 
 def _fastchat_pairs(records: list[dict[str, Any]]) -> pd.DataFrame:
     rows = []
-    for r in records:
+    for i, r in enumerate(records):
         judge = r.get("judge")
         judge_model, prompt = (judge[0], judge[1]) if isinstance(judge, list | tuple) and \
             len(judge) == 2 else (judge, None)
         base = {"question_id": r.get("question_id", r.get("id")), "model_a": r["model_1"],
                 "model_b": r["model_2"], "judge": judge_model, "judge_prompt": prompt,
-                "turn": r.get("turn", 1)}
+                "turn": r.get("turn", 1), "record": i}
         for first, key in (("a", "g1_winner"), ("b", "g2_winner")):
             raw = r.get(key)
             if raw not in _G_WINNER:
@@ -105,6 +112,8 @@ def read_battles(source: Source, *, model_a_first: bool = False, **read_kwargs: 
     if not records:
         raise EvalmixError(f"the battle logs {label(paths)} hold no records")
     first = records[0]
+    if len(paths) == 1 and not model_a_first and is_arena_hard_battles(records):
+        return read_arena_hard_battles(paths[0], records, dict(read_kwargs))
     if {"g1_winner", "g2_winner", "model_1", "model_2"} <= set(first):
         if model_a_first:
             raise EvalmixError(

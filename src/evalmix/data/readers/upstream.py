@@ -1,0 +1,259 @@
+"""Each tool's own headline numbers, computed the tool's way from its own files.
+
+evalmix reports a recommended interval; a user comparing it with the leaderboard first
+wants to see the leaderboard's number come out. :func:`upstream` re-reads the files the
+way the tool does and returns its numbers, and :func:`upstream_line` one line of text
+for the report. Each computation follows the tool's code at the commit named in
+``tests/reference/upstream/README.md``, where tests compare it with that code's output:
+
+- **AlpacaEval** (``metrics/helpers.py``, ``describe_head2head``): judge failures
+  dropped; win rate = ``mean(preference - 1) x 100``, standard error = ``sem x 100``
+  (ddof 1), per model and annotator.
+- **FastChat MT-Bench pairwise** (``llm_judge/show_result.py``,
+  ``display_result_pairwise``): records with an ``error`` game dropped; a tie or two
+  games that disagree count as a tie for both models; ``win_rate_adjusted`` = (wins +
+  ties / 2) / comparisons. No standard error.
+- **arena-hard-auto** (``show_result.py``, ``load_judgments`` and ``print_leaderboard``):
+  a strong verdict counts 3 times; records with a failed game dropped; 100 bootstrap
+  resamples of each model's rows; score = mean of the bootstrap means, interval = their
+  5% and 95% quantiles (90%). The bootstrap draws are numpy's legacy ``RandomState``
+  in pandas' order, so with the same ``seed`` the interval is upstream's to the digit.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from evalmix.errors import EvalmixError
+
+__all__ = ["Upstream", "upstream", "upstream_line", "alpaca_eval_leaderboard",
+           "fastchat_pairwise", "arena_hard_leaderboard"]
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """A tool's own numbers for the models in a file or folder.
+
+    Attributes
+    ----------
+    tool : str
+        The tool and the function reproduced.
+    rows : pandas.DataFrame
+        One row per model (and annotator or category where the tool splits by them):
+        ``model``, ``estimate`` (win rate in [0, 1]), ``se`` or ``lower``/``upper``
+        (NaN where the tool gives none), ``level`` of the interval, and the tool's own
+        columns.
+    method : str
+        How the tool computes its number.
+    differs : str
+        How and why evalmix's recommended interval differs.
+    """
+
+    tool: str
+    rows: pd.DataFrame
+    method: str
+    differs: str
+
+    def line(self, digits: int = 1) -> str:
+        """One line: the tool, then each model's number as the tool prints it."""
+        parts = []
+        for r in self.rows.itertuples(index=False):
+            est = f"{100 * r.estimate:.{digits}f}"
+            if np.isfinite(r.se):
+                est += f" (SE {100 * r.se:.{digits}f})"
+            elif np.isfinite(r.lower):
+                est += (f" [{100 * r.lower:.{digits}f}, {100 * r.upper:.{digits}f}]")
+            parts.append(f"{r.model} {est}")
+        return f"Upstream ({self.tool}; {self.method}): " + "; ".join(parts) + "."
+
+
+def _rows(frame: pd.DataFrame) -> pd.DataFrame:
+    for col in ("se", "lower", "upper", "level"):
+        if col not in frame.columns:
+            frame[col] = np.nan
+    lead = ["model", "estimate", "se", "lower", "upper", "level"]
+    return frame[lead + [c for c in frame.columns if c not in lead]].reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------- AlpacaEval
+def alpaca_eval_leaderboard(frame: pd.DataFrame) -> pd.DataFrame:
+    """AlpacaEval's ``describe_head2head`` per model (and annotator) from the frame of
+    :func:`~evalmix.data.readers.alpaca_eval.alpaca_eval_frame`."""
+    out = []
+    keys = ["generator_2"] + (["annotator"] if "annotator" in frame.columns else [])
+    for key, part in frame.groupby(keys, sort=True):
+        pref = part["preference_value"].dropna() - 1.0   # failures dropped, as upstream
+        discrete = part["preference_value"].dropna().replace({1.5: 0.0}).round()
+        discrete = discrete.replace({0.0: 1.5}) - 1.0
+        key = key if isinstance(key, tuple) else (key,)
+        out.append({
+            "model": key[0], "estimate": pref.mean(), "se": pref.sem(),
+            "win_rate": pref.mean() * 100, "standard_error": pref.sem() * 100,
+            "n_wins": int((pref > 0.5).sum()), "n_wins_base": int((pref < 0.5).sum()),
+            "n_draws": int((pref == 0.5).sum()), "n_total": int(len(pref)),
+            "discrete_win_rate": discrete.mean() * 100,
+            **({"annotator": key[1]} if len(key) > 1 else {}),
+        })
+    return _rows(pd.DataFrame(out))
+
+
+# --------------------------------------------------------------------------- FastChat
+def fastchat_pairwise(frame: pd.DataFrame, baseline: str | None = None) -> pd.DataFrame:
+    """FastChat's ``display_result_pairwise`` from the reader's frame of
+    ``*_pair.jsonl`` records (one row per game: ``first_shown``, raw ``winner``).
+
+    ``baseline``: keep only comparisons with this model and leave it out of the rows
+    (``--mode pairwise-baseline``); ``None`` is ``--mode pairwise-all``.
+    """
+    g1 = frame.loc[frame["first_shown"] == "a"].set_index("record")
+    g2 = frame.loc[frame["first_shown"] == "b"].set_index("record")["winner"]
+    wide = pd.DataFrame({"model_a": g1["model_a"], "model_b": g1["model_b"],
+                         "a": g1["winner"], "b": g2.reindex(g1.index)})
+    wide = wide.loc[(wide["a"] != "error") & (wide["b"] != "error")]
+    if baseline is not None:
+        wide = wide.loc[(wide["model_a"] == baseline) | (wide["model_b"] == baseline)]
+    tally: dict[str, list[int]] = {}
+    for m1, m2, g1, g2 in wide[["model_a", "model_b", "a", "b"]].itertuples(index=False):
+        if g1 == "tie" or g1 != g2:
+            res = {m1: 2, m2: 2}
+        else:
+            winner, loser = (m1, m2) if g1 == "model_1" else (m2, m1)
+            res = {winner: 0, loser: 1}
+        for m, k in res.items():
+            tally.setdefault(m, [0, 0, 0])[k] += 1
+    rows = []
+    for m in sorted(tally):
+        if m == baseline:
+            continue
+        win, loss, tie = tally[m]
+        n = win + loss + tie
+        rows.append({"model": m, "estimate": (win + 0.5 * tie) / n, "win": win,
+                     "loss": loss, "tie": tie, "win_rate": win / n, "loss_rate": loss / n,
+                     "win_rate_adjusted": (win + 0.5 * tie) / n})
+    return _rows(pd.DataFrame(rows))
+
+
+# --------------------------------------------------------------------------- arena-hard
+def arena_hard_scores(games: pd.DataFrame) -> pd.DataFrame:
+    """arena-hard's rows (``load_judgments``): per game of a record whose two games
+    both have a verdict, ``upstream_rows`` copies of the model's score (1 win, 0.5 tie,
+    0 loss) in upstream's order (game 2, then game 1)."""
+    g = games.copy()
+    g["score"] = g["outcome"].map({"b": 1.0, "a": 0.0, "tie": 0.5})
+    if "arena_hard_score" in g.columns:  # judgment files: both games or none
+        rec = ["file", "record"]
+        complete = g.groupby(rec, sort=False)["arena_hard_score"].transform(
+            lambda s: bool(s.notna().all() and len(s) == 2))
+        g = g.loc[complete.astype(bool)].sort_values(
+            ["file", "record", "game"], ascending=[True, True, False], kind="stable")
+    g = g.loc[g["upstream_rows"] > 0]
+    rows = g.loc[g.index.repeat(g["upstream_rows"])]
+    cat = rows["category"] if "category" in rows.columns else pd.Series("", index=rows.index)
+    return pd.DataFrame({"model": rows["model_b"].to_numpy(), "category": cat.to_numpy(),
+                         "scores": rows["score"].to_numpy()})
+
+
+def arena_hard_leaderboard(games: pd.DataFrame, *, rounds: int = 100, seed: int | None = 0
+                           ) -> pd.DataFrame:
+    """arena-hard-auto's ``print_leaderboard`` per category: ``rounds`` bootstrap
+    resamples of each model's rows (numpy's global-state draws in pandas' group order,
+    seeded with ``seed``), score = mean of the bootstrap means, 90% interval = their 5%
+    and 95% quantiles."""
+    battles = arena_hard_scores(games)
+    rng = np.random.RandomState(seed)
+    out = []
+    for category, part in battles.groupby("category", sort=True):
+        models = sorted(part["model"].unique())
+        values = [part.loc[part["model"] == m, "scores"].to_numpy(dtype=float) for m in models]
+        boot = np.empty((rounds, len(models)))
+        for r in range(rounds):
+            for j, v in enumerate(values):
+                boot[r, j] = v[rng.choice(v.size, size=v.size, replace=True)].mean()
+        for j, m in enumerate(models):
+            out.append({"model": m, "estimate": boot[:, j].mean(),
+                        "lower": float(np.quantile(boot[:, j], 0.05)),
+                        "upper": float(np.quantile(boot[:, j], 0.95)), "level": 0.90,
+                        "category": category, "sample_mean": values[j].mean(),
+                        "n_rows": values[j].size})
+    return _rows(pd.DataFrame(out))
+
+
+# --------------------------------------------------------------------------- dispatch
+_ALPACA = Upstream(
+    "AlpacaEval describe_head2head", pd.DataFrame(),
+    "judge failures dropped, SE = sem x 100",
+    "AlpacaEval's SE treats the instructions as independent and the 5 subsets as "
+    "sampled; evalmix clusters by instruction, treats the subsets as strata, uses t "
+    "critical values and states the contrast between models, which AlpacaEval does not "
+    "give an interval for")
+_FASTCHAT = Upstream(
+    "FastChat show_result.py --mode pairwise", pd.DataFrame(),
+    "win_rate_adjusted; games that disagree count as a tie; no standard error",
+    "FastChat gives no interval; its tie rule hides position bias in the ties; evalmix "
+    "keeps both games as a matched AB/BA pair, clusters by question and estimates the "
+    "order effect")
+_ARENA = Upstream(
+    "arena-hard-auto show_result.py", pd.DataFrame(),
+    "strong verdicts x3, 100 bootstrap resamples of rows, 90% interval",
+    "arena-hard's bootstrap resamples rows, so a strong verdict's 3 copies and a "
+    "question's two games count as independent judgments; evalmix counts each game once "
+    "and resamples questions, so its interval is wider and covers")
+
+
+def upstream(source: str | os.PathLike[str], format: str = "auto", **options: Any
+             ) -> Upstream | None:
+    """The tool's own numbers for ``source`` (``None`` for formats without an
+    upstream headline here: tables, Inspect, lm-eval, Chatbot Arena battles).
+
+    ``options``: ``baseline=`` (FastChat ``pairwise-baseline``; arena-hard v0.1
+    judgments), ``rounds=`` and ``seed=`` (arena-hard's bootstrap).
+    """
+    from dataclasses import replace
+
+    from evalmix.data.readers import detect_format
+    from evalmix.data.readers._common import as_paths, load_records
+
+    kind = detect_format(source) if format == "auto" else format
+    if kind == "alpaca_eval":
+        from evalmix.data.readers.alpaca_eval import alpaca_eval_frame
+
+        frame, _ = alpaca_eval_frame(source)
+        return replace(_ALPACA, rows=alpaca_eval_leaderboard(frame))
+    boot = {k: options[k] for k in ("rounds", "seed") if k in options}
+    if kind == "arena_hard":
+        from evalmix.data.readers.arena_hard import judgment_frame
+
+        games = judgment_frame(source, options.get("baseline"))
+        return replace(_ARENA, rows=arena_hard_leaderboard(games, **boot))
+    if kind != "battles":
+        return None
+    from evalmix.data.readers.arena_hard import arena_hard_battles, is_arena_hard_battles
+    from evalmix.data.readers.battles import _fastchat_pairs
+
+    paths = as_paths(source, ("*.jsonl", "*.json"), "battle logs")
+    records = [r for p in paths for r in load_records(p)]
+    if not records:
+        raise EvalmixError(f"the battle logs {source!s} hold no records")
+    if {"g1_winner", "g2_winner", "model_1", "model_2"} <= set(records[0]):
+        return replace(_FASTCHAT, rows=fastchat_pairwise(
+            _fastchat_pairs(records), options.get("baseline")))
+    if len(paths) == 1 and is_arena_hard_battles(records):
+        games, _ = arena_hard_battles(paths[0], records)
+        return replace(_ARENA, rows=arena_hard_leaderboard(games, **boot))
+    return None
+
+
+def upstream_line(source: str | os.PathLike[str], format: str = "auto", **options: Any
+                  ) -> str | None:
+    """:func:`upstream` as one line of text for the report (``None`` when there is no
+    upstream headline for the format, or the files cannot be read the tool's way)."""
+    try:
+        up = upstream(source, format, **options)
+    except EvalmixError:
+        return None
+    return None if up is None or up.rows.empty else up.line()
