@@ -11,7 +11,7 @@ __all__ = ["markdown_table", "md_cell"]
 
 
 def md_cell(text: str) -> str:
-    """A Markdown table cell: ``|`` and ``\\`` escaped (``sd[position|judge]`` stays
+    r"""A Markdown table cell: ``|`` and ``\`` escaped (``sd[position|judge]`` stays
     readable), line breaks as spaces."""
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
 

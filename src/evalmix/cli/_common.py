@@ -88,7 +88,7 @@ finite_float = _number(float, -math.inf, strict=True, what="a finite number")
 
 
 def jobs_count(text: str) -> int:
-    """argparse type for ``--jobs``: a positive count, or -1 for all cores."""
+    """The argparse type for ``--jobs``: a positive count, or -1 for all cores."""
     try:
         value = int(text)
     except ValueError:

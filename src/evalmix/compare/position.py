@@ -137,6 +137,7 @@ def position_bias(table: EvalTable, *, judge: str | None, cluster: str | None = 
         Cluster role for the first-shown win rate's CR1 interval (e.g. ``"item"``);
         by default each matched AB/BA pair is its own cluster.
     level : float
+        Confidence level of the intervals.
 
     Returns
     -------

@@ -175,6 +175,7 @@ def balanced_anova(y: np.ndarray, codes: Mapping[str, np.ndarray], design: GDesi
     codes : mapping of str to array (n,)
         The level of every factor of ``design`` on every row (any labels).
     design : GDesign
+        The crossed and nested facets (see :class:`~evalmix.design.gtheory.GDesign`).
 
     Returns
     -------

@@ -236,6 +236,7 @@ def design_effect(table, cluster: str | Sequence[str] | None = None, *,  # noqa:
     Parameters
     ----------
     table : EvalTable
+        The eval table (from :func:`evalmix.read`).
     cluster : str, list of str or None
         Cluster factor role(s); ``None`` means every cluster factor of the table.
     level : float

@@ -266,6 +266,7 @@ def coefficients(variances: np.ndarray, design: GDesign,
         One variance per effect of ``design`` (in :attr:`GDesign.effects` order); leading
         dimensions are draws. Negative values count as 0.
     design : GDesign
+        The facets the variances belong to.
     n : mapping
         ``n'`` per facet (see :meth:`GDesign.weights`).
 

@@ -1,4 +1,4 @@
-"""The alternative annotator test: can an LLM judge replace a human annotator?
+"""The alternative annotator test: whether an LLM judge can replace a human annotator.
 
 Calderon, Reichart & Dror (2025). Leave one human annotator out at a time; on each item
 the excluded human and the judge are scored against the remaining humans (accuracy for

@@ -117,10 +117,13 @@ def interval(
     Parameters
     ----------
     table : EvalTable
+        The eval table (from :func:`evalmix.read`).
     estimand : {"mean", "win_rate", "controlled_win_rate", "difference", "coef"}
         See :mod:`evalmix.inference.estimands` (pairwise tables are scored for
         ``model_a`` unless ``model=`` names the model to score).
     method : {"naive", "wilson", "CR0", "CR1", "CR2", "CR3", "bootstrap", "wild"}
+        Interval method: normal, Wilson score, cluster-robust sandwich with t
+        reference, pairs cluster bootstrap, or wild cluster bootstrap.
     cluster : None, a role, or a list of roles
         Cluster factor(s) by role name (see ``table.clusters``); a list gives multiway
         clustering (CR0/CR1 only), reported as ``"a+b"``.
@@ -130,6 +133,7 @@ def interval(
         Bootstrap replicates (default 2000 for ``bootstrap``, 9999 for ``wild``; ignored
         by analytic methods).
     seed : int or numpy.random.Generator, optional
+        Seeds the bootstrap draws (ignored by analytic methods).
     contrast, model, conditions, term, family, paired
         Estimand options (:func:`evalmix.inference.estimands.build_problem`).
     ci : {"percentile", "expanded", "bca", "studentized"}

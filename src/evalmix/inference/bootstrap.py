@@ -450,6 +450,7 @@ def cluster_bootstrap(
     X : (n, k) array
         Design matrix (a column of ones for a mean).
     y : (n,) array
+        Outcome (0/1 for ``family="binomial"``).
     clusters : (n,) int array
         Codes of the resampling unit (cluster). Rows that must stay together (the AB and
         BA records of one comparison) must share a code.
@@ -459,13 +460,16 @@ def cluster_bootstrap(
         OLS (means, differences, linear-probability coefficients) or logistic regression
         (batched Newton on the cluster-weighted data; slower).
     reps : int
+        Bootstrap replicates.
     level : float
+        Confidence level.
     ci : {"percentile", "expanded", "bca", "studentized"}
         Percentile, expanded percentile (Hesterberg 2015; percentiles widened for G
         clusters, better coverage with 20-50 clusters), BCa (jackknife over clusters for
         the acceleration) or bootstrap-t (studentized by the CR1 standard error
         recomputed in each replicate).
     seed : int or numpy.random.Generator
+        Seeds the resampling.
     nested : (n,) int array, optional
         Second-stage units (e.g. items, or AB/BA pairs) nested in ``clusters``: two-stage
         resampling draws clusters, then units with replacement within each drawn cluster.

@@ -134,6 +134,7 @@ def cell_means_vcov(count: np.ndarray, total: np.ndarray, *, method: Method = "C
     count, total : (G, M) arrays
         Rows and sum of the outcome in each cluster x group cell.
     method : {"CR0", "CR1", "CR2", "CR3"}
+        Cluster-robust covariance (small-sample correction) of the cell means.
 
     Returns
     -------
@@ -246,13 +247,16 @@ def compare_all(
     Parameters
     ----------
     table : EvalTable
+        The eval table (from :func:`evalmix.read`).
     cluster : str or None
         One cluster factor. ``None`` treats rows as independent (pairwise tables with an
         order column: the AB and BA records of a comparison form one cluster).
     level : float
+        Confidence level of the per-comparison and simultaneous intervals.
     reps : int
         Cluster bootstrap resamples for the simultaneous (max-t) intervals.
     seed : int or numpy.random.Generator
+        Seeds the bootstrap resamples.
     method : {"CR0", "CR1", "CR2", "CR3"}
         Standard error of the per-comparison intervals and tests (CR2 with Satterthwaite
         df; the others with G - 1 df).

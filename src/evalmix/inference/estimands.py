@@ -677,7 +677,9 @@ def build_problem(table: EvalTable, estimand: Estimand,
     Parameters
     ----------
     table : EvalTable
+        The eval table (from :func:`evalmix.read`).
     estimand : {"mean", "win_rate", "controlled_win_rate", "difference", "coef"}
+        What is estimated (see the module docstring).
     **options
         How the estimand is read off the table: the options below, typed by
         :class:`ProblemOptions`, with their defaults in :data:`PROBLEM_DEFAULTS` (an

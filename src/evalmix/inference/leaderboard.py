@@ -466,6 +466,7 @@ def leaderboard(
     Parameters
     ----------
     table : EvalTable
+        A scores or pairwise eval table (from :func:`evalmix.read`).
     cluster : str, sequence of str, or None
         One cluster factor (``"item"``), the interaction of factors (``"item:judge"``),
         or several factors for multiway (Cameron-Gelbach-Miller) clustering
@@ -478,6 +479,7 @@ def leaderboard(
         Cluster-robust covariance. Per-comparison intervals use t with Satterthwaite df
         (CR2 on means and win rates) or ``G - 1`` df.
     level : float
+        Confidence level of the intervals, rank ranges and tiers.
     adjust : {"max-t", "bonferroni", "none"}
         Simultaneous intervals of all pairs: single-step max-t from the joint
         multivariate t (``G - 1`` df) of the studentized differences (Hothorn, Bretz &
@@ -496,6 +498,7 @@ def leaderboard(
     draws : int
         Monte Carlo draws for the max-t critical value.
     seed : int or numpy.random.Generator
+        Seeds the Monte Carlo draws of the max-t critical value.
 
     Returns
     -------

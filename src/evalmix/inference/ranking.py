@@ -125,10 +125,13 @@ def maxt_critical(
     i, j : int arrays
         The family of contrasts.
     level : float
+        Simultaneous confidence level.
     df : float
         Degrees of freedom (``G - 1`` for G clusters); ``inf`` for multivariate normal.
     draws : int
+        Monte Carlo draws of the maximum |t|.
     rng : numpy.random.Generator
+        Source of the draws.
 
     Returns
     -------

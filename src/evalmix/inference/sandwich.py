@@ -351,7 +351,7 @@ def _sandwich(pieces: _Pieces, wh: _Whitened, type: str) -> np.ndarray:
 
 
 def _satterthwaite(d: np.ndarray, omega: np.ndarray) -> np.ndarray:
-    """df per coefficient from ``P_gh = delta_gh d_g - omega_g' omega_h``."""
+    """The df per coefficient from ``P_gh = delta_gh d_g - omega_g' omega_h``."""
     om2 = (omega**2).sum(axis=1)  # (G, k): ||omega_g,i||^2
     trace = d.sum(axis=0) - om2.sum(axis=0)
     cross = np.einsum("gji,gli->ijl", omega, omega)  # (k, k, k): sum_g w_gj w_gl per i

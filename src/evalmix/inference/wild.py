@@ -252,6 +252,7 @@ def wild_cluster_bootstrap(
     null : float
         Null value of the coefficient for ``t_obs`` and ``p_value``.
     seed : int or numpy.random.Generator
+        Seeds the bootstrap weights (unused when the sign vectors are enumerated).
 
     Returns
     -------

@@ -232,6 +232,7 @@ def build_spec(table, **options: Unpack[SpecOptions]) -> ModelSpec:
     Parameters
     ----------
     table : EvalTable
+        The eval table whose roles define the default model.
     **options
         The model options below (defaults: :data:`SPEC_DEFAULTS`; a misspelt one is refused).
 

@@ -265,12 +265,17 @@ def fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     y : (n,) array in [0, 1]
         Success fraction per row (0/1 for Bernoulli rows).
     X : (n, k) array
+        Fixed-effects design (include the intercept column).
     fe_names : sequence of str
+        Names of the columns of ``X``.
     terms : sequence of RandomTerm
+        The random terms (crossed or nested factors, intercepts or slopes).
     trials : (n,) array, optional
         Binomial trials per row (default 1).
     level : float
+        Level of the Wald intervals.
     maxiter : int
+        Maximum optimiser iterations.
     binomial_constant : bool
         Include ``log C(trials, successes)`` in the log-likelihood (as glmer does for
         counts); False gives the log-likelihood of the underlying 0/1 rows.

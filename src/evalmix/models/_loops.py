@@ -911,7 +911,7 @@ _C_EXPAND = types.int64(types.uint64, types.uint64, types.CPointer(types.double)
 
 @numba.cfunc(_C_LOGP, cache=True, nogil=True)
 def logp_cfunc(dim, x_, grad_, logp_, user_data):  # pragma: no cover
-    """nutpie's logp callback: 0 on success, 3/4 for a non-finite gradient/density."""
+    """The nutpie logp callback: 0 on success, 3/4 for a non-finite gradient/density."""
     hdr = _header(user_data)
     x = numba.carray(x_, (dim,))
     grad = numba.carray(grad_, (dim,))
@@ -936,7 +936,7 @@ def logp_cfunc(dim, x_, grad_, logp_, user_data):  # pragma: no cover
 
 @numba.cfunc(_C_EXPAND, cache=True, nogil=True)
 def expand_cfunc(dim, n_expanded, x_, out_, user_data):  # pragma: no cover
-    """nutpie's expand callback (the stored draw of :func:`expand_core`)."""
+    """The nutpie expand callback (the stored draw of :func:`expand_core`)."""
     hdr = _header(user_data)
     x = numba.carray(x_, (dim,))
     out = numba.carray(out_, (n_expanded,))

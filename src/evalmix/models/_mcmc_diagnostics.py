@@ -156,6 +156,7 @@ def rhat_ess(draws: np.ndarray, *, rhat_max: float | None = None
     Parameters
     ----------
     draws : ndarray (P, chains, draws)
+        Draws of P parameters per chain (at least 2 chains).
     rhat_max : float, optional
         When some R-hat exceeds it, the ESS are not computed (NaN): a convergence check
         that fails on R-hat, the usual case while sampling, costs about half as much.

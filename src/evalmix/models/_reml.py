@@ -226,6 +226,7 @@ def reml_scoring_step(Y: np.ndarray | Iterable[np.ndarray], X: np.ndarray,
         The responses; blocks of columns (e.g. simulated a few hundred at a time) are
         handled one after another with one factorisation.
     X : array (n, p)
+        Fixed-effects design (include the intercept column).
     terms : sequence of RandomTerm
         Random intercepts (``x`` all ones).
     variances : array (k + 1,)

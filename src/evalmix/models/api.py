@@ -117,6 +117,9 @@ def fit(
         statsmodels back end only, see :func:`evalmix.models.frequentist.fit_statsmodels`
         (``deadline``: a :func:`time.monotonic` instant past which the fit stops with
         ``StoppedAtLimit``; ``analyze(model_timeout=)`` sets it).
+    **unknown
+        Not an option: a keyword ``fit`` does not take is refused with an
+        :class:`~evalmix.errors.InvalidOptionError` naming it.
 
     Returns
     -------

@@ -175,7 +175,7 @@ LOW_RANK_MIN_FIXED = 8
 
 
 def mass_matrix(spec: ModelSpec) -> Literal["diagonal", "low-rank"]:
-    """nutpie's mass-matrix adaptation for ``spec``: ``"low-rank"`` (a diagonal plus the
+    """The nutpie mass-matrix adaptation for ``spec``: ``"low-rank"`` (a diagonal plus the
     leading eigenvectors of the draws' and gradients' covariance, fitted by minimising
     a Fisher divergence; Seyboldt, Carlson and Carpenter, nutpie's
     ``low_rank_modified_mass_matrix``) when the model has at least
@@ -410,6 +410,7 @@ def fit_bayes(
     Parameters
     ----------
     spec : ModelSpec
+        The model, from :func:`~evalmix.models.spec.build_spec`.
     engine, sampler : str
         ``"auto"``: the Numba kernel with nutpie when possible, else PyMC with nutpie if
         installed, else PyMC's NUTS.
@@ -445,6 +446,8 @@ def fit_bayes(
         When the first run has divergences (and ``target_accept`` was not given), sample
         once more with ``target_accept=0.95`` and keep that run (recorded in
         ``provenance["retried"]``).
+    progress : bool
+        Show the sampler's progress bar.
 
     Returns
     -------

@@ -137,7 +137,9 @@ def fit_glmm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     X : (n, k) array
         Fixed-effects design (include the intercept column).
     fe_names : sequence of str
+        Names of the columns of ``X``.
     terms : sequence of RandomTerm
+        The random terms (crossed or nested intercepts and slopes).
     method : {"vb", "map"}
         ``"vb"``: mean-field variational Bayes; ``"map"``: joint posterior mode with a
         Laplace covariance.
@@ -315,6 +317,7 @@ def fit_statsmodels(table: Any, spec: ModelSpec | None = None,
     deadline : float, optional
         A :func:`time.monotonic` instant (:mod:`evalmix.models._deadline`): past it the
         fit stops with :class:`~evalmix.models._deadline.StoppedAtLimit`.
+
     Returns
     -------
     ModelFit

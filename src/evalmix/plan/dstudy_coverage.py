@@ -1,4 +1,4 @@
-"""Does a D study's projected SE match the SE of the design it projects to?
+"""Whether a D study's projected SE matches the SE of the design it projects to.
 
 :func:`projection_study` simulates scores with known variance components (normal
 random effects on a balanced design, :func:`simulate_scores`), runs
@@ -55,13 +55,17 @@ def simulate_scores(design: GDesign, variances: np.ndarray, sizes: Mapping[str, 
     Parameters
     ----------
     design : GDesign
+        The facets (object, crossed and nested facets).
     variances : array (n_effects,)
         One per effect of ``design`` (the last is the residual).
     sizes : mapping of str to int
         Levels of every factor (within each parent for a nested one).
     reps : int
+        Simulated data sets.
     rng : numpy.random.Generator
+        Source of the draws.
     mean : float
+        Grand mean of the scores.
 
     Returns
     -------
@@ -207,7 +211,9 @@ def projection_study(design: GDesign, variances: Sequence[float], *, n_objects: 
     level : float
         Level of the intervals.
     seed : int or numpy.random.Generator, optional
+        Study seed (every pilot and target data set is drawn from it).
     progress : bool
+        Show a progress bar.
 
     Returns
     -------

@@ -289,6 +289,7 @@ def headline_coverage(designs: Sequence[str] | None = None, *, reps: int = 400,
         Study seed; design ``d`` replication ``r`` uses ``SeedSequence(seed, spawn_key=(d,
         r))``, so a design's numbers do not depend on the others or on ``jobs``.
     level : float
+        Nominal level of the intervals.
     jobs : int
         Worker processes (joblib).
     glmm_reps : int

@@ -143,9 +143,29 @@ def bootstrap_power(
 
     Parameters
     ----------
+    X : (n, k) array
+        The pilot's design matrix (a column of ones for a mean).
+    y : (n,) array
+        The pilot's outcome.
+    clusters : (n,) array
+        Codes (or labels) of the pilot's resampling unit.
+    target : int
+        Column of ``X`` whose coefficient is tested.
+    n_clusters : int or sequence of int
+        Numbers of clusters ``K`` of the planned studies (each >= 2).
+    null : float
+        Null value of the coefficient.
     effect : float, optional
         Impose ``coef[target] - null = effect`` by shifting ``y`` along
         ``X[:, target]`` (the pilot's own estimate is used when None).
+    reps : int
+        Replications per planned ``K`` (Monte Carlo SEs are reported).
+    level : float
+        Confidence level of the test (two-sided, ``1 - level``).
+    power : float
+        Target power of the minimum detectable effect (``mde``).
+    seed : int or numpy.random.Generator, optional
+        Seeds the resampling.
 
     References
     ----------
@@ -422,6 +442,29 @@ def parametric_power(
         Numbers of levels to try per factor, each factor varied with the others held at
         ``n_levels``, e.g. ``{"scenario": [10, 20, 40], "judge": [3, 6]}``. The base plan
         is always included.
+    estimand : {"difference", "mean"}
+        The mean paired treatment-minus-control difference, or the mean outcome.
+    intercept, effect : float
+        Latent intercept and treatment effect (logit scale for binomial).
+    null : float, optional
+        Null value of the test (default 0.5 for a binomial mean, else 0).
+    cluster : str, sequence of str, or None
+        Cluster factor(s) of the CR1 test (default: the first factor of ``n_levels``); a
+        list gives multiway clustering.
+    n_per_cell : int
+        Observations per combination of factor levels (per condition).
+    family : {"binomial", "gaussian"}, optional
+        Outcome family (default: the components' own).
+    residual_sd : float, optional
+        Residual SD of a gaussian outcome (default: the components' ``Residual``).
+    reps : int
+        Simulated data sets per plan.
+    level : float
+        Confidence level of the test (two-sided, ``1 - level``).
+    power : float
+        Target power of the minimum detectable effect (``mde``).
+    seed : int or numpy.random.Generator, optional
+        Seeds the simulation.
     levels : mapping, optional
         Deprecated: the old name of ``n_levels`` (``level`` is the confidence level); it
         still works, with a :class:`FutureWarning`.

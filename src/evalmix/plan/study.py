@@ -237,6 +237,7 @@ def coverage(
         Study seed; cell ``c`` uses ``SeedSequence(seed, spawn_key=hash(c's parameters))``.
         A Generator contributes one drawn int, recorded in the result.
     level : float
+        Nominal level of every interval.
     boot_reps : int
         Bootstrap resamples per replication.
     jobs : int

@@ -105,7 +105,9 @@ def crossed_scores(
     replicates : int
         Repeated scores of the same unit (a ``rep`` column when > 1).
     conditions : (str, str)
+        Control and treatment condition labels.
     seed : int or numpy.random.Generator
+        Seeds the random draws (``None``: fresh entropy; see :mod:`evalmix.seeding`).
 
     Returns
     -------

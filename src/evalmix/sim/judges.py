@@ -88,6 +88,7 @@ def judge_labels(
         SDs of the cluster and item effects on passing and of the cluster effects on
         the judge's error logits.
     seed : int, Generator or None
+        Seeds the random draws (``None``: fresh entropy; see :mod:`evalmix.seeding`).
 
     Returns
     -------

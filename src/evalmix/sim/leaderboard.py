@@ -84,6 +84,7 @@ def baseline_leaderboard(
     Parameters
     ----------
     n_models, n_items, n_judges : int
+        Models besides the baseline, items, and judges.
     ability_sd : float
         SD of the true abilities ``theta`` (log-odds against the baseline).
     sd_item, sd_output, sd_judge : float
@@ -96,7 +97,9 @@ def baseline_leaderboard(
     tie_threshold : float
         Cut point ``tau`` of the cumulative logit (0: no ties).
     baseline : str
+        Name of the baseline model every model is compared with.
     seed : int or numpy.random.Generator
+        Seeds the random draws (``None``: fresh entropy; see :mod:`evalmix.seeding`).
 
     Returns
     -------
@@ -192,6 +195,7 @@ def round_robin(
     tie_threshold : float
         Cut point ``tau`` of the cumulative logit (0: no ties).
     seed : int or numpy.random.Generator
+        Seeds the random draws (``None``: fresh entropy; see :mod:`evalmix.seeding`).
 
     Returns
     -------

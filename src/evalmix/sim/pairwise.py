@@ -151,6 +151,7 @@ def pairwise_judges(
         Judge names to fixed extra position bias (overrides the random draw), e.g.
         ``{"gpt-4": 0.0, "weak-judge": 1.5}``; its length sets ``n_judges``.
     seed : int or numpy.random.Generator
+        Seeds the random draws (``None``: fresh entropy; see :mod:`evalmix.seeding`).
 
     Returns
     -------

@@ -49,6 +49,7 @@ def clustered_scores(
     Parameters
     ----------
     n_clusters : int
+        Number of clusters.
     cluster_size : int or array of int
         Items per cluster, or one size per cluster.
     p : float
@@ -58,6 +59,7 @@ def clustered_scores(
     size_cv : float
         Coefficient of variation of cluster sizes when ``cluster_size`` is an int.
     seed : int or numpy.random.Generator
+        Seeds the random draws (``None``: fresh entropy; see :mod:`evalmix.seeding`).
 
     Returns
     -------
