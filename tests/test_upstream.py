@@ -199,3 +199,25 @@ def test_cli_reads_arena_hard_battles_and_fastchat_in_one_command(tmp_path):
                      "--quiet", "--out", str(out)]) == 0
         design = json.loads((out / "design.json").read_text())
         assert design["roles"]["first_shown"] == "first_shown"
+
+
+def test_battle_files_errors_name_the_file_and_mt_bench_categories(tmp_path):
+    from evalmix.data.readers.battles import battles_frame, mt_bench_category
+
+    other = tmp_path / "z_arena.jsonl"
+    other.write_text(json.dumps({"model_a": "x", "model_b": "y", "winner": "model_a"}) + "\n")
+    with pytest.raises(EvalmixError, match=r"z_arena.jsonl' holds battles records"):
+        read_log([PAIR, other], format="battles")
+    bad = tmp_path / "bad_pair.jsonl"
+    rec = json.loads(PAIR.read_text().splitlines()[0])
+    bad.write_text(json.dumps({**rec, "g2_winner": "left"}) + "\n")
+    with pytest.raises(EvalmixError, match=r"bad_pair.jsonl': g2_winner is 'left'"):
+        read_log(bad)
+    frame, _ = battles_frame([PAIR])
+    cats = mt_bench_category(frame["question_id"])
+    # question.jsonl: 81-90 writing ... 111-120 math, 151-160 humanities
+    assert dict(zip(frame["question_id"], cats, strict=True))[81] == "writing"
+    assert dict(zip(frame["question_id"], cats, strict=True))[111] == "math"
+    assert set(cats) <= {"writing", "roleplay", "reasoning", "math", "coding", "extraction",
+                         "stem", "humanities"}
+    assert mt_bench_category(pd.Series([1, 81])) is None

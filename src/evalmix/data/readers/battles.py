@@ -30,6 +30,7 @@ Clusters: ``item`` = question (question x turn when there are several turns, wit
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -46,11 +47,23 @@ from evalmix.data.readers.arena_hard import is_arena_hard_battles, read_arena_ha
 from evalmix.data.table import EvalTable
 from evalmix.errors import EvalmixError
 
-__all__ = ["read_battles"]
+__all__ = ["read_battles", "battles_frame"]
 
 _WINNER = {"model_a": "a", "model_b": "b", "tie": "tie", "tie (bothbad)": "tie",
            "bothbad": "tie"}
 _G_WINNER = {"model_1": "a", "model_2": "b", "tie": "tie", "error": None}
+#: MT-Bench's 80 questions (ids 81-160), ten per category in this order
+#: (FastChat ``llm_judge/data/mt_bench/question.jsonl``)
+MT_BENCH_CATEGORIES = ("writing", "roleplay", "reasoning", "math", "coding", "extraction",
+                       "stem", "humanities")
+
+
+def mt_bench_category(question_id: pd.Series) -> pd.Series | None:
+    """Each MT-Bench question's category, or None when the ids are not all MT-Bench's."""
+    ids = pd.to_numeric(question_id, errors="coerce")
+    if ids.isna().any() or not ids.between(81, 160).all() or (ids % 1 != 0).any():
+        return None
+    return ((ids - 81) // 10).astype(int).map(dict(enumerate(MT_BENCH_CATEGORIES)))
 
 
 def _fastchat_pairs(records: list[dict[str, Any]]) -> pd.DataFrame:
@@ -87,6 +100,64 @@ def _battles(records: list[dict[str, Any]]) -> pd.DataFrame:
     return frame
 
 
+def _shape(path: Path, first: dict[str, Any]) -> str:
+    if {"g1_winner", "g2_winner", "model_1", "model_2"} <= set(first):
+        return "fastchat"
+    if {"model_a", "model_b", "winner"} <= set(first):
+        return "battles"
+    raise EvalmixError(
+        f"{str(path)!r}: records with fields {sorted(first)[:12]} are neither battles "
+        "(model_a, model_b, winner) nor FastChat pairwise judgments (model_1, model_2, "
+        "g1_winner, g2_winner)"
+    )
+
+
+def battles_frame(paths: list[Path], *, model_a_first: bool = False
+                  ) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The records of battle or FastChat pairwise files as one frame (a ``file``
+    column; FastChat rows numbered by ``record``), and the reader's roles; errors name
+    the file."""
+    parts, kinds, offset = [], set(), 0
+    for path in paths:
+        records = load_records(path)
+        if not records:
+            continue
+        kind = _shape(path, records[0])
+        kinds.add(kind)
+        if len(kinds) > 1:
+            raise EvalmixError(
+                f"{str(path)!r} holds {kind} records but the files before it the other "
+                "shape (battles vs FastChat pairwise judgments); read them separately"
+            )
+        try:
+            part = _fastchat_pairs(records) if kind == "fastchat" else _battles(records)
+        except (EvalmixError, KeyError) as exc:
+            raise EvalmixError(f"{str(path)!r}: {exc}") from exc
+        if kind == "fastchat":
+            part["record"] += offset
+            offset += len(records)
+        part["file"] = str(path)
+        parts.append(part)
+    if not parts:
+        raise EvalmixError(f"the battle logs {label(paths)} hold no records")
+    frame = pd.concat(parts, ignore_index=True)
+    if "fastchat" in kinds:
+        if model_a_first:
+            raise EvalmixError(
+                "model_a_first applies to battle records (model_a/model_b/winner); FastChat "
+                "pairwise judgments already say which answer was shown first (g1/g2)"
+            )
+        roles: dict[str, Any] = {"outcome": "outcome", "model_a": "model_a",
+                                 "model_b": "model_b", "first_shown": "first_shown",
+                                 "order_design": "matched"}
+    else:
+        roles = {"outcome": "outcome", "model_a": "model_a", "model_b": "model_b"}
+        if model_a_first:
+            frame["first_shown"] = "a"
+            roles.update(first_shown="first_shown", order_design="single")
+    return frame, roles
+
+
 def read_battles(source: Source, *, model_a_first: bool = False, **read_kwargs: Any
                  ) -> EvalTable:
     """Read pairwise battle or judgment logs (see the module docstring for the shapes).
@@ -108,36 +179,16 @@ def read_battles(source: Source, *, model_a_first: bool = False, **read_kwargs: 
         column of the source frame).
     """
     paths = as_paths(source, ("*.jsonl", "*.json"), "battle logs")
-    records = [r for p in paths for r in load_records(p)]
-    if not records:
-        raise EvalmixError(f"the battle logs {label(paths)} hold no records")
-    first = records[0]
-    if len(paths) == 1 and not model_a_first and is_arena_hard_battles(records):
-        return read_arena_hard_battles(paths[0], records, dict(read_kwargs))
-    if {"g1_winner", "g2_winner", "model_1", "model_2"} <= set(first):
-        if model_a_first:
-            raise EvalmixError(
-                "model_a_first applies to battle records (model_a/model_b/winner); FastChat "
-                "pairwise judgments already say which answer was shown first (g1/g2)"
-            )
-        frame = _fastchat_pairs(records)
-        roles: dict[str, Any] = {"outcome": "outcome", "model_a": "model_a",
-                                 "model_b": "model_b", "first_shown": "first_shown",
-                                 "order_design": "matched"}
-    elif {"model_a", "model_b", "winner"} <= set(first):
-        frame = _battles(records)
-        roles = {"outcome": "outcome", "model_a": "model_a", "model_b": "model_b"}
-        if model_a_first:
-            frame["first_shown"] = "a"
-            roles.update(first_shown="first_shown", order_design="single")
-    else:
-        raise EvalmixError(
-            f"{str(paths[0])!r}: records with fields {sorted(first)[:12]} are neither battles "
-            "(model_a, model_b, winner) nor FastChat pairwise judgments (model_1, model_2, "
-            "g1_winner, g2_winner)"
-        )
+    if len(paths) == 1:
+        records = load_records(paths[0])
+        if records and not model_a_first and is_arena_hard_battles(records):
+            return read_arena_hard_battles(paths[0], records, dict(read_kwargs))
+    frame, roles = battles_frame(paths, model_a_first=model_a_first)
     clusters: dict[str, str] = {}
     if "question_id" in frame.columns and frame["question_id"].notna().all():
+        category = mt_bench_category(frame["question_id"])
+        if category is not None and "category" not in frame.columns:
+            frame["category"] = category
         frame["question_id"] = frame["question_id"].astype(str)
         if "turn" in frame.columns and frame["turn"].nunique() > 1:
             frame["question_turn"] = frame["question_id"] + "/" + frame["turn"].astype(str)

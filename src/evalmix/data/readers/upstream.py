@@ -233,19 +233,18 @@ def upstream(source: str | os.PathLike[str], format: str = "auto", **options: An
     if kind != "battles":
         return None
     from evalmix.data.readers.arena_hard import arena_hard_battles, is_arena_hard_battles
-    from evalmix.data.readers.battles import _fastchat_pairs
+    from evalmix.data.readers.battles import battles_frame
 
     paths = as_paths(source, ("*.jsonl", "*.json"), "battle logs")
-    records = [r for p in paths for r in load_records(p)]
-    if not records:
-        raise EvalmixError(f"the battle logs {source!s} hold no records")
-    if {"g1_winner", "g2_winner", "model_1", "model_2"} <= set(records[0]):
-        return replace(_FASTCHAT, rows=fastchat_pairwise(
-            _fastchat_pairs(records), options.get("baseline")))
-    if len(paths) == 1 and is_arena_hard_battles(records):
-        games, _ = arena_hard_battles(paths[0], records)
-        return replace(_ARENA, rows=arena_hard_leaderboard(games, **boot))
-    return None
+    if len(paths) == 1:
+        records = load_records(paths[0])
+        if records and is_arena_hard_battles(records):
+            games, _ = arena_hard_battles(paths[0], records)
+            return replace(_ARENA, rows=arena_hard_leaderboard(games, **boot))
+    frame, roles = battles_frame(paths)
+    if "first_shown" not in roles:   # Chatbot Arena battles: no upstream headline here
+        return None
+    return replace(_FASTCHAT, rows=fastchat_pairwise(frame, options.get("baseline")))
 
 
 def upstream_line(source: str | os.PathLike[str], format: str = "auto", **options: Any
