@@ -69,8 +69,8 @@ def test_figures_drawn_on_two_processes_are_those_drawn_here(report, monkeypatch
 
     names = [name for name, _ in plots.figure_list(report)]
     assert len(names) >= plots.PARALLEL_MIN_FIGURES   # this report takes the parallel path
-    parallel = plots.draw_pngs(report)
+    parallel = plots.draw_figures(report).pngs
     monkeypatch.setattr(plots, "PARALLEL_MIN_FIGURES", 10**6)
-    here = plots.draw_pngs(report)
+    here = plots.draw_figures(report).pngs
     assert list(parallel) == names == list(here)
     assert parallel == here

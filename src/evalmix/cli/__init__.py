@@ -15,6 +15,7 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
+from typing import Any
 
 from evalmix._version import __version__
 from evalmix.cli import agreement, dstudy, plan, report
@@ -43,22 +44,26 @@ def _os_error(exc: OSError) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; user and OS errors end in one line on stderr (exit 2),
-    Ctrl-C in ``evalmix: interrupted; ...`` (exit 130), never in a traceback."""
+    Ctrl-C in ``evalmix: interrupted; ...`` (exit 130) and SIGTERM in ``evalmix:
+    terminated (SIGTERM); ...`` (exit 143), never in a traceback."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
     _Interrupt.seen = _Interrupt.done = False
-    previous = None
+    _Interrupt.signum = 0
+    previous: dict[int, Any] = {}
     if threading.current_thread() is threading.main_thread():
-        previous = signal.signal(signal.SIGINT, _Interrupt())
+        # SIGTERM (kill, a job scheduler's timeout) stops a command as Ctrl-C does
+        previous = {s: signal.signal(s, _Interrupt()) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt as exc:
         _Interrupt.finish()
-        print(f"evalmix: interrupted; {str(exc) or 'nothing written'}", file=sys.stderr)
-        return 130
+        what = "terminated (SIGTERM)" if _Interrupt.signum == signal.SIGTERM else "interrupted"
+        print(f"evalmix: {what}; {str(exc) or 'nothing written'}", file=sys.stderr)
+        return 128 + (_Interrupt.signum or signal.SIGINT)
     except EvalmixError as exc:
         message = " ".join(str(exc).split())
         print(f"evalmix: error: {message}", file=sys.stderr)
@@ -75,5 +80,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     finally:
         _Interrupt.finish()
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
+        for s, handler in previous.items():
+            signal.signal(s, handler)

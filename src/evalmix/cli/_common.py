@@ -107,8 +107,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 class _Interrupt:
-    """SIGINT handler: remembers the interrupt and raises KeyboardInterrupt, again every
-    half second until the command has stopped.
+    """SIGINT and SIGTERM handler: remembers the interrupt and raises KeyboardInterrupt,
+    again every half second until the command has stopped.
 
     Samplers (nutpie, PyMC) catch KeyboardInterrupt and return the draws so far; the
     repeat stops the analysis that would go on with them, and the flag lets a subcommand
@@ -117,6 +117,8 @@ class _Interrupt:
 
     seen = False
     done = False
+    #: the first signal received (SIGINT or SIGTERM): the exit code is 128 + it
+    signum = 0
     lock = threading.Lock()
 
     def __call__(self, signum: int, frame: object) -> None:
@@ -124,6 +126,7 @@ class _Interrupt:
             return
         if not _Interrupt.seen:
             _Interrupt.seen = True
+            _Interrupt.signum = signum
             threading.Thread(target=_Interrupt.repeat, daemon=True).start()
         raise KeyboardInterrupt
 

@@ -246,13 +246,12 @@ class _ChildFit:
         (then the caller fits in this process)."""
         if not timeout or timeout <= 0:
             return None
-        import multiprocessing as mp
+        from evalmix._children import fork_pool
 
-        try:
-            ctx = mp.get_context("fork")
+        try:  # the child ends with this process, even when it is killed
+            pool = fork_pool(1)
         except ValueError:  # pragma: no cover - no fork on this platform
             return None
-        pool = ctx.Pool(1)
         return cls(pool, pool.apply_async(_call_fit, (fit, table, kwargs)), timeout)
 
     def result(self) -> Any:
@@ -276,10 +275,7 @@ class _ChildFit:
 
 
 def _call_fit(fit: Any, table: Any, kwargs: dict[str, Any]) -> Any:
-    import signal
-
-    # Ctrl-C is the parent's: it stops this child (no second traceback from here)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Ctrl-C is the parent's: it stops this child (evalmix._children.worker_init)
     f = fit(table, **kwargs)
     # the draws and statsmodels results may not pickle cheaply; the report needs only
     # the tidy tables

@@ -17,7 +17,10 @@ import base64
 import io
 import os
 import sys
-from collections.abc import Callable
+import threading
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -25,13 +28,16 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import pandas as pd
 
+from evalmix.errors import EvalmixWarning
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from evalmix.report.report import Report
 
 __all__ = ["forest", "headline_plot", "variance_plot", "position_plot", "controlled_plot",
-           "figure_list", "draw_pngs", "png_bytes", "to_base64", "save_png", "MAX_FOREST"]
+           "figure_list", "draw_figures", "Drawn", "png_bytes", "to_base64", "save_png",
+           "MAX_FOREST"]
 
 #: Forest plots drawn per report (fragile and most-widened contrasts first).
 MAX_FOREST = 12
@@ -354,32 +360,67 @@ def figure_list(report: Report) -> list[tuple[str, Callable[[], Figure]]]:
 #: Reports with at least this many figures draw them on two forked processes (matplotlib
 #: text layout is most of a report's drawing time: ~5 s for MT-Bench's 17 figures).
 PARALLEL_MIN_FIGURES = 6
-#: The figures a forked worker draws (set just before the fork; a worker inherits it,
-#: since the drawing closures do not pickle).
-_PENDING: list[tuple[str, Callable[[], Figure]]] = []
+
+#: One report draws at a time in a process: pyplot's figure registry is not thread-safe,
+#: and a fork while another thread is inside matplotlib would copy its held locks. Two
+#: threads writing reports at once each draw their own figures, one after the other.
+_DRAWING = threading.Lock()
 
 
-def _draw_png(i: int) -> bytes:
-    return png_bytes(_PENDING[i][1]())
+@dataclass(frozen=True)
+class Drawn:
+    """The figures of a report: ``pngs`` (name -> PNG bytes, in reading order) and
+    ``failed`` (name -> the error that stopped it: that figure alone is missing)."""
+
+    pngs: dict[str, bytes]
+    failed: dict[str, str]
 
 
-def draw_pngs(report: Report) -> dict[str, bytes]:
-    """PNG bytes of every figure of :func:`figure_list`, by name, in reading order.
-
-    With :data:`PARALLEL_MIN_FIGURES` or more figures, two cores and a platform that
-    forks (Linux), two worker processes draw them; the bytes are the same as drawn here
-    (``tests/test_report_figures.py``)."""
-    global _PENDING
-    figs = figure_list(report)
-    if (len(figs) < PARALLEL_MIN_FIGURES or (os.cpu_count() or 1) < 2
-            or not sys.platform.startswith("linux")):
-        return {name: png_bytes(draw()) for name, draw in figs}
-    import multiprocessing as mp
-
-    _PENDING = figs
+def _try_png(draw: Callable[[], Figure]) -> bytes | str:
+    """PNG bytes of one figure, or the one-line error that stopped it."""
     try:
-        with mp.get_context("fork").Pool(2) as pool:
-            pngs = pool.map(_draw_png, range(len(figs)), chunksize=1)
-    finally:
-        _PENDING = []
-    return dict(zip([name for name, _ in figs], pngs, strict=True))
+        return png_bytes(draw())
+    except Exception as exc:  # any failure costs this figure only
+        _plt().close("all")
+        return f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:300]
+
+
+#: the figures of the report a forked worker draws (set by the pool's initializer, in
+#: that worker only: the drawing closures are inherited through the fork, not pickled)
+_WORKER_FIGURES: list[tuple[str, Callable[[], Figure]]] = []
+
+
+def _set_worker_figures(figs: list[tuple[str, Callable[[], Figure]]]) -> None:
+    _WORKER_FIGURES[:] = figs
+
+
+def _draw_in_worker(i: int) -> bytes | str:
+    return _try_png(_WORKER_FIGURES[i][1])
+
+
+def draw_figures(report: Report,
+                 extra: Sequence[tuple[str, Callable[[], Figure]]] = ()) -> Drawn:
+    """Draw every figure of :func:`figure_list` (then ``extra``), each in isolation.
+
+    A figure that fails to draw is left out with a :class:`~evalmix.errors.EvalmixWarning`
+    and its error in :attr:`Drawn.failed`; the others and the report's numbers are not
+    affected. With :data:`PARALLEL_MIN_FIGURES` or more figures, two cores and a platform
+    that forks (Linux), two worker processes draw them (they end with this process,
+    :mod:`evalmix._children`); the bytes are the same as drawn here
+    (``tests/test_report_figures.py``)."""
+    figs = [*figure_list(report), *extra]
+    with _DRAWING:
+        if (len(figs) < PARALLEL_MIN_FIGURES or (os.cpu_count() or 1) < 2
+                or not sys.platform.startswith("linux")):
+            out = [_try_png(draw) for _, draw in figs]
+        else:
+            from evalmix._children import fork_pool
+
+            with fork_pool(2, _set_worker_figures, (figs,)) as pool:
+                out = pool.map(_draw_in_worker, range(len(figs)), chunksize=1)
+    pngs = {name: r for (name, _), r in zip(figs, out, strict=True) if isinstance(r, bytes)}
+    failed = {name: r for (name, _), r in zip(figs, out, strict=True) if isinstance(r, str)}
+    for name, err in failed.items():
+        warnings.warn(f"figure {name!r} could not be drawn ({err}); the report is written "
+                      "without it", EvalmixWarning, stacklevel=2)
+    return Drawn(pngs, failed)

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from evalmix._markdown import markdown_table
-from evalmix.report.plots import draw_pngs, figure_list
+from evalmix.report.plots import draw_figures, figure_list
 
 if TYPE_CHECKING:
     from evalmix.report.report import Report
@@ -259,7 +259,7 @@ def html(rep: Report, sections: Sequence[tuple[str, str]] = (),
     :func:`~evalmix.report.plots.figure_list` by name, already drawn, else drawn here)."""
     figs = (dict(figures) if figures is not None
             else {name: base64.b64encode(png).decode("ascii")
-                  for name, png in draw_pngs(rep).items()})
+                  for name, png in draw_figures(rep).pngs.items()})
     esc = _html.escape
     parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'>",
              "<title>evalmix report</title>", f"<style>{_CSS}</style></head><body>",
@@ -370,7 +370,8 @@ def markdown(rep: Report, *, plots_dir: str | None = None,
              sections: Sequence[tuple[str, str]] = ()) -> str:
     """The report as Markdown (figures linked from ``plots_dir`` when given;
     ``sections``: extra (title, Markdown) pairs placed after the headline)."""
-    names = [name for name, _ in figure_list(rep)] if plots_dir else []
+    failed = rep.summary.get("figures_not_drawn", {})
+    names = [name for name, _ in figure_list(rep) if name not in failed] if plots_dir else []
     out = ["# evalmix report: how wide are the error bars really?", ""]
     if rep.summary.get("incomplete"):
         out += [f"> **incomplete: {rep.summary['incomplete']}.** This page holds the "

@@ -14,7 +14,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -252,7 +252,7 @@ class Report:
         sections = []
         if self.leaderboard is not None:
             body = leaderboard_markdown(self.leaderboard, self.leaderboard_pairs)
-            if plots_dir:
+            if plots_dir and "leaderboard" not in self.summary.get("figures_not_drawn", {}):
                 body += f"\n\n![leaderboard]({plots_dir}/leaderboard.png)"
             sections.append((LEADERBOARD_TITLE, body))
         if self.humans is not None:
@@ -272,17 +272,20 @@ class Report:
                 figures: Mapping[str, str] | None = None) -> str:
         """A self-contained HTML page (plots embedded as base64 PNG; ``figures``: those
         already drawn, by name, as :meth:`write` passes them)."""
-        from evalmix.report.leaderboard import leaderboard_html, leaderboard_plot
-        from evalmix.report.plots import to_base64
+        from evalmix.report.leaderboard import leaderboard_html
+        from evalmix.report.plots import draw_figures
         from evalmix.report.render import html
 
+        if figures is None:
+            figures = {name: base64.b64encode(png).decode("ascii") for name, png in
+                       draw_figures(self, self._extra_figures()).pngs.items()}
         sections = []
         if self.leaderboard is not None:
-            png = (figures["leaderboard"] if figures is not None
-                   else to_base64(leaderboard_plot(self.leaderboard)))
+            png = figures.get("leaderboard")
             sections.append((LEADERBOARD_TITLE, leaderboard_html(
                 self.leaderboard, self.leaderboard_pairs)
-                + f"<img alt='leaderboard' src='data:image/png;base64,{png}'>"))
+                + (f"<img alt='leaderboard' src='data:image/png;base64,{png}'>" if png
+                   else "")))
         if self.humans is not None:
             from evalmix.report.humans import HUMANS_TITLE
 
@@ -341,9 +344,36 @@ class Report:
             names.append("reliability.csv")
         return {name: d / name for name in names}
 
+    def _extra_figures(self) -> list[tuple[str, Any]]:
+        """Figures of the report's sections beyond :func:`~evalmix.report.plots.
+        figure_list` (the leaderboard's), as (name, draw)."""
+        if self.leaderboard is None:
+            return []
+        from functools import partial
+
+        from evalmix.report.leaderboard import leaderboard_plot
+
+        return [("leaderboard", partial(leaderboard_plot, self.leaderboard))]
+
+    def _noting_figures(self, failed: Mapping[str, str]) -> Report:
+        """This report with the figures that could not be drawn recorded: in
+        ``summary["figures_not_drawn"]`` (name -> error) and one warning each."""
+        if not failed:
+            return self
+        notes = [f"figure {name!r} could not be drawn ({err}); the report is complete "
+                 "without it (its numbers are in the tables)" for name, err in failed.items()]
+        return replace(self, summary={**self.summary, "figures_not_drawn": dict(failed)},
+                       warnings=(*self.warnings, *notes))
+
     def _write_files(self, d: Path, *, figures: bool = True) -> None:
-        from evalmix.report.plots import draw_pngs, png_bytes
+        from evalmix.report.plots import draw_figures
         from evalmix.report.render import design_markdown
+
+        drawn = None
+        if figures:
+            # drawn first: a figure that fails is a note in the files written below
+            drawn = draw_figures(self, self._extra_figures())
+            self = self._noting_figures(drawn.failed)
 
         self.intervals.to_csv(d / "intervals.csv", index=False)
         self.variance.to_csv(d / "variance.csv", index=False)
@@ -374,17 +404,13 @@ class Report:
             summary["prior_sensitivity"] = self.prior_sensitivity
         (d / "summary.json").write_text(json.dumps(_jsonable(summary), indent=2,
                                                    default=str))
-        if not figures:
+        if drawn is None:
             self.to_markdown(d / "report.md")
             return
         plots = d / "plots"
         plots.mkdir()
         # each figure is drawn once: its PNG file and the HTML page's copy
-        pngs = draw_pngs(self)
-        if self.leaderboard is not None:
-            from evalmix.report.leaderboard import leaderboard_plot
-
-            pngs["leaderboard"] = png_bytes(leaderboard_plot(self.leaderboard))
+        pngs = drawn.pngs
         for name, png in pngs.items():
             (plots / f"{name}.png").write_bytes(png)
         self.to_markdown(d / "report.md", plots_dir="plots")
