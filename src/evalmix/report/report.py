@@ -356,7 +356,7 @@ class Report:
         return [("leaderboard", partial(leaderboard_plot, self.leaderboard))]
 
     def _noting_figures(self, failed: Mapping[str, str]) -> Report:
-        """This report with the figures that could not be drawn recorded: in
+        """The report with the figures that could not be drawn recorded: in
         ``summary["figures_not_drawn"]`` (name -> error) and one warning each."""
         if not failed:
             return self
