@@ -144,7 +144,7 @@ def test_arena_hard_battles_file_reads_as_matched_games():
 
 @pytest.mark.parametrize("source, which", [(BATTLES, "battles"), (JUDGMENTS, "judgments")])
 def test_arena_hard_upstream_equals_show_result(source, which):
-    up = upstream(source, seed=REF["arena_hard"]["seed"])
+    up = upstream(source, seed=REF["arena_hard"]["seed"], version="v2")
     rows = up.rows.set_index("model")
     for rec in REF["arena_hard"][which]:
         m = rec["model"]
@@ -153,6 +153,22 @@ def test_arena_hard_upstream_equals_show_result(source, which):
         assert rows.loc[m, "upper"] == pytest.approx(rec["upper"], abs=1e-12)
     assert set(rows["level"]) == {0.9}
     assert "gpt-4o 91.2 [88.9, 93.2]" in upstream_line(JUDGMENTS)
+
+
+def test_arena_hard_battles_upstream_is_v01s_show_result():
+    # the code that wrote the file: Bradley-Terry, joint row bootstrap, 95%, seed 42;
+    # upstream_reference.json holds its output (sklearn's LogisticRegression), which
+    # rounds the win rates to 2 decimals
+    up = upstream(BATTLES)
+    assert up.tool.startswith("arena-hard-auto v0.1") and set(up.rows["level"]) == {0.95}
+    rows = up.rows.set_index("model")
+    ref = [r for r in REF["arena_hard_v01"] if r["model"] in rows.index]
+    assert len(ref) == 3
+    for r in ref:
+        assert rows.loc[r["model"], "score"] == r["score"]
+        assert rows.loc[r["model"], "rating_q025"] == r["lower"]
+        assert rows.loc[r["model"], "rating_q975"] == r["upper"]
+    assert "gpt-4o 91.0 [90.4, 92.3]" in upstream_line(BATTLES)
 
 
 def test_arena_hard_judgments_nulls_baseline_and_labels(tmp_path):

@@ -12,6 +12,11 @@ torch), so the functions that compute the headline numbers are copied below verb
   fastchat/llm_judge/show_result.py (display_result_pairwise). Apache-2.0.
 - lmarena/arena-hard-auto @ 196f6b826783b3da7310e361a805fa36f0be83f3,
   show_result.py (load_judgments, print_leaderboard). Apache-2.0.
+- lmarena/arena-hard-auto @ 57a9881c845ff88a6eae4c0bdc9a12d44bd4e4a7 (v0.1, the code
+  that wrote data/arena_hard_battles.jsonl): utils_math.py (compute_mle_elo,
+  get_bootstrap_result, predict_win_rate, get_win_rate_column) and the score/interval
+  part of show_result.py's main. Needs scikit-learn (a throwaway environment with the
+  same pandas and numpy as the test environment: the versions are recorded below).
 
 Run from the repository root: ``python tests/reference/upstream/upstream_reference.py``;
 it writes upstream_reference.json beside itself (committed; tests read it).
@@ -195,8 +200,108 @@ def arena_hard(seed: int = 0) -> dict:
             "battles": from_battles.to_dict("records")}
 
 
+# ----------------------------------------------------------------- arena-hard v0.1 (copied)
+def compute_mle_elo(df, SCALE=400, BASE=10, INIT_RATING=1000, baseline_model="gpt-4-0314"):
+    import math
+
+    from sklearn.linear_model import LogisticRegression
+
+    models = pd.concat([df["model_a"], df["model_b"]]).unique()
+    models = pd.Series(np.arange(len(models)), index=models)
+
+    # duplicate battles
+    df = pd.concat([df, df], ignore_index=True)
+    p = len(models.index)
+    n = df.shape[0]
+
+    X = np.zeros([n, p])
+    X[np.arange(n), models[df["model_a"]]] = +math.log(BASE)
+    X[np.arange(n), models[df["model_b"]]] = -math.log(BASE)
+
+    # one A win => two A win
+    Y = np.zeros(n)
+    Y[df["winner"] == "model_a"] = 1.0
+
+    # one tie => one A win + one B win
+    # find tie + tie (both bad) index
+    tie_idx = (df["winner"] == "tie") | (df["winner"] == "tie (bothbad)")
+    tie_idx[len(tie_idx)//2:] = False
+    Y[tie_idx] = 1.0
+
+    lr = LogisticRegression(fit_intercept=False, penalty=None, tol=1e-8)
+    lr.fit(X,Y)
+
+    elo_scores = SCALE * lr.coef_[0] + INIT_RATING
+
+    # set anchor as gpt-4-0314 = 1000
+    if baseline_model in models.index:
+        elo_scores += 1000 - elo_scores[models[baseline_model]]
+    return pd.Series(elo_scores, index=models.index).sort_values(ascending=False)
+
+
+def get_bootstrap_result(battles, func_compute_elo, num_round, baseline_model="gpt-4-0314"):
+    import inspect
+
+    rows = []
+    kwargs = {}
+    if baseline_model in inspect.signature(func_compute_elo).parameters:
+        kwargs[baseline_model] = baseline_model
+    for _ in range(num_round):
+        rows.append(func_compute_elo(battles.sample(frac=1.0, replace=True), **kwargs))
+    df = pd.DataFrame(rows)
+    return df[df.median().sort_values(ascending=False).index]
+
+
+def predict_win_rate(elo_ratings, SCALE=400, BASE=10, INIT_RATING=1000):
+    from collections import defaultdict
+
+    names = sorted(list(elo_ratings.keys()))
+    wins = defaultdict(lambda: defaultdict(lambda: 0))
+    for a in names:
+        for b in names:
+            ea = 1 / (1 + BASE ** ((elo_ratings[b] - elo_ratings[a]) / SCALE))
+            wins[a][b] = ea
+            wins[b][a] = 1 - ea
+
+    data = {
+        a: [wins[a][b] if a != b else np.nan for b in names]
+        for a in names
+    }
+
+    df = pd.DataFrame(data, index=names)
+    df.index.name = "model_a"
+    df.columns.name = "model_b"
+    return df.T
+
+
+def get_win_rate_column(df, column, baseline="gpt-4-0314"):
+    to_dict = df[["model", column]].set_index("model").to_dict()[column]
+    win_rate_table = predict_win_rate(to_dict)
+    return win_rate_table[baseline].fillna(0.5).apply(lambda x: round(x * 100, 2))
+
+
+def arena_hard_v01() -> list[dict]:
+    battles = pd.read_json(FIX / "arena_hard" / "data" / "arena_hard_battles.jsonl", lines=True)
+    baseline = "claude-3-haiku-20240307"
+    np.random.seed(42)  # noqa: NPY002 (utils_math.py does this at import)
+    bt_model_coef = compute_mle_elo(battles, baseline_model=baseline)
+    bootstrap_model_coef = get_bootstrap_result(battles, compute_mle_elo, 100, baseline)
+    stats = pd.DataFrame()
+    for i, model in enumerate(bt_model_coef.index):
+        stats.at[i, "model"] = model
+        stats.at[i, "score"] = bt_model_coef[model]
+        stats.at[i, "lower"] = np.percentile(bootstrap_model_coef[model], 2.5)
+        stats.at[i, "upper"] = np.percentile(bootstrap_model_coef[model], 97.5)
+    stats.sort_values(by="model", inplace=True)
+    stats["score"] = get_win_rate_column(stats, "score", baseline).tolist()
+    stats["lower"] = get_win_rate_column(stats, "lower", baseline).tolist()
+    stats["upper"] = get_win_rate_column(stats, "upper", baseline).tolist()
+    return stats.to_dict("records")
+
+
 if __name__ == "__main__":
     out = {"pandas": pd.__version__, "numpy": np.__version__, "alpaca_eval": alpaca_eval(),
-           "fastchat": fastchat(), "arena_hard": arena_hard()}
+           "fastchat": fastchat(), "arena_hard": arena_hard(),
+           "arena_hard_v01": arena_hard_v01()}
     (HERE / "upstream_reference.json").write_text(json.dumps(out, indent=1, default=float) + "\n")
     print(json.dumps(out, indent=1, default=float)[:3000])

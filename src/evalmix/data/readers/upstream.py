@@ -18,6 +18,8 @@ for the report. Each computation follows the tool's code at the commit named in
   resamples of each model's rows; score = mean of the bootstrap means, interval = their
   5% and 95% quantiles (90%). The bootstrap draws are numpy's legacy ``RandomState``
   in pandas' order, so with the same ``seed`` the interval is upstream's to the digit.
+  A battles file gets v0.1's computation by default (:func:`arena_hard_v01`: the code
+  that wrote the file; Bradley-Terry, 95%).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import pandas as pd
 from evalmix.errors import EvalmixError
 
 __all__ = ["Upstream", "upstream", "upstream_line", "alpaca_eval_leaderboard",
-           "fastchat_pairwise", "arena_hard_leaderboard"]
+           "fastchat_pairwise", "arena_hard_leaderboard", "arena_hard_v01"]
 
 
 @dataclass(frozen=True)
@@ -183,6 +185,57 @@ def arena_hard_leaderboard(games: pd.DataFrame, *, rounds: int = 100, seed: int 
     return _rows(pd.DataFrame(out))
 
 
+def arena_hard_v01(games: pd.DataFrame, *, rounds: int = 100, seed: int | None = 42
+                   ) -> pd.DataFrame:
+    """arena-hard v0.1's ``show_result.py`` on its battles (the code that wrote
+    ``arena_hard_battles.jsonl``): Bradley-Terry ratings by ``compute_mle_elo``, the
+    score the win rate against the baseline; ``rounds`` bootstrap resamples of all rows
+    together (``np.random.seed(42)`` at import), 95% percentile interval of each
+    model's rating turned into a win rate against the baseline's same percentile.
+
+    With one baseline the design is a star and the ratings have a closed form: the
+    baseline's rating minus a model's is ``log10(q / (1 - q))`` with ``q`` the
+    baseline's share of that model's rows (ties half); the point fit is anchored at the
+    baseline, the bootstrap fits are not (upstream passes the baseline under a wrong
+    keyword), so they sit at the minimum-norm solution (ratings summing to zero) that
+    sklearn's solver reaches from zero.
+    """
+    rows = games.loc[games.index.repeat(games["upstream_rows"])]
+    base = rows["model_a"].unique()
+    if base.size != 1:
+        raise EvalmixError(
+            f"arena-hard v0.1 scores need one baseline; the battles have {base.size} "
+            f"({', '.join(map(str, base[:5]))})"
+        )
+    q_rows = rows["outcome"].map({"a": 1.0, "b": 0.0, "tie": 0.5}).to_numpy(dtype=float)
+    models = sorted(rows["model_b"].unique())
+    code = pd.Categorical(rows["model_b"], categories=models).codes
+
+    def ratings(idx: np.ndarray) -> np.ndarray:
+        n = np.bincount(code[idx], minlength=len(models))
+        q = np.bincount(code[idx], weights=q_rows[idx], minlength=len(models)) / n
+        d = np.log10(q / (1 - q))        # baseline minus model, in log10 odds
+        theta_b = d.sum() / (len(models) + 1)
+        return 400 * np.append(theta_b - d, theta_b) + 1000   # models..., baseline
+
+    rng = np.random.RandomState(seed)
+    n = len(rows)
+    boot = np.array([ratings(rng.choice(n, size=n, replace=True)) for _ in range(rounds)])
+    point = ratings(np.arange(n))
+    point = point - point[-1] + 1000
+
+    def win_rate(elo: np.ndarray) -> np.ndarray:
+        return 1 / (1 + 10 ** ((elo[-1] - elo[:-1]) / 400))
+
+    lower = win_rate(np.percentile(boot, 2.5, axis=0))
+    upper = win_rate(np.percentile(boot, 97.5, axis=0))
+    est = win_rate(point)
+    return _rows(pd.DataFrame({
+        "model": models, "estimate": est, "lower": lower, "upper": upper, "level": 0.95,
+        "score": np.round(100 * est, 2), "rating_q025": np.round(100 * lower, 2),
+        "rating_q975": np.round(100 * upper, 2)}))
+
+
 # --------------------------------------------------------------------------- dispatch
 _ALPACA = Upstream(
     "AlpacaEval describe_head2head", pd.DataFrame(),
@@ -197,6 +250,13 @@ _FASTCHAT = Upstream(
     "FastChat gives no interval; its tie rule hides position bias in the ties; evalmix "
     "keeps both games as a matched AB/BA pair, clusters by question and estimates the "
     "order effect")
+_ARENA_V01 = Upstream(
+    "arena-hard-auto v0.1 show_result.py", pd.DataFrame(),
+    "strong verdicts x3, Bradley-Terry win rate against the baseline, 100 bootstrap "
+    "resamples of rows, 95% interval",
+    "arena-hard's bootstrap resamples rows, so a strong verdict's 3 copies and a "
+    "question's two games count as independent judgments; evalmix counts each game once "
+    "and resamples questions, so its interval is wider and covers")
 _ARENA = Upstream(
     "arena-hard-auto show_result.py", pd.DataFrame(),
     "strong verdicts x3, 100 bootstrap resamples of rows, 90% interval",
@@ -211,7 +271,9 @@ def upstream(source: str | os.PathLike[str], format: str = "auto", **options: An
     upstream headline here: tables, Inspect, lm-eval, Chatbot Arena battles).
 
     ``options``: ``baseline=`` (FastChat ``pairwise-baseline``; arena-hard v0.1
-    judgments), ``rounds=`` and ``seed=`` (arena-hard's bootstrap).
+    judgments), ``rounds=`` and ``seed=`` (arena-hard's bootstrap), ``version=``
+    (an arena-hard battles file: ``"v0.1"``, the code that wrote it, by default, or
+    ``"v2"``, today's computation on its rows).
     """
     from dataclasses import replace
 
@@ -240,7 +302,10 @@ def upstream(source: str | os.PathLike[str], format: str = "auto", **options: An
         records = load_records(paths[0])
         if records and is_arena_hard_battles(records):
             games, _ = arena_hard_battles(paths[0], records)
-            return replace(_ARENA, rows=arena_hard_leaderboard(games, **boot))
+            if options.get("version", "v0.1") == "v2":
+                return replace(_ARENA, rows=arena_hard_leaderboard(games, **boot))
+            return replace(_ARENA_V01, rows=arena_hard_v01(
+                games, **{"seed": 42, **boot}))
     frame, roles = battles_frame(paths)
     if "first_shown" not in roles:   # Chatbot Arena battles: no upstream headline here
         return None
