@@ -1,8 +1,10 @@
 """One error root and one warning root for evalmix.
 
 Every exception evalmix raises on purpose derives from :class:`EvalmixError`; every
-warning derives from :class:`EvalmixWarning`. Messages say what was found, what was
-expected, and what to do next.
+warning derives from :class:`EvalmixWarning`. An argument a function cannot take is an
+:class:`InvalidOptionError` (also a :class:`ValueError`); the bare root is for problems
+with the data and for fits that fail. Messages say what was found, what was expected,
+and what to do next.
 """
 
 from __future__ import annotations
@@ -55,7 +57,15 @@ class InvalidTableError(EvalmixError, ValueError):
 
 
 class InvalidOptionError(EvalmixError, ValueError):
-    """An option got a value outside its allowed set."""
+    """An argument of an evalmix function is outside its allowed set or range.
+
+    Raised before any work starts, by the shared checks of this module
+    (:func:`check_option`, :func:`check_level`, :func:`check_count`,
+    :func:`check_keywords`, :func:`renamed_option`) or by a function's own argument
+    checks. It is a :class:`ValueError`, so ``except ValueError`` catches
+    ``analyze(reps=0)`` as it catches ``analyze(level=95)``. Problems with the data and
+    fits that fail raise :class:`EvalmixError` itself (or :class:`InvalidTableError`).
+    """
 
 
 class TooFewClustersError(EvalmixError, ValueError):

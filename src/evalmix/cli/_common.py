@@ -12,7 +12,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from evalmix.errors import EvalmixError
+from evalmix.errors import InvalidOptionError
 
 #: Each subcommand's one-line help (``evalmix --help``) and description (``evalmix
 #: COMMAND --help``), in one table (as pip keeps its commands' summaries).
@@ -57,10 +57,10 @@ def parse_cluster(values: Sequence[str] | None) -> dict[str, str]:
         role, sep, col = item.partition("=")
         role = role.strip()
         if not sep or not role or not col.strip():
-            raise EvalmixError(f"--cluster expects ROLE=COLUMN (e.g. item=item_id), got {item!r}")
+            raise InvalidOptionError(f"--cluster expects ROLE=COLUMN (e.g. item=item_id), got {item!r}")
         if role in out:
-            raise EvalmixError(f"--cluster gives the role {role!r} twice ({role}={out[role]!r} "
-                               f"and {item!r}); give each role once")
+            raise InvalidOptionError(f"--cluster gives the role {role!r} twice ({role}={out[role]!r} "
+                                     f"and {item!r}); give each role once")
         out[role] = col  # as given: a column name may hold spaces
     return out
 

@@ -21,7 +21,7 @@ from typing import Any
 import pandas as pd
 
 from evalmix.cli._common import add_command, finite_float, nonnegative_int, positive_int
-from evalmix.errors import EvalmixError
+from evalmix.errors import InvalidOptionError
 
 __all__ = ["add_parser", "run_dstudy"]
 
@@ -93,7 +93,7 @@ def _pairs(items: list[str], what: str) -> dict[str, str]:
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or not name.strip() or not value.strip():
-            raise EvalmixError(f"{what} expects NAME=VALUE, got {item!r}")
+            raise InvalidOptionError(f"{what} expects NAME=VALUE, got {item!r}")
         out[name.strip()] = value.strip()
     return out
 
@@ -102,7 +102,7 @@ def _number(text: str, what: str) -> float:
     try:
         return float(text)
     except ValueError:
-        raise EvalmixError(f"{what}: {text!r} is not a number") from None
+        raise InvalidOptionError(f"{what}: {text!r} is not a number") from None
 
 
 def _safe_csv(frame: pd.DataFrame) -> pd.DataFrame:
@@ -142,8 +142,8 @@ def _read(args: argparse.Namespace) -> Any:
         fmt = "table" if args.outcome else detect_format(args.data)
     if fmt == "table":
         if not args.outcome or not args.object or not args.facet:
-            raise EvalmixError("a table needs --outcome, --object and --facet (e.g. "
-                               "--outcome score --object model --facet item --facet judge)")
+            raise InvalidOptionError("a table needs --outcome, --object and --facet (e.g. "
+                                     "--outcome score --object model --facet item --facet judge)")
         frame, _ = load_frame(args.data, text_columns=[args.object, *args.facet])
         return frame
     kwargs: dict[str, Any] = {}

@@ -25,7 +25,7 @@ from evalmix.cli._common import (
     nonnegative_int,
     positive_int,
 )
-from evalmix.errors import EvalmixError
+from evalmix.errors import InvalidOptionError
 
 __all__ = ["add_parser", "run_power", "run_coverage", "parse_numbers"]
 
@@ -49,10 +49,10 @@ def parse_numbers(text: str, *, integer: bool = False) -> list[Any]:
                     raise ValueError
                 out.append(value)
         except ValueError as exc:
-            raise EvalmixError(f"cannot read {text!r} as finite numbers; use 10,20,40 or "
-                               "start:stop:step") from exc
+            raise InvalidOptionError(f"cannot read {text!r} as finite numbers; use 10,20,40 or "
+                                     "start:stop:step") from exc
     if not out:
-        raise EvalmixError(f"no numbers in {text!r}")
+        raise InvalidOptionError(f"no numbers in {text!r}")
     return [int(round(v)) for v in out] if integer else out
 
 
@@ -61,7 +61,7 @@ def _pairs(items: list[str] | None, what: str) -> dict[str, str]:
     for item in items or ():
         name, sep, value = item.partition("=")
         if not sep or not name.strip() or not value.strip():
-            raise EvalmixError(f"{what} expects NAME=VALUE, got {item!r}")
+            raise InvalidOptionError(f"{what} expects NAME=VALUE, got {item!r}")
         out[name.strip()] = value.strip()
     return out
 
@@ -138,7 +138,7 @@ def _analytic_lines(args) -> tuple[pd.DataFrame, pd.DataFrame]:
         try:
             crossed_all.append((name, (float(icc_s), int(lv))))
         except ValueError as exc:
-            raise EvalmixError(f"--crossed expects NAME=ICC:LEVELS, got {name}={value}") from exc
+            raise InvalidOptionError(f"--crossed expects NAME=ICC:LEVELS, got {name}={value}") from exc
     curves, sizes = [], []
     for effect in parse_numbers(args.effect):
         for icc in parse_numbers(args.icc):
@@ -174,7 +174,7 @@ def _parametric_lines(args) -> tuple[pd.DataFrame, pd.DataFrame]:
                 for k, v in _pairs(args.n_levels, "--n-levels").items()}
     vary = {k: parse_numbers(v, integer=True) for k, v in _pairs(args.vary, "--vary").items()}
     if not n_levels:
-        raise EvalmixError("--components needs --n-levels FACTOR=N for every factor")
+        raise InvalidOptionError("--components needs --n-levels FACTOR=N for every factor")
     estimand: Literal["mean", "difference"] = (
         "mean" if args.estimand in ("mean", "win_rate") else "difference")
     effects = parse_numbers(args.effect)
@@ -235,7 +235,7 @@ def run_coverage(args: argparse.Namespace) -> int:
         "p": parse_numbers(args.p),
     }
     if args.clusters is not None and args.n_obs is not None:
-        raise EvalmixError("give --clusters or --n-obs, not both")
+        raise InvalidOptionError("give --clusters or --n-obs, not both")
     if args.clusters is not None:
         grid["n_clusters"] = parse_numbers(args.clusters, integer=True)
     else:

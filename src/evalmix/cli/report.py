@@ -19,7 +19,7 @@ from evalmix.cli._common import (
     stop_if_interrupted,
 )
 from evalmix.data.readers import FORMATS, Format
-from evalmix.errors import DroppedRowsWarning, EvalmixError
+from evalmix.errors import DroppedRowsWarning, InvalidOptionError
 
 __all__ = ["add_parser", "run_report", "run_demo"]
 
@@ -129,8 +129,8 @@ def _read_log(args: argparse.Namespace, fmt: str) -> Any:
     for item in args.read_options:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise EvalmixError(f"--read-option expects KEY=VALUE (e.g. scorer=match), got "
-                               f"{item!r}")
+            raise InvalidOptionError(f"--read-option expects KEY=VALUE (e.g. scorer=match), got "
+                                     f"{item!r}")
         low = value.strip().lower()
         kwargs[key.strip()] = {"true": True, "false": False}.get(low, value.strip())
     extra = {"clusters": parse_cluster(args.cluster) or None, "ties": args.ties,
@@ -149,7 +149,7 @@ def _read(args: argparse.Namespace) -> Any:
     if fmt != "table":
         return _read_log(args, fmt)
     if not args.outcome and not args.roles:
-        raise EvalmixError("--outcome is required (or give it in --roles roles.toml)")
+        raise InvalidOptionError("--outcome is required (or give it in --roles roles.toml)")
     clusters = parse_cluster(args.cluster) or None
     kwargs: dict[str, Any] = {
         "outcome": args.outcome, "condition": args.condition, "model_a": args.model_a,
@@ -170,7 +170,7 @@ def _read(args: argparse.Namespace) -> Any:
         if issubclass(w.category, DroppedRowsWarning):
             print(f"evalmix: warning: {' '.join(str(w.message).split())}", file=sys.stderr)
     if args.ties is not None and table.kind != "pairwise":
-        raise EvalmixError(
+        raise InvalidOptionError(
             f"--ties {args.ties} applies to pairwise tables (with --model-a and --model-b); "
             f"{args.data!r} was read as a scores table, which has no ties. Drop --ties")
     return table
@@ -211,7 +211,7 @@ def _keep_partial(out: Path) -> KeyboardInterrupt:
 def _humans(args: argparse.Namespace, table: Any) -> list[str] | None:
     """The judge-role values that are people, from --human or --rater-kind COL."""
     if args.human and args.rater_kind:
-        raise EvalmixError("give --human or --rater-kind, not both")
+        raise InvalidOptionError("give --human or --rater-kind, not both")
     if args.human:
         return list(args.human)
     if not args.rater_kind:
@@ -221,13 +221,13 @@ def _humans(args: argparse.Namespace, table: Any) -> list[str] | None:
 
     role = judge_role(table)
     if role is None:
-        raise EvalmixError("--rater-kind needs a judge role: --cluster judge=COLUMN")
+        raise InvalidOptionError("--rater-kind needs a judge role: --cluster judge=COLUMN")
     column = table.roles.clusters[role]
     frame, _ = load_frame(args.data, text_columns=[column, args.rater_kind],
                           encoding=args.encoding)
     if args.rater_kind not in frame.columns:
-        raise EvalmixError(f"--rater-kind {args.rater_kind!r}: no such column in "
-                           f"{args.data!r}")
+        raise InvalidOptionError(f"--rater-kind {args.rater_kind!r}: no such column in "
+                                 f"{args.data!r}")
     kind = frame[args.rater_kind].astype(str).str.strip().str.lower()
     return sorted(frame.loc[kind == "human", column].astype(str).str.strip().unique())
 

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from evalmix.data.table import EvalTable, is_replicate_role
-from evalmix.errors import DroppedRowsWarning, EvalmixError
+from evalmix.errors import DroppedRowsWarning, EvalmixError, InvalidOptionError
 
 __all__ = ["Y", "REPLICATE", "table_frame", "data_frame", "find_nesting"]
 
@@ -62,18 +62,18 @@ def table_frame(table: EvalTable, obj: str | None, facets: Sequence[str] | None
         cols[REPLICATE] = d["replicate"].astype(str)
     obj = obj or default_obj
     if obj is None:
-        raise EvalmixError("name the object of measurement (object=...): this table has no "
-                           f"condition column; its factors are {', '.join(cols)}")
+        raise InvalidOptionError("name the object of measurement (object=...): this table has no "
+                                 f"condition column; its factors are {', '.join(cols)}")
     if obj not in cols:
-        raise EvalmixError(f"object {obj!r} is not a factor of this table; its factors "
-                           f"are {', '.join(cols)}")
+        raise InvalidOptionError(f"object {obj!r} is not a factor of this table; its factors "
+                                 f"are {', '.join(cols)}")
     if facets is None:
         facets = [c for c in cols if c != obj and c not in ("condition", "model")]
     frame = pd.DataFrame({c: cols[c] for c in dict.fromkeys([obj, *facets]) if c in cols})
     missing = [f for f in facets if f not in cols]
     if missing:
-        raise EvalmixError(f"facet {', '.join(map(repr, missing))} is not a factor of this "
-                           f"table; its factors are {', '.join(cols)}")
+        raise InvalidOptionError(f"facet {', '.join(map(repr, missing))} is not a factor of this "
+                                 f"table; its factors are {', '.join(cols)}")
     frame[Y] = np.asarray(y, dtype=float)
     return frame, obj, list(facets), notes
 
@@ -83,8 +83,8 @@ def data_frame(data: pd.DataFrame, obj: str | None, facets: Sequence[str] | None
     if obj is None or facets is None or outcome is None:
         need = [n for n, v in (("object", obj), ("facets", facets), ("outcome", outcome))
                 if v is None]
-        raise EvalmixError(f"a DataFrame needs {', '.join(need)}=...: e.g. gstudy(df, "
-                           "object='model', facets=['item', 'judge'], outcome='score')")
+        raise InvalidOptionError(f"a DataFrame needs {', '.join(need)}=...: e.g. gstudy(df, "
+                                 "object='model', facets=['item', 'judge'], outcome='score')")
     used = [obj, *facets, outcome]
     absent = [c for c in used if c not in data.columns]
     if absent:

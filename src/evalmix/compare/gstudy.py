@@ -37,6 +37,7 @@ from evalmix.design.gresult import GStudyResult
 from evalmix.design.gtheory import GDesign
 from evalmix.errors import (
     EvalmixError,
+    InvalidOptionError,
     check_count,
     check_level,
     check_option,
@@ -316,15 +317,15 @@ def gstudy(
     check_option("method", method, METHODS)
     if isinstance(data, EvalTable):
         if outcome is not None:
-            raise EvalmixError("outcome= is for a DataFrame; an EvalTable has its outcome")
+            raise InvalidOptionError("outcome= is for a DataFrame; an EvalTable has its outcome")
         frame, obj, facet_list, notes = table_frame(data, object, facets)
     elif isinstance(data, pd.DataFrame):
         frame, obj, facet_list, notes = data_frame(data, object, facets, outcome)
     else:
-        raise EvalmixError(f"gstudy needs a pandas DataFrame or an EvalTable, got "
-                           f"{type(data).__name__}")
+        raise InvalidOptionError(f"gstudy needs a pandas DataFrame or an EvalTable, got "
+                                 f"{type(data).__name__}")
     if method != "bayes" and family is not None:
-        raise EvalmixError("family= is for method='bayes'")
+        raise InvalidOptionError("family= is for method='bayes'")
     nesting, found = find_nesting(frame, obj, facet_list, nested)
     notes += found
     factors = [obj, *facet_list]
@@ -373,8 +374,8 @@ def gstudy(
             deadline=deadline)
     else:
         if reps is not None:
-            raise EvalmixError("reps= is for the bootstrap of method='anova' or 'reml'; the "
-                               "Bayesian intervals come from draws=")
+            raise InvalidOptionError("reps= is for the bootstrap of method='anova' or 'reml'; the "
+                                     "Bayesian intervals come from draws=")
         variances, drawn, scale, details = _bayes(
             y, design, codes, family=family, level=level, draws=draws, seed=recorded,
             progress=progress)

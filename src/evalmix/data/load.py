@@ -44,7 +44,7 @@ def load_frame(
     if isinstance(source, pd.DataFrame):
         return source, "DataFrame"
     if not isinstance(source, str | os.PathLike):
-        raise EvalmixError(
+        raise InvalidOptionError(
             f"source must be a file path or a pandas DataFrame, got {type(source).__name__}; "
             "pass a path to a .csv/.tsv/.parquet/.jsonl file or a DataFrame"
         )

@@ -38,7 +38,6 @@ from evalmix.data.table import (
 )
 from evalmix.errors import (
     DroppedRowsWarning,
-    EvalmixError,
     InvalidOptionError,
     InvalidTableError,
     check_option,
@@ -181,7 +180,7 @@ def read(
             spec[key] = value
     if clusters is not None:
         if not isinstance(clusters, Mapping):
-            raise EvalmixError(
+            raise InvalidOptionError(
                 "clusters must map role names to columns, e.g. "
                 f"{{'item': 'item_id'}}; got {type(clusters).__name__}"
             )
@@ -240,7 +239,7 @@ def _interaction_roles(clusters: Mapping[str, str]) -> dict[str, tuple[str, ...]
             out[role] = parts
         elif any(p in clusters for p in parts):
             missing = [p for p in parts if p not in clusters]
-            raise EvalmixError(
+            raise InvalidOptionError(
                 f"cluster role {role!r} = {value!r} looks like an interaction cell, but "
                 f"{', '.join(repr(m) for m in missing) or 'a part'} is not a cluster role "
                 "(or names a role twice); an interaction joins two or more other roles "

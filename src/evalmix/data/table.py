@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 import numpy as np
 import pandas as pd
 
-from evalmix.errors import EvalmixError
+from evalmix.errors import EvalmixError, InvalidOptionError
 
 if TYPE_CHECKING:
     from evalmix.data.summary import DesignSummary
@@ -410,7 +410,7 @@ class EvalTable:
                    if p not in self.roles.clusters]
         if unknown:
             known = ", ".join(repr(r) for r in self.roles.clusters) or "none"
-            raise EvalmixError(
+            raise InvalidOptionError(
                 f"cluster {', '.join(repr(u) for u in unknown)} is not a cluster factor of "
                 f"this table; its cluster factors are: {known}. Name one of them, or pass "
                 "the column at read time, e.g. evalmix.read(..., clusters={'item': 'item_id'})"
@@ -426,7 +426,7 @@ class EvalTable:
             return role
         parts = [p.strip() for p in role.split(INTERACTION_SEP)]
         if len(set(parts)) != len(parts) or not all(parts):
-            raise EvalmixError(
+            raise InvalidOptionError(
                 f"interaction cell {role!r} must name two or more different cluster roles "
                 "separated by ':', e.g. 'persona:scenario:author'"
             )
@@ -527,7 +527,7 @@ def add_interactions(table: EvalTable, interactions: Mapping[str, Sequence[str]]
     for role, parts in interactions.items():
         table.check_cluster(list(parts))
         if role in clusters or role in RESERVED_NAMES or not role.isidentifier():
-            raise EvalmixError(
+            raise InvalidOptionError(
                 f"interaction role name {role!r} is taken or not a valid name; choose a "
                 "new name of letters, digits and _, e.g. cell='persona:scenario'"
             )

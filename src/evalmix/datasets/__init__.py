@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from evalmix.errors import EvalmixError
+from evalmix.errors import InvalidOptionError
 
 if TYPE_CHECKING:
     from evalmix.data.table import EvalTable
@@ -199,7 +199,7 @@ def names() -> list[str]:
 
 def _check(name: str) -> str:
     if name not in _LOADERS:
-        raise EvalmixError(
+        raise InvalidOptionError(
             f"no bundled data set named {name!r}; choose one of "
             f"{', '.join(repr(n) for n in _LOADERS)}"
         )

@@ -47,7 +47,7 @@ from typing import Literal
 
 import numpy as np
 
-from evalmix.errors import EvalmixError
+from evalmix.errors import InvalidOptionError
 from evalmix.tidy import PicklableProxies
 
 __all__ = ["Effect", "GDesign", "Role", "ROLES", "QUANTITIES", "coefficients"]
@@ -105,26 +105,26 @@ class GDesign(PicklableProxies):
         object.__setattr__(self, "nesting", MappingProxyType(nesting))
         factors = (self.object, *facets)
         if not facets:
-            raise EvalmixError("a G study needs at least one facet besides the object of "
-                               f"measurement {self.object!r} (e.g. the items)")
+            raise InvalidOptionError("a G study needs at least one facet besides the object of "
+                                     f"measurement {self.object!r} (e.g. the items)")
         if len(set(factors)) != len(factors):
-            raise EvalmixError(f"the object and facets must be distinct, got {factors}")
+            raise InvalidOptionError(f"the object and facets must be distinct, got {factors}")
         for k, parents in nesting.items():
             for f in (k, *parents):
                 if f not in factors:
-                    raise EvalmixError(f"nesting names {f!r}, which is not a factor of the "
-                                       f"design ({', '.join(factors)})")
+                    raise InvalidOptionError(f"nesting names {f!r}, which is not a factor of the "
+                                             f"design ({', '.join(factors)})")
         for f in fixed:
             if f not in facets:
-                raise EvalmixError(f"fixed facet {f!r} is not one of the facets "
-                                   f"({', '.join(facets)})")
+                raise InvalidOptionError(f"fixed facet {f!r} is not one of the facets "
+                                         f"({', '.join(facets)})")
         for f in factors:
             if f in self.ancestors(f):
-                raise EvalmixError(f"the nesting is circular: {f!r} is nested within itself")
+                raise InvalidOptionError(f"the nesting is circular: {f!r} is nested within itself")
         for f in fixed:
             if f in self.differentiation:
-                raise EvalmixError(f"facet {f!r} contains the object of measurement; it "
-                                   "cannot also be fixed")
+                raise InvalidOptionError(f"facet {f!r} contains the object of measurement; it "
+                                         "cannot also be fixed")
 
     # ------------------------------------------------------------------ structure
     @property
@@ -190,13 +190,13 @@ class GDesign(PicklableProxies):
         elif isinstance(label, str):
             names = {self.label(e): e for e in self.effects}
             if label not in names:
-                raise EvalmixError(f"{label!r} is not an effect of this design; its effects "
-                                   f"are {', '.join(names)}")
+                raise InvalidOptionError(f"{label!r} is not an effect of this design; its effects "
+                                         f"are {', '.join(names)}")
             found = names[label]
         else:
             found = frozenset(label)
         if found not in self.effects:
-            raise EvalmixError(f"{sorted(found)} is not an effect of this design")
+            raise InvalidOptionError(f"{sorted(found)} is not an effect of this design")
         return found
 
     def role(self, effect: Effect) -> Role:
@@ -228,14 +228,14 @@ class GDesign(PicklableProxies):
         facets = [f for f in self.facets if f not in self.differentiation]
         missing = [f for f in facets if f not in n]
         if missing:
-            raise EvalmixError(f"give n' for every facet; missing: {', '.join(missing)}")
+            raise InvalidOptionError(f"give n' for every facet; missing: {', '.join(missing)}")
         cols = {f: np.atleast_1d(np.asarray(n[f], dtype=float)) for f in facets}
         m = max(c.size for c in cols.values())
         for f, c in cols.items():
             if c.size not in (1, m):
-                raise EvalmixError("the facet sizes of a set of designs must have one length")
+                raise InvalidOptionError("the facet sizes of a set of designs must have one length")
             if not np.all(np.isfinite(c)) or np.any(c <= 0):
-                raise EvalmixError(f"n' of facet {f!r} must be positive, got {c.tolist()}")
+                raise InvalidOptionError(f"n' of facet {f!r} must be positive, got {c.tolist()}")
         ones = np.ones(m)
         k = len(self.effects)
         uni, rel, ab = np.zeros((k, m)), np.zeros((k, m)), np.zeros((k, m))
@@ -294,8 +294,8 @@ def coefficients(variances: np.ndarray, design: GDesign,
     """
     v = np.clip(np.asarray(variances, dtype=float), 0.0, None)
     if v.shape[-1] != len(design.effects):
-        raise EvalmixError(f"expected {len(design.effects)} variances (one per effect), "
-                           f"got {v.shape[-1]}")
+        raise InvalidOptionError(f"expected {len(design.effects)} variances (one per effect), "
+                                 f"got {v.shape[-1]}")
     uni, rel, ab = design.weights(n)
     tau, d_rel, d_abs = v @ uni, v @ rel, v @ ab
     with np.errstate(divide="ignore", invalid="ignore"):

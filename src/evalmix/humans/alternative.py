@@ -40,7 +40,7 @@ import pandas as pd
 from scipy import stats
 
 from evalmix.data.table import dense_codes
-from evalmix.errors import EvalmixError, check_count, check_level, check_option
+from evalmix.errors import EvalmixError, InvalidOptionError, check_count, check_level, check_option
 from evalmix.humans.ratings import Ratings, read_ratings
 from evalmix.inference.sandwich import satterthwaite_df, vcov_cluster
 from evalmix.tidy import tidy_rows
@@ -252,7 +252,7 @@ def alt_test(
     Calderon, Reichart & Dror (2025), doi:10.18653/v1/2025.acl-long.782.
     """
     if not 0 <= float(epsilon) < 1:
-        raise EvalmixError(f"epsilon must be in [0, 1), got {epsilon!r}")
+        raise InvalidOptionError(f"epsilon must be in [0, 1), got {epsilon!r}")
     fdr = check_level(fdr)
     min_humans = check_count("min_humans", min_humans, minimum=2)
     min_items = check_count("min_items", min_items, minimum=2)
@@ -264,11 +264,11 @@ def alt_test(
         r = read_ratings(data, item=item, rater=rater, rating=rating, rater_kind=rater_kind,
                          humans=humans, cluster=cluster, by=by)
     if len(r.strata) > 1:
-        raise EvalmixError("alt_test tests one set of items: run it per stratum (subset the "
-                           "table) instead of by=")
+        raise InvalidOptionError("alt_test tests one set of items: run it per stratum (subset the "
+                                 "table) instead of by=")
     if cluster is not None and r.cluster is None:
-        raise EvalmixError(f"cluster={cluster!r} was given but the ratings were read without "
-                           "a cluster; pass cluster= to read_ratings")
+        raise InvalidOptionError(f"cluster={cluster!r} was given but the ratings were read without "
+                                 "a cluster; pass cluster= to read_ratings")
     if len(r.humans) < 2:
         raise EvalmixError(f"the alt-test needs at least 2 human raters; found "
                            f"{len(r.humans)} ({list(r.humans)}). With one expert, see the "
@@ -276,8 +276,8 @@ def alt_test(
     chosen = list(r.llms) if judges is None else [str(j) for j in judges]
     missing = [j for j in chosen if j not in r.llms]
     if missing or not chosen:
-        raise EvalmixError(f"judges {missing or chosen} are not LLM raters; the LLM raters "
-                           f"are {list(r.llms)[:10]}")
+        raise InvalidOptionError(f"judges {missing or chosen} are not LLM raters; the LLM raters "
+                                 f"are {list(r.llms)[:10]}")
     how = scoring if callable(scoring) else (
         ("accuracy" if r.kind != "score" else "neg_rmse") if scoring == "auto" else scoring)
     stratum = r.strata[0]

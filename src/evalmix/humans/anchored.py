@@ -21,7 +21,7 @@ from typing import Literal, get_args
 import numpy as np
 import pandas as pd
 
-from evalmix.errors import EvalmixError, check_level, check_option
+from evalmix.errors import EvalmixError, InvalidOptionError, check_level, check_option
 from evalmix.humans.ppi_core import PPI_METHODS, Estimate, ppi_arrays
 from evalmix.humans.ratings import Ratings, read_ratings
 from evalmix.tidy import tidy_rows
@@ -124,12 +124,12 @@ class PPIResult:
 def _pick_judge(r: Ratings, judge: str | None) -> str:
     if judge is None:
         if len(r.llms) != 1:
-            raise EvalmixError(f"name the judge with judge=: the LLM raters are "
-                               f"{list(r.llms)[:10]}")
+            raise InvalidOptionError(f"name the judge with judge=: the LLM raters are "
+                                     f"{list(r.llms)[:10]}")
         return r.llms[0]
     if judge not in r.llms:
-        raise EvalmixError(f"judge={judge!r} is not an LLM rater; the LLM raters are "
-                           f"{list(r.llms)[:10]}")
+        raise InvalidOptionError(f"judge={judge!r} is not an LLM rater; the LLM raters are "
+                                 f"{list(r.llms)[:10]}")
     return judge
 
 
@@ -159,7 +159,7 @@ def _estimand_values(u: pd.DataFrame, estimand: str, model: str | None,
         return sel, str(model)
     if estimand == "win_rate":
         if model is None:
-            raise EvalmixError("estimand='win_rate' needs model= (whose wins to count)")
+            raise InvalidOptionError("estimand='win_rate' needs model= (whose wins to count)")
         a, b = u[model_a].astype(str), u[model_b].astype(str)
         sel = (a == model) | (b == model)
         if opponent is not None:
@@ -172,8 +172,8 @@ def _estimand_values(u: pd.DataFrame, estimand: str, model: str | None,
             raise EvalmixError(f"no comparison involves model {model!r}")
         return w, f"{model} vs {opponent or 'all'}"
     if models is None or len(models) != 2 or pair_by is None:
-        raise EvalmixError("estimand='difference' needs models=(A, B) and pair_by= (the "
-                           "column pairing A's and B's units, e.g. the prompt)")
+        raise InvalidOptionError("estimand='difference' needs models=(A, B) and pair_by= (the "
+                                 "column pairing A's and B's units, e.g. the prompt)")
     first, second = (str(m) for m in models)
     key = ["stratum", pair_by]
     a = u[u[condition].astype(str) == first].groupby(key).first()

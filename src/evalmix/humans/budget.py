@@ -40,7 +40,7 @@ import pandas as pd
 
 from evalmix.data.table import dense_codes
 from evalmix.design.effect import icc_anova
-from evalmix.errors import EvalmixError
+from evalmix.errors import EvalmixError, InvalidOptionError
 from evalmix.humans.anchored import _pick_judge, unit_values
 from evalmix.humans.ppi_core import _lambda
 from evalmix.humans.ratings import Ratings, read_ratings
@@ -157,7 +157,7 @@ def _solve(comps: list[_Components], target: float) -> tuple[float, float, np.nd
 def _budget(comps: list[_Components], target: float, dorner: bool, note: str
             ) -> LabelBudget:
     if not target > 0:
-        raise EvalmixError(f"target_se must be a positive number, got {target!r}")
+        raise InvalidOptionError(f"target_se must be a positive number, got {target!r}")
     n_ppi, n_h, split_p, split_h, se_all = _solve(comps, target)
     n_units = int(sum(c.n_units for c in comps))
     capped = False
@@ -302,7 +302,7 @@ def plan_labels(
     """
     theta, q1, q0 = float(pass_rate), float(sensitivity), float(specificity)
     if not (0 < theta < 1 and 0 <= q0 <= 1 and 0 <= q1 <= 1):
-        raise EvalmixError("pass_rate must be in (0, 1), sensitivity and specificity in [0, 1]")
+        raise InvalidOptionError("pass_rate must be in (0, 1), sensitivity and specificity in [0, 1]")
     p = theta * q1 + (1 - theta) * (1 - q0)
     var_y, var_f = theta * (1 - theta), p * (1 - p)
     cov = theta * (q1 - p)

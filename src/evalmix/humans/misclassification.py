@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from evalmix.errors import EvalmixError, check_count, check_level
+from evalmix.errors import EvalmixError, InvalidOptionError, check_count, check_level
 from evalmix.humans.anchored import _pick_judge, unit_values
 from evalmix.humans.ratings import Ratings, read_ratings
 from evalmix.inference.naive import wilson_interval
@@ -65,7 +65,7 @@ def rogan_gladen_interval(p: float, q0: float, q1: float, n: int, m0: int, m1: i
     """
     for name, v in (("p", p), ("q0", q0), ("q1", q1)):
         if not 0 <= v <= 1:
-            raise EvalmixError(f"{name} must be in [0, 1], got {v!r}")
+            raise InvalidOptionError(f"{name} must be in [0, 1], got {v!r}")
     n, m0, m1 = (check_count(k, v) for k, v in (("n", n), ("m0", m0), ("m1", m1)))
     if q0 + q1 <= 1:
         raise EvalmixError(f"the judge is no better than chance (specificity {q0:.3f} + "
@@ -215,7 +215,7 @@ def rogan_gladen(
     """
     level = check_level(level)
     if test not in ("unlabelled", "all"):
-        raise EvalmixError(f"test={test!r}: choose 'unlabelled' or 'all'")
+        raise InvalidOptionError(f"test={test!r}: choose 'unlabelled' or 'all'")
     r = data if isinstance(data, Ratings) else read_ratings(
         data, item=item, rater=rater, rating=rating, rater_kind=rater_kind, humans=humans)
     name = _pick_judge(r, judge)
@@ -225,18 +225,18 @@ def rogan_gladen(
                            f"{list(r.categories)[:10] or 'continuous scores'}")
     if positive is None:
         if r.kind == "label":
-            raise EvalmixError(f"name the passing label with positive= (labels: "
-                               f"{list(r.categories)})")
+            raise InvalidOptionError(f"name the passing label with positive= (labels: "
+                                     f"{list(r.categories)})")
         pos = 1.0
     elif r.kind == "label":
         if str(positive) not in r.categories:
-            raise EvalmixError(f"positive={positive!r} is not one of {list(r.categories)}")
+            raise InvalidOptionError(f"positive={positive!r} is not one of {list(r.categories)}")
         pos = float(r.categories.index(str(positive)))
     else:
         given = ({"a": 1.0, "b": 0.0}.get(str(positive)) if r.kind == "verdict"
                  else float(positive))  # type: ignore[arg-type]
         if given not in (0.0, 1.0):
-            raise EvalmixError(f"positive={positive!r} is not a rating value")
+            raise InvalidOptionError(f"positive={positive!r} is not a rating value")
         pos = float(given)  # type: ignore[arg-type]
     u = unit_values(r, name)
     f = u["f"].to_numpy(dtype=float)

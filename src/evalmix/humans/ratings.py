@@ -314,8 +314,8 @@ def _rater_kinds(f: pd.DataFrame, out: pd.DataFrame, rater_kind: str | None,
         listed = {str(h) for h in ([humans] if isinstance(humans, str) else humans)}
         unknown = sorted(listed - set(raters))
         if unknown:
-            raise EvalmixError(f"humans= names {unknown[:5]} that rated nothing in {source}; "
-                               f"the raters are {list(raters)[:10]}")
+            raise InvalidOptionError(f"humans= names {unknown[:5]} that rated nothing in {source}; "
+                                     f"the raters are {list(raters)[:10]}")
         return {r: "human" if r in listed else "llm" for r in raters}
     if not rater_kind or rater_kind not in f.columns:
         return {}

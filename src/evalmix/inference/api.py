@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 import numpy as np
 
 from evalmix.errors import (
-    EvalmixError,
     EvalmixWarning,
     FewClustersWarning,
     InvalidOptionError,
@@ -408,7 +407,7 @@ def _resampling(problem: LinearProblem, method: str, codes: np.ndarray, label: s
         if nested is not None:
             if nested == "pair":
                 if problem.pair_codes is None:
-                    raise EvalmixError("nested='pair' needs a pairwise table with order")
+                    raise InvalidOptionError("nested='pair' needs a pairwise table with order")
                 nested_codes = problem.pair_codes
             else:
                 table.check_cluster(nested)

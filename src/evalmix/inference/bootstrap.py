@@ -38,6 +38,7 @@ from scipy import sparse, special, stats
 from evalmix.errors import (
     EvalmixError,
     FewClustersWarning,
+    InvalidOptionError,
     TooFewClustersError,
     check_level,
     check_option,
@@ -505,7 +506,7 @@ def cluster_bootstrap(
     n, k = X.shape
     level = check_level(level)
     if reps < 2:
-        raise EvalmixError(f"reps must be at least 2, got {reps}")
+        raise InvalidOptionError(f"reps must be at least 2, got {reps}")
     if g < MIN_BOOTSTRAP_CLUSTERS:
         raise TooFewClustersError(
             f"only {g} clusters; bootstrap intervals need at least "
@@ -516,8 +517,8 @@ def cluster_bootstrap(
                       "CR2 (Satterthwaite df) or the wild cluster bootstrap is the "
                       "trustworthy choice", FewClustersWarning, stacklevel=2)
     if nested is not None and ci == "studentized":
-        raise EvalmixError("ci='studentized' is not available with nested resampling; use "
-                           "ci='percentile' or 'bca'")
+        raise InvalidOptionError("ci='studentized' is not available with nested resampling; use "
+                                 "ci='percentile' or 'bca'")
     rng, seed = seeded_rng(seed)
     studentized = ci == "studentized"
 

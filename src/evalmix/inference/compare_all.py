@@ -37,7 +37,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from evalmix.errors import EvalmixError, FewClustersWarning, check_level, check_option
+from evalmix.errors import (
+    EvalmixError,
+    FewClustersWarning,
+    InvalidOptionError,
+    check_level,
+    check_option,
+)
 from evalmix.inference.bootstrap import cluster_weights, norm_inter
 from evalmix.inference.ranking import pairwise_satterthwaite
 from evalmix.inference.sandwich import (
@@ -172,7 +178,7 @@ def _stack(table, cluster: str | Sequence[str] | None):  # noqa: ANN001, ANN202
     """Long arrays (y, group labels, cluster codes) for the cell-means regression."""
     roles = table.check_cluster(cluster)
     if len(roles) > 1:
-        raise EvalmixError(
+        raise InvalidOptionError(
             f"compare_all clusters by one factor, got {list(roles)}; pick the factor that "
             "dominates the design effect (see evalmix.design_effect) or use "
             "evalmix.interval with a list of roles for multiway clustering")

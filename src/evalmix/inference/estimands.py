@@ -247,7 +247,7 @@ def _label_column(table: EvalTable, labels: Sequence[str], what: str) -> str:
             "(score tables) or model_a/model_b (pairwise tables)"
         )
     avail = sorted(set(d[candidates[0]].astype(str).unique()))
-    raise EvalmixError(
+    raise InvalidOptionError(
         f"{what}: {', '.join(repr(str(x)) for x in labels)} not found in column "
         f"{candidates[0]!r}; its values are: {', '.join(repr(a) for a in avail[:30])}"
     )
@@ -275,7 +275,7 @@ def _oriented(table: EvalTable, frame: pd.DataFrame, model: str | None
     mask = is_a | is_b
     if not mask.any():
         models = sorted(set(ma) | set(mb))
-        raise EvalmixError(
+        raise InvalidOptionError(
             f"model {model!r} plays in no comparison; models: "
             f"{', '.join(repr(m) for m in models[:30])}"
         )
@@ -590,7 +590,7 @@ def _coef(table: EvalTable, term: str | None, family: str,
         levels = sorted(set(lab))
         ref = str(conditions[0]) if conditions else levels[0]
         if ref not in levels:
-            raise EvalmixError(f"reference level {ref!r} not in {cond_col!r}: {levels}")
+            raise InvalidOptionError(f"reference level {ref!r} not in {cond_col!r}: {levels}")
         for lev in levels:
             if lev != ref:
                 cols.append((lab == lev).astype(float))

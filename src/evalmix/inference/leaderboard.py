@@ -47,7 +47,13 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from evalmix._blas import one_blas_thread
-from evalmix.errors import EvalmixError, FewClustersWarning, check_level, check_option
+from evalmix.errors import (
+    EvalmixError,
+    FewClustersWarning,
+    InvalidOptionError,
+    check_level,
+    check_option,
+)
 from evalmix.inference.compare_all import _cells, cell_means_vcov, holm
 from evalmix.inference.estimands import fit_logit
 from evalmix.inference.ranking import (
@@ -208,7 +214,7 @@ def _cluster_codes(table: EvalTable, cluster: str | Sequence[str] | None
         return [np.arange(table.n_obs, dtype=np.int64)], ""
     factors = [cluster] if isinstance(cluster, str) else list(cluster)
     if not factors or not all(isinstance(f, str) for f in factors):
-        raise EvalmixError(
+        raise InvalidOptionError(
             f"cluster={cluster!r}: a leaderboard clusters by one factor, one interaction "
             "or several factors (multiway); pass a role name such as 'item', 'item:judge' "
             "for the interaction, or ['item', 'judge'] for multiway")
@@ -226,15 +232,15 @@ def _rows(table: EvalTable, estimand: str) -> _Rows:
     d = table.data
     if table.kind == "scores":
         if estimand not in ("auto", "mean"):
-            raise EvalmixError(f"estimand={estimand!r} needs a pairwise table; a scores "
-                               "table ranks condition means (estimand='mean')")
+            raise InvalidOptionError(f"estimand={estimand!r} needs a pairwise table; a scores "
+                                     "table ranks condition means (estimand='mean')")
         if not table.has_condition:
             raise EvalmixError("a leaderboard of a scores table needs a condition column "
                                "(evalmix.read(..., condition='model'))")
         return _Rows("mean", table.y, d["condition"].astype(str).to_numpy(), None, None)
     if estimand == "mean":
-        raise EvalmixError("estimand='mean' needs a scores table; use 'win_rate' or "
-                           "'bradley_terry' for a pairwise table")
+        raise InvalidOptionError("estimand='mean' needs a scores table; use 'win_rate' or "
+                                 "'bradley_terry' for a pairwise table")
     a = d["model_a"].astype(str).to_numpy()
     b = d["model_b"].astype(str).to_numpy()
     # a baseline is in every row, so it is one of the first row's two models
@@ -284,8 +290,8 @@ def _estimates_cells_multiway(rows: _Rows, group: np.ndarray, labels: np.ndarray
     kept between the smallest and largest single-factor df
     (:func:`~evalmix.inference.sandwich.multiway_df`); CR0/CR1: ``G_min - 1``."""
     if method not in MULTIWAY_METHODS:
-        raise EvalmixError(f"multiway clustering takes method in {MULTIWAY_METHODS}, got "
-                           f"{method!r}")
+        raise InvalidOptionError(f"multiway clustering takes method in {MULTIWAY_METHODS}, got "
+                                 f"{method!r}")
     k = labels.size
     dense = [cluster_codes(c)[0] for c in codes]
     terms = []  # (sign, single factor?, G, count, factor, vcov)
@@ -348,8 +354,8 @@ def _estimates_bt(rows: _Rows, codes: list[np.ndarray], method: str):  # noqa: A
         Vr = vcov_multiway(Xr, fit.resid, dense, type=cast(Any, method),
                            working_weights=fit.working_weights).vcov
     else:
-        raise EvalmixError(f"multiway clustering takes method in {MULTIWAY_METHODS}, got "
-                           f"{method!r}")
+        raise InvalidOptionError(f"multiway clustering takes method in {MULTIWAY_METHODS}, got "
+                                 f"{method!r}")
     theta = np.concatenate([[0.0], fit.beta])
     V = np.zeros((k, k))
     V[1:, 1:] = Vr
@@ -536,7 +542,7 @@ def leaderboard(
         pairs = [(str(a), str(b)) for a, b in pairs]
         unknown = sorted({m for pair in pairs for m in pair} - known)
         if unknown:
-            raise EvalmixError(
+            raise InvalidOptionError(
                 f"pairs name models that are not on the board: {unknown[:5]}; the models "
                 f"are e.g. {sorted(known)[:5]} (a win-rate board does not rank its "
                 f"baseline {rows.baseline!r})")
@@ -547,8 +553,8 @@ def leaderboard(
     empty = pd.DataFrame({"by": pd.Series(dtype=str), "model": pd.Series(dtype=str)})
     if by is not None:
         if cluster is not None and by in label.replace("+", ":").split(":"):
-            raise EvalmixError(f"by={by!r} is also the cluster factor; within one {by} "
-                               "there is one cluster. Cluster by another factor (e.g. item)")
+            raise InvalidOptionError(f"by={by!r} is also the cluster factor; within one {by} "
+                                     "there is one cluster. Cluster by another factor (e.g. item)")
         table.check_cluster(by)
         level_of = table.data[by].astype(str).to_numpy()
         strata += [(f"{by}={lev}", level_of == lev) for lev in np.unique(level_of)]

@@ -44,7 +44,7 @@ from string import ascii_letters
 
 import numpy as np
 
-from evalmix.errors import EvalmixError, check_level
+from evalmix.errors import EvalmixError, InvalidOptionError, check_level
 
 __all__ = [
     "MaxT",
@@ -151,7 +151,7 @@ def maxt_critical(
     """
     level = check_level(level)
     if draws < 100:
-        raise EvalmixError(f"draws must be at least 100 for a max-t quantile, got {draws}")
+        raise InvalidOptionError(f"draws must be at least 100 for a max-t quantile, got {draws}")
     i = np.asarray(i, dtype=np.int64)
     j = np.asarray(j, dtype=np.int64)
     se = pair_se(vcov, i, j)

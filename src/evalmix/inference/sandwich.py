@@ -64,7 +64,7 @@ from scipy import linalg
 
 from evalmix._blas import one_blas_thread
 from evalmix.data.table import cluster_codes, intersect_codes
-from evalmix.errors import EvalmixError, check_option
+from evalmix.errors import EvalmixError, InvalidOptionError, check_option
 
 __all__ = ["CR_TYPES", "FEW_CLUSTERS", "MIN_BOOTSTRAP_CLUSTERS", "MultiwayTerm", "MultiwayVcov",
            "cluster_codes", "cluster_sums", "regression_arrays", "cr1_factor", "vcov_cluster",
@@ -100,7 +100,7 @@ def regression_arrays(X: np.ndarray, y: np.ndarray, clusters: np.ndarray, *, tar
         raise EvalmixError(f"X has {n} rows but y has shape {y.shape} and clusters "
                            f"{np.shape(clusters)}; they must match")
     if not 0 <= target < k:
-        raise EvalmixError(f"target={target} is not a column of X (it has {k} columns)")
+        raise InvalidOptionError(f"target={target} is not a column of X (it has {k} columns)")
     return X, y, codes, g
 
 
@@ -522,7 +522,7 @@ def vcov_multiway(
     """
     check_option("type", type, ("CR0", "CR1", "CR2"))
     if len(clusters) < 1:
-        raise EvalmixError("vcov_multiway needs at least one cluster factor")
+        raise InvalidOptionError("vcov_multiway needs at least one cluster factor")
     _check_residual_df(*np.shape(np.asarray(X).reshape(np.shape(X)[0], -1)))
     codes = [cluster_codes(c)[0] for c in clusters]
     n_levels = [int(c.max()) + 1 for c in codes]

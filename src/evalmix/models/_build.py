@@ -17,7 +17,7 @@ from typing import Any, TypedDict, Unpack
 import numpy as np
 import pandas as pd
 
-from evalmix.errors import EvalmixError, check_keywords
+from evalmix.errors import EvalmixError, InvalidOptionError, check_keywords
 from evalmix.families import family_name
 from evalmix.models._formula import parse_formula
 from evalmix.models._spec_types import ModelSpec, RandomTerm, _readonly
@@ -29,7 +29,7 @@ def _treatment(labels: np.ndarray, prefix: str, reference: str | None = None
     levels = tuple(sorted(pd.unique(labels).astype(str)))
     ref = levels[0] if reference is None else reference
     if ref not in levels:
-        raise EvalmixError(f"reference level {ref!r} is not a level of {prefix} ({levels})")
+        raise InvalidOptionError(f"reference level {ref!r} is not a level of {prefix} ({levels})")
     names, cols = [], []
     for lev in levels:
         if lev != ref:
@@ -74,7 +74,7 @@ class _Columns:
         levels = tuple(sorted(set(a) | set(b)))
         ref = levels[0] if self.reference is None else self.reference
         if ref not in levels:
-            raise EvalmixError(f"reference level {ref!r} is not one of the models {levels}")
+            raise InvalidOptionError(f"reference level {ref!r} is not one of the models {levels}")
         self.reference = ref
         names, cols = [], []
         for lev in levels:
@@ -117,8 +117,8 @@ class _Columns:
                 nn, cc = self.cluster(n)
             else:
                 known = ["condition", "position", *self.clusters]
-                raise EvalmixError(f"unknown model term {n!r}; known terms: "
-                                   f"{', '.join(known)}")
+                raise InvalidOptionError(f"unknown model term {n!r}; known terms: "
+                                         f"{', '.join(known)}")
             out_names = [f"{a}:{b}" if a else b for a in out_names for b in nn]
             out_cols = [x * c for x in out_cols for c in cc]
         return out_names, out_cols
@@ -127,8 +127,8 @@ class _Columns:
         for r in roles:
             if r not in self.clusters:
                 known = ", ".join(self.clusters) or "none"
-                raise EvalmixError(f"random-effect group {r!r} is not a cluster role of the "
-                                   f"table (cluster roles: {known})")
+                raise InvalidOptionError(f"random-effect group {r!r} is not a cluster role of the "
+                                         f"table (cluster roles: {known})")
         if len(roles) == 1:
             lab = self.d[roles[0]].astype(str).to_numpy()
         else:
@@ -150,9 +150,9 @@ def _response(table, design: str, family: str | None = None
     ordinal = family is not None and family_name(family, ("cumulative",)) == "cumulative"
     if ordinal and not (table.kind == "scores"
                                     and table.outcome_type == "numeric"):
-        raise EvalmixError("family='ordinal' is for numeric score tables (e.g. 1-10 "
-                           "ratings); pairwise tables get an ordinal model with "
-                           "evalmix.read(..., ties='separate')")
+        raise InvalidOptionError("family='ordinal' is for numeric score tables (e.g. 1-10 "
+                                 "ratings); pairwise tables get an ordinal model with "
+                                 "evalmix.read(..., ties='separate')")
     if table.kind == "scores":
         y = d["y"].to_numpy(dtype=float)
         if ordinal:
@@ -326,7 +326,7 @@ def build_spec(table, **options: Unpack[SpecOptions]) -> ModelSpec:
     seen = set()
     for r in rterms:
         if r.name in seen:
-            raise EvalmixError(f"formula {formula!r} has the random term {r.name} twice")
+            raise InvalidOptionError(f"formula {formula!r} has the random term {r.name} twice")
         seen.add(r.name)
 
     contrasts: list[tuple[str, tuple[float, ...]]] = []
@@ -364,7 +364,7 @@ def _default_formula(table, cols: _Columns, *, slopes: tuple[str, ...], position
     clusters = tuple(table.clusters)
     for f in fixed:
         if f not in clusters:
-            raise EvalmixError(f"fixed={f!r} is not a cluster role ({', '.join(clusters)})")
+            raise InvalidOptionError(f"fixed={f!r} is not a cluster role ({', '.join(clusters)})")
     rand = [c for c in clusters if c not in fixed] if random is None else list(random)
     has_cond = table.kind == "pairwise" or table.has_condition
     has_pos = (table.has_order if table.kind == "pairwise"
@@ -385,8 +385,8 @@ def _default_formula(table, cols: _Columns, *, slopes: tuple[str, ...], position
         term = term.strip() or "condition"
         fac = fac.strip()
         if fac not in clusters:
-            raise EvalmixError(f"slopes={s!r}: {fac!r} is not a cluster role "
-                               f"({', '.join(clusters)})")
+            raise InvalidOptionError(f"slopes={s!r}: {fac!r} is not a cluster role "
+                                     f"({', '.join(clusters)})")
         if term == "condition" and not has_cond:
             raise EvalmixError("condition slopes need a condition (or pairwise) table")
         r = f"(0 + {term}|{fac})"

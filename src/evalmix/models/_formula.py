@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from evalmix.errors import EvalmixError
+from evalmix.errors import EvalmixError, InvalidOptionError
 
 
 @dataclass(frozen=True)
@@ -39,14 +39,14 @@ def _split_top(s: str, sep: str = "+") -> list[str]:
         elif ch == ")":
             depth -= 1
             if depth < 0:
-                raise EvalmixError(f"formula has an unmatched ')': {s!r}")
+                raise InvalidOptionError(f"formula has an unmatched ')': {s!r}")
         if ch == sep and depth == 0:
             parts.append("".join(cur))
             cur = []
         else:
             cur.append(ch)
     if depth != 0:
-        raise EvalmixError(f"formula has an unmatched '(': {s!r}")
+        raise InvalidOptionError(f"formula has an unmatched '(': {s!r}")
     parts.append("".join(cur))
     return [p.strip() for p in parts]
 
@@ -58,8 +58,8 @@ def _unsupported(what: str, formula: str, hint: str) -> EvalmixError:
 def _check_name(name: str, formula: str) -> str:
     if not _NAME.match(name):
         raise _unsupported(f"the term {name!r}", formula,
-                           "terms must be plain names (condition, position, a cluster role) "
-                           "or a:b interactions; write transformations as new columns")
+                                 "terms must be plain names (condition, position, a cluster role) "
+                                 "or a:b interactions; write transformations as new columns")
     return name
 
 
@@ -73,12 +73,12 @@ def parse_formula(formula: str) -> ParsedFormula:
     ((('condition',), ('position',)), (('condition',), ('judge',), False))
     """
     if not isinstance(formula, str) or formula.count("~") != 1:
-        raise EvalmixError(f"formula must be a string 'response ~ terms', got {formula!r}")
+        raise InvalidOptionError(f"formula must be a string 'response ~ terms', got {formula!r}")
     lhs, rhs = (s.strip() for s in formula.split("~"))
     if not _NAME.match(lhs):
         raise _unsupported(f"the response {lhs!r}", formula,
-                           "use a single name (e.g. y); the response comes from the table's "
-                           "outcome role (cbind(...) is built automatically by collapsing)")
+                                 "use a single name (e.g. y); the response comes from the table's "
+                                 "outcome role (cbind(...) is built automatically by collapsing)")
     for bad, hint in (("*", "write main effects and a:b interactions explicitly"),
                       ("/", "write nesting as (1|a) + (1|a:b)"),
                       ("^", "write interactions explicitly"),
@@ -96,7 +96,7 @@ def parse_formula(formula: str) -> ParsedFormula:
         raise _unsupported("removing terms with '-'", formula, "leave the term out instead")
     for term in _split_top(rhs):
         if term == "":
-            raise EvalmixError(f"formula {formula!r} has an empty term")
+            raise InvalidOptionError(f"formula {formula!r} has an empty term")
         if term in ("0", "-1"):
             intercept = False
         elif term == "1":
@@ -127,7 +127,7 @@ def parse_formula(formula: str) -> ParsedFormula:
                     f"(1|{group}) + (0 + {' + '.join(names)}|{group}) for independent "
                     "intercept and slopes (correlations are not modelled)")
             if not r_int and not names:
-                raise EvalmixError(f"formula {formula!r}: random term {term!r} has no effect")
+                raise InvalidOptionError(f"formula {formula!r}: random term {term!r} has no effect")
             random.append((tuple(names), g, r_int))
         else:
             fixed.append(tuple(_check_name(n.strip(), formula) for n in term.split(":")))

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from evalmix.errors import EvalmixError
+from evalmix.errors import EvalmixError, InvalidOptionError
 from evalmix.families import Family
 
 
@@ -134,7 +134,7 @@ class ModelSpec:
         for r in self.random:
             if r.factor == factor:
                 return r.n_levels
-        raise EvalmixError(f"{factor!r} is not a grouping factor of this model ({self.factors})")
+        raise InvalidOptionError(f"{factor!r} is not a grouping factor of this model ({self.factors})")
 
     def frame(self) -> pd.DataFrame:
         """The model frame: response, fixed columns and random-term codes (for back ends

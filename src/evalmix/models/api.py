@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 import numpy as np
 import pandas as pd
 
-from evalmix.errors import EvalmixError, InvalidOptionError, check_option
+from evalmix.errors import InvalidOptionError, check_option
 from evalmix.models._build import SPEC_DEFAULTS
 from evalmix.models.result import ModelFit
 from evalmix.models.spec import ModelSpec, build_spec
@@ -209,16 +209,16 @@ def _fit_strata(table, strata: str, *, backend: str, spec_options: dict[str, Any
     role = table.check_cluster(strata)[0]
     labels = table.data[role].astype(str).to_numpy()
     if spec_options["formula"] is not None:
-        raise EvalmixError("strata=... builds one default model per stratum; pass the "
-                           "formula without strata, or fit table.subset(...) yourself")
+        raise InvalidOptionError("strata=... builds one default model per stratum; pass the "
+                                 "formula without strata, or fit table.subset(...) yourself")
     # the role is constant inside a stratum: none of its random terms is identified
     fixed_roles = tuple(f for f in spec_options["fixed"] if f != role)
     given_random = spec_options["random"]
     random = tuple(c for c in (table.clusters if given_random is None else given_random)
                    if c != role and c not in fixed_roles)
     if not random:
-        raise EvalmixError(f"strata={role!r} leaves no other cluster factor with a random "
-                           "intercept; fit without strata or add a cluster role")
+        raise InvalidOptionError(f"strata={role!r} leaves no other cluster factor with a random "
+                                 "intercept; fit without strata or add a cluster role")
     options = {**spec_options, "fixed": fixed_roles, "random": random,
                "judge_position": spec_options["judge_position"] and role != "judge",
                "slopes": tuple(s for s in spec_options["slopes"]

@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from evalmix.errors import EvalmixError
+from evalmix.errors import InvalidOptionError
 from evalmix.models.pymc_model import TermInfo
 from evalmix.models.result import ModelFit, PosteriorDraws
 from evalmix.models.spec import ModelSpec
@@ -32,8 +32,8 @@ def bambi_model(spec: ModelSpec):
     import bambi as bmb
 
     if spec.family not in ("bernoulli", "gaussian"):
-        raise EvalmixError(f"engine='bambi' supports the bernoulli and gaussian families, "
-                           f"not {spec.family!r}; use engine='auto'")
+        raise InvalidOptionError(f"engine='bambi' supports the bernoulli and gaussian families, "
+                                 f"not {spec.family!r}; use engine='auto'")
     frame = pd.DataFrame({"y": spec.y})
     fixed_map, rhs = {}, []
     for j, n in enumerate(spec.fixed_names):

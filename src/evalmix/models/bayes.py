@@ -39,7 +39,7 @@ import pandas as pd
 from evalmix._version import package_versions
 from evalmix.errors import (
     ConvergenceWarning,
-    EvalmixError,
+    InvalidOptionError,
     check_option,
 )
 from evalmix.models._mcmc_diagnostics import rhat_ess
@@ -456,8 +456,8 @@ def fit_bayes(
     check_option("engine", engine, ENGINES)
     check_option("sampler", sampler, SAMPLERS)
     if (draws is not None and draws < 50) or tune < 0 or chains < 1:
-        raise EvalmixError(f"draws={draws}, tune={tune}, chains={chains}: need draws >= 50, "
-                           "tune >= 0 and chains >= 1")
+        raise InvalidOptionError(f"draws={draws}, tune={tune}, chains={chains}: need draws >= 50, "
+                                 "tune >= 0 and chains >= 1")
     t0 = time.perf_counter()
     seed_i = resolve_seed(seed)
     data = collapse(spec)
@@ -475,8 +475,8 @@ def fit_bayes(
         engine = ("kernel" if sampler == "nutpie" and spec.family in KERNEL_FAMILIES
                   else "pymc")
     if engine == "kernel" and (sampler != "nutpie" or not _has("nutpie")):
-        raise EvalmixError("engine='kernel' needs the nutpie sampler (pip install nutpie); "
-                           "use engine='pymc' otherwise")
+        raise InvalidOptionError("engine='kernel' needs the nutpie sampler (pip install nutpie); "
+                                 "use engine='pymc' otherwise")
     terms = choose_parameterization(spec, data, prior_sd=prior_scale)
     if engine != "kernel":
         # the PyMC model samples (u, sd) jointly (same posterior, centred geometry)

@@ -59,6 +59,7 @@ from evalmix.errors import (
     ConvergenceWarning,
     EvalmixError,
     FewClustersWarning,
+    InvalidOptionError,
     SingularFitWarning,
     check_keywords,
     check_option,
@@ -368,10 +369,10 @@ def fit_statsmodels(table: Any, spec: ModelSpec | None = None,
     spec_options = {k: v for k, v in given.items() if k in SPEC_DEFAULTS}
     if spec is None:
         if table is None:
-            raise EvalmixError("fit_statsmodels needs a table or a spec")
+            raise InvalidOptionError("fit_statsmodels needs a table or a spec")
         spec = build_spec(table, **spec_options)
     elif spec_options:
-        raise EvalmixError("pass either a spec or the model options (formula, ...), not both")
+        raise InvalidOptionError("pass either a spec or the model options (formula, ...), not both")
     if spec.family == "cumulative":
         raise EvalmixError(
             "the statsmodels back end has no ordinal (cumulative) model (ties='separate' "

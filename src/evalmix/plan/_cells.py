@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from evalmix.errors import EvalmixError
+from evalmix.errors import InvalidOptionError
 from evalmix.inference.bootstrap import cluster_weights, expanded_interval, norm_inter
 from evalmix.inference.sandwich import cr1_factor
 
@@ -74,18 +74,18 @@ def expected_deff(cell: Mapping[str, Any]) -> float:
 def check_cell(cell: Mapping[str, Any]) -> dict[str, Any]:
     unknown = set(cell) - set(CELL_DEFAULTS)
     if unknown:
-        raise EvalmixError(f"unknown grid keys {sorted(unknown)}; allowed: {sorted(CELL_DEFAULTS)}")
+        raise InvalidOptionError(f"unknown grid keys {sorted(unknown)}; allowed: {sorted(CELL_DEFAULTS)}")
     full = {**CELL_DEFAULTS, **cell}
     if full["estimand"] not in ESTIMANDS:
-        raise EvalmixError(f"grid estimand={full['estimand']!r}; allowed: {ESTIMANDS}")
+        raise InvalidOptionError(f"grid estimand={full['estimand']!r}; allowed: {ESTIMANDS}")
     if not (float(full["n_clusters"]) >= 2 and float(full["cluster_size"]) >= 1):
-        raise EvalmixError(f"a cell needs n_clusters >= 2 and cluster_size >= 1, got {cell}")
+        raise InvalidOptionError(f"a cell needs n_clusters >= 2 and cluster_size >= 1, got {cell}")
     if not 0 <= float(full["icc"]) < 1 or not 0 < float(full["p"]) < 1:
-        raise EvalmixError(f"a cell needs icc in [0, 1) and p in (0, 1), got {cell}")
+        raise InvalidOptionError(f"a cell needs icc in [0, 1) and p in (0, 1), got {cell}")
     # "not (inside)" so that NaN, which fails every comparison, is refused too
     if not (0 <= float(full["size_cv"]) < np.inf and float(full["sd"]) > 0
             and np.isfinite([float(full["effect"]), float(full["sd"])]).all()):
-        raise EvalmixError(f"a cell needs size_cv >= 0, sd > 0 and a finite effect, got {cell}")
+        raise InvalidOptionError(f"a cell needs size_cv >= 0, sd > 0 and a finite effect, got {cell}")
     full["n_clusters"] = int(full["n_clusters"])
     for key in ("cluster_size", "icc", "size_cv", "p", "effect", "sd"):
         full[key] = float(full[key])

@@ -28,7 +28,7 @@ from scipy import stats
 from evalmix._progress import Progress
 from evalmix.compare.gstudy import gstudy
 from evalmix.design.gtheory import GDesign, coefficients
-from evalmix.errors import EvalmixError, check_count, check_level
+from evalmix.errors import InvalidOptionError, check_count, check_level
 from evalmix.seeding import SeedLike, seeded_rng
 from evalmix.tidy import tidy_rows
 
@@ -40,10 +40,10 @@ _BLOCK_CELLS = 4_000_000
 
 def _check_design(design: GDesign, sizes: Mapping[str, int]) -> tuple[int, ...]:
     if design.differentiation != {design.object}:
-        raise EvalmixError("the simulator needs an object of measurement nested in nothing")
+        raise InvalidOptionError("the simulator needs an object of measurement nested in nothing")
     missing = [f for f in design.factors if f not in sizes]
     if missing:
-        raise EvalmixError(f"give the size of every factor; missing {', '.join(missing)}")
+        raise InvalidOptionError(f"give the size of every factor; missing {', '.join(missing)}")
     return tuple(int(sizes[f]) for f in design.factors)
 
 

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from evalmix._progress import Progress
-from evalmix.errors import EvalmixError
+from evalmix.errors import EvalmixError, InvalidOptionError
 from evalmix.sim.designs import Factor, crossed_scores
 from evalmix.tidy import tidy_rows
 
@@ -305,9 +305,9 @@ def headline_coverage(designs: Sequence[str] | None = None, *, reps: int = 400,
     names = list(DESIGNS) if designs is None else list(designs)
     unknown = [n for n in names if n not in DESIGNS]
     if unknown:
-        raise EvalmixError(f"unknown design(s) {unknown}; choose from {list(DESIGNS)}")
+        raise InvalidOptionError(f"unknown design(s) {unknown}; choose from {list(DESIGNS)}")
     if reps < 1 or jobs < 1:
-        raise EvalmixError(f"reps and jobs must be positive integers, got {reps}, {jobs}")
+        raise InvalidOptionError(f"reps and jobs must be positive integers, got {reps}, {jobs}")
     t0 = time.perf_counter()
     chunk = max(1, min(25, reps // 4))
     tasks = []

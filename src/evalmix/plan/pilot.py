@@ -193,7 +193,7 @@ def bootstrap_power(
     rng, seed = seeded_rng(seed)
     ks = np.atleast_1d(np.asarray(n_clusters, dtype=int))
     if (ks < 2).any():
-        raise EvalmixError(f"n_clusters must be at least 2, got {ks.tolist()}")
+        raise InvalidOptionError(f"n_clusters must be at least 2, got {ks.tolist()}")
     rows = []
     for kk in ks:
         w = _resample_counts(g, int(kk), reps, rng)
@@ -257,13 +257,13 @@ def pilot_power(
     check_option("estimand", estimand, PILOT_ESTIMANDS)
     roles = table.check_cluster(cluster if cluster is not None else table.clusters[:1])
     if len(roles) != 1:
-        raise EvalmixError(f"pilot_power resamples one cluster role, got {roles}")
+        raise InvalidOptionError(f"pilot_power resamples one cluster role, got {roles}")
     common: dict[str, Any] = dict(n_clusters=n_clusters, effect=effect, reps=reps,
                                   level=level, power=power, seed=seed)
     prob = build_problem(table, estimand, conditions=conditions, **dict(problem_kwargs or {}))
     if prob.family != "gaussian":
-        raise EvalmixError("pilot_power bootstraps least-squares estimands; use "
-                           "family='gaussian'")
+        raise InvalidOptionError("pilot_power bootstraps least-squares estimands; use "
+                                 "family='gaussian'")
     null_value = null if null is not None else (
         float(prob.null) if np.isfinite(prob.null) else 0.0)
     return bootstrap_power(prob.X, prob.y, prob.cluster_codes[roles[0]],
@@ -287,8 +287,8 @@ def components_from_fit(fit: Any) -> tuple[dict[str, float], dict[str, float], s
         return {str(k): float(v) for k, v in fit.items()}, {}, "binomial", 0.0
     variance = getattr(fit, "variance", None)
     if variance is None or not {"factor", "sd"} <= set(variance.columns):
-        raise EvalmixError("expected a ModelFit (with a variance frame holding factor and sd "
-                           "columns) or a dict {factor: sd}")
+        raise InvalidOptionError("expected a ModelFit (with a variance frame holding factor and sd "
+                                 "columns) or a dict {factor: sd}")
     family = "gaussian" if str(getattr(fit, "family", "")).startswith("gauss") else "binomial"
     intercepts: dict[str, float] = {}
     slopes: dict[str, float] = {}
@@ -487,13 +487,13 @@ def parametric_power(
     intercepts, slopes, fam, resid_sd = components_from_fit(components)
     bad = {k: v for k, v in {**intercepts, **slopes}.items() if not 0 <= v < np.inf}
     if bad:
-        raise EvalmixError(f"variance components are standard deviations, finite and >= 0; "
-                           f"got {bad}")
+        raise InvalidOptionError(f"variance components are standard deviations, finite and >= 0; "
+                                 f"got {bad}")
     model_family = family_name(family or fam, REGRESSION_FAMILIES)
     if residual_sd is not None:
         resid_sd = residual_sd
     if model_family == "gaussian" and resid_sd <= 0:
-        raise EvalmixError("a gaussian model needs residual_sd > 0 (or a Residual row)")
+        raise InvalidOptionError("a gaussian model needs residual_sd > 0 (or a Residual row)")
     n_levels = renamed_option(
         "parametric_power", "levels", "n_levels", levels, n_levels)
     if not n_levels:
@@ -503,12 +503,12 @@ def parametric_power(
     used = {f for term in intercepts for f in term.split(":")}
     unknown = (used | set(slopes) | set(vary or {})) - set(levels)
     if unknown:
-        raise EvalmixError(f"factors {sorted(unknown)} have no number of levels; n_levels= "
-                           f"has {sorted(levels)}")
+        raise InvalidOptionError(f"factors {sorted(unknown)} have no number of levels; n_levels= "
+                                 f"has {sorted(levels)}")
     clusters = [next(iter(levels))] if cluster is None else (
         [cluster] if isinstance(cluster, str) else list(cluster))
     if set(clusters) - set(levels):
-        raise EvalmixError(f"cluster {clusters} must be among the factors {sorted(levels)}")
+        raise InvalidOptionError(f"cluster {clusters} must be among the factors {sorted(levels)}")
     null_value = null if null is not None else (
         0.5 if (estimand == "mean" and model_family == "binomial") else 0.0)
     plans = [("base", "base", dict(levels))]
@@ -520,7 +520,7 @@ def parametric_power(
     rows = []
     for label, factor, lv in plans:
         if min(lv[c] for c in clusters) < 2:
-            raise EvalmixError(f"plan {label}: the cluster factor needs at least 2 levels")
+            raise InvalidOptionError(f"plan {label}: the cluster factor needs at least 2 levels")
         n_rows = int(np.prod(list(lv.values()))) * n_per_cell
         chunk = max(1, min(reps, 4_000_000 // max(n_rows, 1)))
         summary = _simulate_plan(lv, intercepts, slopes, family=model_family,

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
-from evalmix.errors import EvalmixError, check_keywords, check_level, check_option
+from evalmix.errors import InvalidOptionError, check_keywords, check_level, check_option
 from evalmix.tidy import RESULT_COLUMNS, tidy_rows
 
 __all__ = ["PowerResult", "DesignOptions", "DESIGN_OPTIONS", "power", "mde",
@@ -227,7 +227,7 @@ def power_from_ncp(
 def _sizes_summary(cluster_sizes: Sequence[int] | np.ndarray) -> tuple[int, float, float]:
     sizes = np.asarray(cluster_sizes, dtype=float)
     if sizes.ndim != 1 or sizes.size < 2 or (sizes < 1).any():
-        raise EvalmixError(
+        raise InvalidOptionError(
             f"cluster_sizes must be a 1-D list of at least 2 sizes >= 1, got {sizes!r}; "
             "pass cluster_size= and size_cv= for a hypothetical design")
     m_bar = sizes.mean()
@@ -238,28 +238,28 @@ def _check_design(n_clusters, cluster_size, icc, sd, level, size_cv, crossed,
                   min_clusters: float = 2, effect: Any = None) -> None:
     # written as "not (inside)" so that NaN, which fails every comparison, is refused
     if not np.all(np.asarray(n_clusters, dtype=float) >= min_clusters):
-        raise EvalmixError(f"n_clusters must be at least {min_clusters} (the t test has K - 1 "
-                           f"degrees of freedom), got {n_clusters!r}")
+        raise InvalidOptionError(f"n_clusters must be at least {min_clusters} (the t test has K - 1 "
+                                 f"degrees of freedom), got {n_clusters!r}")
     if not np.all(np.asarray(cluster_size, dtype=float) >= 1):
-        raise EvalmixError(f"cluster_size must be at least 1, got {cluster_size!r}")
+        raise InvalidOptionError(f"cluster_size must be at least 1, got {cluster_size!r}")
     rho = np.asarray(icc, dtype=float)
     share = sum(float(v[0]) for v in (crossed or {}).values())
     if not (np.all(rho >= 0) and np.all(rho + share < 1)):
-        raise EvalmixError(f"icc must be in [0, 1) and icc + crossed ICCs below 1, got icc={icc!r}"
+        raise InvalidOptionError(f"icc must be in [0, 1) and icc + crossed ICCs below 1, got icc={icc!r}"
                            f" and crossed ICCs summing to {share}")
     if sd is not None and not np.all(np.asarray(sd, dtype=float) > 0):
-        raise EvalmixError(f"sd must be positive, got {sd!r}")
+        raise InvalidOptionError(f"sd must be positive, got {sd!r}")
     if sd is not None and not np.all(np.isfinite(np.asarray(sd, dtype=float))):
-        raise EvalmixError(f"sd must be finite, got {sd!r}")
+        raise InvalidOptionError(f"sd must be finite, got {sd!r}")
     for lv in np.atleast_1d(np.asarray(level, dtype=object)).ravel():
         check_level(lv)
     if not np.all(np.asarray(size_cv, dtype=float) >= 0):
-        raise EvalmixError(f"size_cv must be >= 0, got {size_cv!r}")
+        raise InvalidOptionError(f"size_cv must be >= 0, got {size_cv!r}")
     if effect is not None and not np.all(np.isfinite(np.asarray(effect, dtype=float))):
-        raise EvalmixError(f"effect must be a finite number, got {effect!r}")
+        raise InvalidOptionError(f"effect must be a finite number, got {effect!r}")
     for name, value in (crossed or {}).items():
         if len(value) != 2 or not value[1] >= 1 or not 0 <= value[0] < 1:
-            raise EvalmixError(f"crossed[{name!r}] must be (icc in [0, 1), n_levels >= 1), "
+            raise InvalidOptionError(f"crossed[{name!r}] must be (icc in [0, 1), n_levels >= 1), "
                                f"got {value!r}")
 
 
@@ -317,9 +317,9 @@ class _Design:
         if self.estimand == "win_rate":
             p = self.null_value + np.asarray(effect, dtype=float)
             if np.any((p <= 0) | (p >= 1)):
-                raise EvalmixError(f"win rate null + effect must be in (0, 1), got {p!r}")
+                raise InvalidOptionError(f"win rate null + effect must be in (0, 1), got {p!r}")
             return np.sqrt(p * (1 - p))
-        raise EvalmixError(
+        raise InvalidOptionError(
             f"sd is required for estimand={self.estimand!r}: the SD of one score (mean) or "
             "of one per-item difference (difference); for a proportion p use sqrt(p (1 - p))")
 
@@ -445,7 +445,7 @@ def power(effect: Any = None, **design: Unpack[DesignOptions]) -> PowerResult:
     """
     d = _Design.of("power", design)
     if effect is None or d.n_clusters is None:
-        raise EvalmixError("power needs effect= and n_clusters= (or cluster_sizes=)")
+        raise InvalidOptionError("power needs effect= and n_clusters= (or cluster_sizes=)")
     d.check(effect=effect)
     return d.result(solved_for="power", effect=effect, sd=d.sd_at(effect),
                     target_power=np.nan)
@@ -491,7 +491,7 @@ def mde(power: Any = 0.8, **design: Unpack[DesignOptions]) -> PowerResult:
     """
     d = _Design.of("mde", design)
     if d.n_clusters is None:
-        raise EvalmixError("mde needs n_clusters= (or cluster_sizes=)")
+        raise InvalidOptionError("mde needs n_clusters= (or cluster_sizes=)")
     d.check()
     target = np.asarray(power, dtype=float)
     k = np.asarray(d.n_clusters, dtype=float)
@@ -566,7 +566,7 @@ def n_clusters_for_power(
     """
     d = _Design.of("n_clusters_for_power", design, solved=("n_clusters", "cluster_sizes"))
     if effect is None:
-        raise EvalmixError("n_clusters_for_power needs effect=")
+        raise InvalidOptionError("n_clusters_for_power needs effect=")
     d.check(n_clusters=2, effect=effect)
     sd_ = d.sd_at(effect)
     target = np.asarray(power, dtype=float)

@@ -117,8 +117,8 @@ def expand_grid(grid: Any) -> list[dict[str, Any]]:
     elif isinstance(grid, Iterable):
         cells = [dict(c) for c in grid]
     else:
-        raise EvalmixError(f"grid must be a dict of lists, a list of dicts or a DataFrame, "
-                           f"got {type(grid).__name__}")
+        raise InvalidOptionError(f"grid must be a dict of lists, a list of dicts or a DataFrame, "
+                                 f"got {type(grid).__name__}")
     out = []
     for c in cells:
         c = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in c.items()}
@@ -284,9 +284,9 @@ def coverage(
     t0 = time.perf_counter()
     methods = tuple(methods)
     if not methods:
-        raise EvalmixError(f"no methods given; fast ones are {FAST_METHODS}")
+        raise InvalidOptionError(f"no methods given; fast ones are {FAST_METHODS}")
     if int(reps) < 2 or int(boot_reps) < 2:
-        raise EvalmixError(f"reps and boot_reps must be at least 2, got {reps}, {boot_reps}")
+        raise InvalidOptionError(f"reps and boot_reps must be at least 2, got {reps}, {boot_reps}")
     # per-cell seeds derive from an int: a Generator (or None) contributes one, recorded
     seed = resolve_seed(seed)
     if isinstance(jobs, bool) or not isinstance(jobs, int | np.integer) or jobs == 0:
@@ -297,7 +297,7 @@ def coverage(
     cells = expand_grid(grid)
     keys = [_cell_key(c) for c in cells]
     if len(set(keys)) != len(keys):
-        raise EvalmixError("the grid repeats a cell; every cell must differ in some parameter")
+        raise InvalidOptionError("the grid repeats a cell; every cell must differ in some parameter")
     manifest = {"methods": list(methods), "reps": reps, "seed": seed, "level": level,
                 "boot_reps": boot_reps}
     sink = _Sink(None if out is None else Path(out), manifest, resume)

@@ -47,7 +47,6 @@ from evalmix.compare.recommend import (
 )
 from evalmix.design.effect import design_effect
 from evalmix.errors import (
-    EvalmixError,
     InvalidOptionError,
     check_level,
     check_option,
@@ -302,7 +301,7 @@ def analyze(
         raise InvalidOptionError(
             f"model_timeout={model_timeout!r}: give seconds >= 0 (0 or None = no limit)")
     if reps < 1:
-        raise EvalmixError(f"reps must be a positive integer, got {reps}")
+        raise InvalidOptionError(f"reps must be a positive integer, got {reps}")
     cluster_levels = renamed_option(
         "analyze", "levels", "cluster_levels", levels, cluster_levels)
     seed = resolve_seed(seed)

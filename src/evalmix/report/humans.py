@@ -23,7 +23,7 @@ import pandas as pd
 
 from evalmix._markdown import markdown_table, md_cell
 from evalmix.compare.recommend import judge_role
-from evalmix.errors import EvalmixError, EvalmixWarning
+from evalmix.errors import EvalmixError, EvalmixWarning, InvalidOptionError
 
 if TYPE_CHECKING:
     from evalmix.data.table import EvalTable
@@ -201,8 +201,8 @@ def humans_section(table: EvalTable, humans: Sequence[str], *, level: float = 0.
     labels = set(pd.unique(table.frame()[role].astype(str)))
     people = {str(h) for h in humans} & labels
     if not people or people == labels:
-        raise EvalmixError(f"humans= must name some but not all values of the judge role "
-                           f"{role!r}; it has {sorted(labels)[:10]}")
+        raise InvalidOptionError(f"humans= must name some but not all values of the judge role "
+                                 f"{role!r}; it has {sorted(labels)[:10]}")
     frame = _long(table, role, people)
     cluster = _cluster(table, role)
     notes: list[str] = []

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
-from evalmix.errors import EvalmixError
+from evalmix.errors import InvalidOptionError
 from evalmix.seeding import SeedLike, seeded_rng
 from evalmix.sim._common import SimResult
 
@@ -126,19 +126,19 @@ def crossed_scores(
     """
     judges = dict(judges) if judges is not None else {"judge1": 0.0}
     if not factors:
-        raise EvalmixError("crossed_scores needs at least one Factor")
+        raise InvalidOptionError("crossed_scores needs at least one Factor")
     if replicates < 1:
-        raise EvalmixError(f"replicates must be at least 1, got {replicates}")
+        raise InvalidOptionError(f"replicates must be at least 1, got {replicates}")
     rng, seed = seeded_rng(seed)
     names = [f.name for f in factors]
     if len(set(names)) != len(names):
-        raise EvalmixError(f"factor names must be distinct, got {names}")
+        raise InvalidOptionError(f"factor names must be distinct, got {names}")
     # grid of top-level factors, nested factors expanded within their parent
     grid = pd.DataFrame({"_": [0]})
     effects: dict[str, Any] = {}
     for f in factors:
         if f.sd < 0 or f.slope_sd < 0:
-            raise EvalmixError(f"factor {f.name!r}: sd and slope_sd must be >= 0")
+            raise InvalidOptionError(f"factor {f.name!r}: sd and slope_sd must be >= 0")
         if f.parent is None:
             k = int(np.asarray(f.levels).item())
             lev = pd.DataFrame({f.name: np.arange(k)})
@@ -146,11 +146,11 @@ def crossed_scores(
             n_total = k
         else:
             if f.parent not in grid.columns:
-                raise EvalmixError(f"factor {f.name!r}: parent {f.parent!r} must come first")
+                raise InvalidOptionError(f"factor {f.name!r}: parent {f.parent!r} must come first")
             n_parent = int(grid[f.parent].max()) + 1
             sizes = np.broadcast_to(np.asarray(f.levels, dtype=np.int64), (n_parent,))
             if (sizes < 1).any():
-                raise EvalmixError(f"factor {f.name!r}: every parent needs >= 1 level")
+                raise InvalidOptionError(f"factor {f.name!r}: every parent needs >= 1 level")
             starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
             nested = pd.DataFrame({
                 f.parent: np.repeat(np.arange(n_parent), sizes),

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
-from evalmix.errors import EvalmixError
+from evalmix.errors import InvalidOptionError
 from evalmix.seeding import SeedLike, seeded_rng
 from evalmix.sim._common import SimResult
 
@@ -105,7 +105,7 @@ def judge_labels(
     {'judge': 100, 'human': 30}
     """
     if n_labelled < 2 or n_labelled > n_clusters * cluster_size * len(models):
-        raise EvalmixError("n_labelled must be between 2 and the number of units")
+        raise InvalidOptionError("n_labelled must be between 2 and the number of units")
     rng, recorded = seeded_rng(seed)
     d = draw(rng, n_clusters, cluster_size, n_labelled, models, sd_cluster, sd_item,
              sd_judge)

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
-from evalmix.errors import EvalmixError
+from evalmix.errors import InvalidOptionError
 from evalmix.seeding import SeedLike, seeded_rng
 from evalmix.sim._common import SimResult
 
@@ -62,7 +62,7 @@ def _average_score(eta: np.ndarray, sd: float, tau: float) -> tuple[np.ndarray, 
 def _check(**values: float) -> None:
     for name, v in values.items():
         if not v >= 0:
-            raise EvalmixError(f"{name} must be >= 0, got {v}")
+            raise InvalidOptionError(f"{name} must be >= 0, got {v}")
 
 
 def baseline_leaderboard(
@@ -119,16 +119,16 @@ def baseline_leaderboard(
     """
     for name, k in (("n_models", n_models), ("n_items", n_items), ("n_judges", n_judges)):
         if k < 1:
-            raise EvalmixError(f"{name} must be at least 1, got {k}")
+            raise InvalidOptionError(f"{name} must be at least 1, got {k}")
     _check(ability_sd=ability_sd, sd_item=sd_item, sd_output=sd_output, sd_judge=sd_judge,
            tie_threshold=tie_threshold)
     if not 0 <= extra_judge_prob <= 1:
-        raise EvalmixError(f"extra_judge_prob must be in [0, 1], got {extra_judge_prob}")
+        raise InvalidOptionError(f"extra_judge_prob must be in [0, 1], got {extra_judge_prob}")
     rng, seed = seeded_rng(seed)
     models, items, judges = _names("model", n_models), _names("item", n_items), _names(
         "judge", n_judges)
     if baseline in set(models):
-        raise EvalmixError(f"baseline={baseline!r} clashes with a model name; rename it")
+        raise InvalidOptionError(f"baseline={baseline!r} clashes with a model name; rename it")
     theta = rng.normal(0.0, ability_sd, n_models)
     b = rng.normal(0.0, sd_judge, n_judges)
     u = rng.normal(0.0, sd_item, n_items)
@@ -210,8 +210,8 @@ def round_robin(
     60
     """
     if n_models < 2 or n_items < 1:
-        raise EvalmixError(f"round_robin needs n_models >= 2 and n_items >= 1, got "
-                           f"{n_models} and {n_items}")
+        raise InvalidOptionError(f"round_robin needs n_models >= 2 and n_items >= 1, got "
+                                 f"{n_models} and {n_items}")
     _check(ability_sd=ability_sd, sd_output=sd_output, tie_threshold=tie_threshold)
     rng, seed = seeded_rng(seed)
     models, items = _names("model", n_models), _names("item", n_items)

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
-from evalmix.errors import EvalmixError
+from evalmix.errors import InvalidOptionError
 from evalmix.seeding import SeedLike, seeded_rng
 from evalmix.sim._common import SimResult
 
@@ -176,29 +176,29 @@ def pairwise_judges(
     conditions = tuple(conditions)  # type: ignore[assignment]
     if (len(conditions) != 2 or len(set(map(str, conditions))) != 2
             or "reference" in map(str, conditions)):
-        raise EvalmixError(
+        raise InvalidOptionError(
             f"conditions must be two distinct labels other than 'reference' (the baseline "
             f"model_a), e.g. ('control', 'treatment'); got {conditions!r}"
         )
     sd = {**DEFAULT_SDS, **(sds or {})}
     unknown = set(sd) - set(DEFAULT_SDS)
     if unknown:
-        raise EvalmixError(
+        raise InvalidOptionError(
             f"unknown keys in sds: {sorted(unknown)}; allowed: {sorted(DEFAULT_SDS)}")
     if judges is not None:
         n_judges = len(judges)
     for name, k in (("n_scenarios", n_scenarios), ("n_personas", n_personas),
                     ("n_authors", n_authors), ("n_judges", n_judges)):
         if k < 1:
-            raise EvalmixError(f"{name} must be at least 1, got {k}")
+            raise InvalidOptionError(f"{name} must be at least 1, got {k}")
     bad_sd = {k: v for k, v in sd.items() if not v >= 0}
     if bad_sd or not sd_judge_condition >= 0 or not sd_position_judge >= 0:
-        raise EvalmixError(
+        raise InvalidOptionError(
             f"standard deviations must be >= 0; got sds={sd}, sd_judge_condition="
             f"{sd_judge_condition}, sd_position_judge={sd_position_judge}"
         )
     if tie_threshold < 0:
-        raise EvalmixError(f"tie_threshold must be >= 0, got {tie_threshold}")
+        raise InvalidOptionError(f"tie_threshold must be >= 0, got {tie_threshold}")
     rng, seed = seeded_rng(seed)
     u = {
         "scenario": rng.normal(0, sd["scenario"], n_scenarios),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from evalmix.errors import EvalmixError
+from evalmix.errors import InvalidOptionError
 from evalmix.seeding import SeedLike, as_generator, seeded_rng
 from evalmix.sim._common import SimResult
 
@@ -22,7 +22,7 @@ def cluster_sizes(
     can be checked.
     """
     if n_clusters < 1 or cluster_size < 1:
-        raise EvalmixError("n_clusters and cluster_size must be at least 1")
+        raise InvalidOptionError("n_clusters and cluster_size must be at least 1")
     if size_cv <= 0:
         return np.full(n_clusters, int(round(cluster_size)), dtype=np.int64)
     rng = as_generator(seed)
@@ -79,16 +79,16 @@ def clustered_scores(
     (100, 3)
     """
     if not 0 < p < 1:
-        raise EvalmixError(f"p must be in (0, 1), got {p}")
+        raise InvalidOptionError(f"p must be in (0, 1), got {p}")
     if not 0 <= icc < 1:
-        raise EvalmixError(f"icc must be in [0, 1), got {icc}")
+        raise InvalidOptionError(f"icc must be in [0, 1), got {icc}")
     rng, seed = seeded_rng(seed)
     if np.ndim(cluster_size) == 0:
         sizes = cluster_sizes(n_clusters, float(cluster_size), size_cv=size_cv, seed=rng)
     else:
         sizes = np.asarray(cluster_size, dtype=np.int64)
         if sizes.shape != (n_clusters,) or (sizes < 1).any():
-            raise EvalmixError("cluster_size as an array needs one size >= 1 per cluster")
+            raise InvalidOptionError("cluster_size as an array needs one size >= 1 per cluster")
     if icc == 0:
         pk = np.full(n_clusters, p)
     else:

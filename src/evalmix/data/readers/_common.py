@@ -15,7 +15,7 @@ import pandas as pd
 
 from evalmix.data.read import read
 from evalmix.data.table import EvalTable
-from evalmix.errors import EvalmixError, EvalmixWarning, InvalidTableError
+from evalmix.errors import EvalmixError, EvalmixWarning, InvalidOptionError, InvalidTableError
 
 Source = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 
@@ -123,12 +123,12 @@ def choose(name: str | None, available: Sequence[str], what: str, option: str) -
     if name is None:
         if len(available) == 1:
             return available[0]
-        raise EvalmixError(
+        raise InvalidOptionError(
             f"the logs have {len(available)} {what}s ({', '.join(repr(a) for a in available)}); "
             f"choose one with {option}=..."
         )
     if name not in available:
-        raise EvalmixError(
+        raise InvalidOptionError(
             f"{option}={name!r} is not in the logs; their {what}s are: "
             f"{', '.join(repr(a) for a in available)}"
         )

@@ -41,7 +41,7 @@ import pandas as pd
 
 from evalmix.data.readers._common import Source, as_paths, finish, label, load_records
 from evalmix.data.table import EvalTable
-from evalmix.errors import EvalmixError, EvalmixWarning, check_option
+from evalmix.errors import EvalmixError, EvalmixWarning, InvalidOptionError, check_option
 
 __all__ = ["read_alpaca_eval", "alpaca_eval_frame", "FAILURES"]
 
@@ -151,7 +151,7 @@ def read_alpaca_eval(source: Source, *, failures: Literal["tie", "drop"] = "drop
     if not probabilistic:
         return table
     if table.ties != "half":
-        raise EvalmixError(
+        raise InvalidOptionError(
             f"ties={table.ties!r} does not apply to probability verdicts (weighted "
             "annotators give P(output_2 preferred)); use ties='half'"
         )

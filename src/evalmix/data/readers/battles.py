@@ -45,7 +45,7 @@ from evalmix.data.readers._common import (
 )
 from evalmix.data.readers.arena_hard import is_arena_hard_battles, read_arena_hard_battles
 from evalmix.data.table import EvalTable
-from evalmix.errors import EvalmixError
+from evalmix.errors import EvalmixError, InvalidOptionError
 
 __all__ = ["read_battles", "battles_frame"]
 
@@ -143,7 +143,7 @@ def battles_frame(paths: list[Path], *, model_a_first: bool = False
     frame = pd.concat(parts, ignore_index=True)
     if "fastchat" in kinds:
         if model_a_first:
-            raise EvalmixError(
+            raise InvalidOptionError(
                 "model_a_first applies to battle records (model_a/model_b/winner); FastChat "
                 "pairwise judgments already say which answer was shown first (g1/g2)"
             )

@@ -35,7 +35,7 @@ from evalmix.data.readers._common import (
     load_records,
 )
 from evalmix.data.table import EvalTable
-from evalmix.errors import EvalmixError
+from evalmix.errors import EvalmixError, InvalidOptionError
 
 __all__ = ["read_lm_eval"]
 
@@ -128,7 +128,7 @@ def read_lm_eval(source: Source, *, metric: str | None = None, filter: str | Non
         if model is None:
             frame["model"] = _model_from_results(path, date)
         elif model not in frame.columns:
-            raise EvalmixError(
+            raise InvalidOptionError(
                 f"model={model!r} is not a field of the records in {str(path)!r}; give a "
                 "(dotted) field name, or leave model= out to take it from results_*.json"
             )
