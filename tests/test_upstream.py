@@ -76,6 +76,10 @@ def test_alpaca_eval_upstream_equals_alpaca_evals_own_code_and_board():
         assert rows.loc[m, "se"] == pytest.approx(ref[m]["standard_error"] / 100, abs=1e-14)
     line = upstream_line(AE / "results")
     assert line.startswith("Upstream (AlpacaEval") and "ghost-7b-alpha 70.4 (SE 1.6)" in line
+    # from the table: its source names the folder read (not the first file's folder)
+    t, _ = caught(read_log, AE / "results")
+    assert t.source == f"{AE / 'results'} (4 files)"  # 6 less 2 copies
+    assert caught(upstream_line, t)[0] == line
 
 
 def test_alpaca_eval_self_files_and_errors_name_the_file(tmp_path):
@@ -118,6 +122,7 @@ def test_fastchat_pair_file_reads_and_reproduces_show_result():
     ref = REF["fastchat"]["pairwise-baseline"][0]
     assert base.iloc[0]["win_rate_adjusted"] == pytest.approx(ref["win_rate_adjusted"])
     assert "phi-3-dpo 51.4" in upstream_line(PAIR)
+    assert upstream_line(t) == upstream_line(PAIR)
 
 
 # --------------------------------------------------------------------------- arena-hard

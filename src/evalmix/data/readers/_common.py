@@ -115,7 +115,12 @@ def finish(frame: pd.DataFrame, source: str, roles: Mapping[str, Any],
 
 
 def label(paths: Sequence[Path]) -> str:
-    return str(paths[0]) if len(paths) == 1 else f"{paths[0].parent} ({len(paths)} files)"
+    """The file, or the folder holding all the files and their count ("results (3
+    files)"): the table's ``source``, which :func:`~evalmix.data.readers.upstream.upstream_line`
+    reads again."""
+    if len(paths) == 1:
+        return str(paths[0])
+    return f"{os.path.commonpath([str(p) for p in paths])} ({len(paths)} files)"
 
 
 def choose(name: str | None, available: Sequence[str], what: str, option: str) -> str:

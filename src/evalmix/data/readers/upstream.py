@@ -25,12 +25,14 @@ for the report. Each computation follows the tool's code at the commit named in
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from evalmix.data.table import EvalTable
 from evalmix.errors import EvalmixError
 
 __all__ = ["Upstream", "upstream", "upstream_line", "alpaca_eval_leaderboard",
@@ -312,10 +314,18 @@ def upstream(source: str | os.PathLike[str], format: str = "auto", **options: An
     return replace(_FASTCHAT, rows=fastchat_pairwise(frame, options.get("baseline")))
 
 
-def upstream_line(source: str | os.PathLike[str], format: str = "auto", **options: Any
-                  ) -> str | None:
+def upstream_line(source: str | os.PathLike[str] | EvalTable, format: str = "auto",
+                  **options: Any) -> str | None:
     """:func:`upstream` as one line of text for the report (``None`` when there is no
-    upstream headline for the format, or the files cannot be read the tool's way)."""
+    upstream headline for the format, or the files cannot be read the tool's way).
+
+    ``source`` may be the table a reader returned: its ``source`` (the file, or the
+    folder holding the files read) is read again.
+    """
+    if isinstance(source, EvalTable):
+        source = re.sub(r" \(\d+ files\)$", "", source.source)
+        if not os.path.exists(source):
+            return None
     try:
         up = upstream(source, format, **options)
     except EvalmixError:
