@@ -230,7 +230,7 @@ GRADES = {
 # by hand (C=1, I=0, P=.5, N=0): alpha 3 + 2 + 1 + 1 = 7 of 12; beta 0 + 2 + 3 + .5 = 5.5
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # shared with tests/test_strata.py
 def inspect_logs(tmp_path_factory):
     pytest.importorskip("inspect_ai", reason="the inspect extra is not installed")
     from inspect_ai import Task

@@ -81,8 +81,13 @@ def add_parser(subparsers: Any) -> list[str]:
                          "--cluster cell=persona:scenario:author)")
     rp.add_argument("--sampled", default=None, metavar="ROLES",
                     help="comma-separated cluster roles the claim generalises over "
-                         "(default: every role but judges and replicates), e.g. "
+                         "(default: every role but judges, replicates and strata), e.g. "
                          "--sampled scenario,persona")
+    rp.add_argument("--strata", default=None, metavar="ROLES",
+                    help="comma-separated cluster roles that are strata: chosen, not "
+                         "sampled (benchmark subsets, categories); held fixed, intervals "
+                         "cluster within them. Replaces the log format's default strata "
+                         "(e.g. AlpacaEval's item_group); --strata '' declares none")
     rp.add_argument("--human", action="append", default=None, metavar="RATER",
                     help="a value of the judge role that is a person (repeatable): adds the "
                          "'Judges against humans' section")
@@ -121,6 +126,13 @@ def add_parser(subparsers: Any) -> list[str]:
     return ["report", "demo"]
 
 
+def _role_lists(args: argparse.Namespace) -> dict[str, list[str]]:
+    """``--sampled`` and ``--strata`` as lists of role names (only those given)."""
+    return {key: [r.strip() for r in value.split(",") if r.strip()]
+            for key, value in (("sampled", args.sampled), ("strata", args.strata))
+            if value is not None}
+
+
 def _read_log(args: argparse.Namespace, fmt: str) -> Any:
     """A log format: reader options, clusters, ties and replicate go to its reader."""
     from evalmix.data.readers import read_log
@@ -134,7 +146,7 @@ def _read_log(args: argparse.Namespace, fmt: str) -> Any:
         low = value.strip().lower()
         kwargs[key.strip()] = {"true": True, "false": False}.get(low, value.strip())
     extra = {"clusters": parse_cluster(args.cluster) or None, "ties": args.ties,
-             "replicate": args.replicate}
+             "replicate": args.replicate, **_role_lists(args)}
     kwargs.update({k: v for k, v in extra.items() if v is not None})
     return read_log(args.data, format=cast(Format, fmt), **kwargs)
 
@@ -159,8 +171,7 @@ def _read(args: argparse.Namespace) -> Any:
     }
     if args.ties is not None:
         kwargs["ties"] = args.ties
-    if args.sampled is not None:
-        kwargs["sampled"] = [r.strip() for r in args.sampled.split(",") if r.strip()]
+    kwargs.update(_role_lists(args))
     kwargs = {k: v for k, v in kwargs.items() if v is not None}
     # the dropped-rows count (and examples) always reaches the terminal
     with warnings.catch_warnings(record=True) as caught:

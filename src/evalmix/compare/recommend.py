@@ -78,10 +78,13 @@ class Recommendation:
     reason : str
         One paragraph in plain words.
     sampled, fixed : tuple of str
-        The roles the claim generalises over, and those held fixed.
+        The roles the claim generalises over, and those held fixed (strata excluded).
     few_levels : tuple of str
         Sampled factors of ``cluster`` with fewer than :data:`FEW_LEVELS` levels (the
         interval is wide because the design has few independent levels of them).
+    strata : tuple of str
+        Roles that are strata: chosen groupings (benchmark subsets, categories) held
+        fixed; the interval clusters within them and never by them.
     """
 
     cluster: tuple[str, ...]
@@ -91,6 +94,7 @@ class Recommendation:
     sampled: tuple[str, ...] = ()
     fixed: tuple[str, ...] = ()
     few_levels: tuple[str, ...] = ()
+    strata: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
@@ -103,15 +107,30 @@ class Recommendation:
         return not self.cluster or self.n_clusters >= 2
 
     def sentence(self) -> str:
-        """The estimand in one sentence (what the headline generalises over)."""
+        """The estimand in one sentence: what the headline generalises over, what is
+        held fixed (strata, judges, replicates) and how to change it. The report opens
+        with it."""
+        change = ("Change this with --sampled ROLES / --strata ROLES (API: sampled=, "
+                  "strata=) if your claim is different.")
+        strata = (f"; {_names(self.strata)} {_is(self.strata)} "
+                  f"{'a stratum' if len(self.strata) == 1 else 'strata'} (chosen, not "
+                  "sampled: held fixed, the interval clusters within "
+                  f"{'it' if len(self.strata) == 1 else 'them'})") if self.strata else ""
+        fixed = (f"; {_names(self.fixed)} {_is(self.fixed)} held fixed (the ones in this "
+                 "table)") if self.fixed else ""
         if not self.sampled:
             return ("No cluster factor is taken as sampled, so the intervals describe these "
-                    "rows only: they treat rows as independent.")
-        s = ", ".join(self.sampled)
-        f = (f"; {', '.join(self.fixed)} {'is' if len(self.fixed) == 1 else 'are'} held "
-             "fixed (the ones in this table)") if self.fixed else ""
-        return (f"The headline generalises over new levels of {s}{f}. Change this with "
-                "sampled=[...] (CLI --sampled) if your claim is different.")
+                    f"rows only: they treat rows as independent{strata}{fixed}. {change}")
+        return (f"The headline generalises over new levels of {_names(self.sampled)}"
+                f"{strata}{fixed}. {change}")
+
+
+def _names(roles: Sequence[str]) -> str:
+    return ", ".join(roles)
+
+
+def _is(roles: Sequence[str]) -> str:
+    return "is" if len(roles) == 1 else "are"
 
 
 def judge_role(table: EvalTable) -> str | None:
@@ -229,8 +248,8 @@ def _top_sampled(table: EvalTable, sampled: Sequence[str]) -> list[str]:
     return top
 
 
-def recommend_cluster(table: EvalTable, *, sampled: Sequence[str] | None = None
-                      ) -> Recommendation:
+def recommend_cluster(table: EvalTable, *, sampled: Sequence[str] | None = None,
+                      strata: Sequence[str] | None = None) -> Recommendation:
     """The interval that accounts for every sampled factor of the design.
 
     Rows that share a level of a *sampled* factor (one the claim generalises over) are
@@ -238,7 +257,9 @@ def recommend_cluster(table: EvalTable, *, sampled: Sequence[str] | None = None
     units. The rule, from the design alone (never the outcome):
 
     * the sampled factors are ``sampled`` (default ``table.sampled``: every cluster role
-      but judges and replicates, which are fixed);
+      but judges, replicates and strata, which are fixed); a *stratum* (a grouping that
+      was chosen: a benchmark's subsets, categories) is never the cluster unit, the
+      interval clusters within it;
     * a sampled factor nested in another sampled factor (questions in passages, items
       in templates, output cells in scenarios) is covered by its parent: cluster at the
       coarsest sampled level, *whatever its number of levels* -- a finer level with
@@ -263,10 +284,10 @@ def recommend_cluster(table: EvalTable, *, sampled: Sequence[str] | None = None
     variance estimation and hypothesis testing in fixed effects models. JBES 36(4).
     doi:10.1080/07350015.2016.1247004
     """
-    if sampled is not None:
-        table = table.with_sampled(sampled)
+    table = table.with_sampled(sampled, strata=strata)
     samp = table.sampled
-    fixed = table.fixed
+    strata = table.strata
+    fixed = tuple(r for r in table.fixed if r not in strata)
     if not samp:
         unit = "matched AB/BA pairs" if table.has_order else "rows"
         return Recommendation(
@@ -274,7 +295,7 @@ def recommend_cluster(table: EvalTable, *, sampled: Sequence[str] | None = None
             f"no cluster factor is sampled, so {unit} are treated as independent; name the "
             "item/scenario column with clusters= (CLI --cluster) and, if judges or "
             "replicates are all you have, say so with sampled=[...]",
-            samp, fixed)
+            samp, fixed, strata=strata)
     top = _top_sampled(table, samp)
     n = {r: table.n_levels(r) for r in top}
     few = tuple(r for r in top if n[r] < FEW_LEVELS)
@@ -304,7 +325,14 @@ def recommend_cluster(table: EvalTable, *, sampled: Sequence[str] | None = None
     elif g_min < FEW_CLUSTERS:
         reason += (f"; with {g_min} clusters CR2 is still close to nominal where CR1 and "
                    "the bootstrap are too narrow")
-    return Recommendation(tuple(top), "CR2", g_min, reason + ".", samp, fixed, few)
+    if strata:
+        reason += (f"; {_names(strata)} {_is(strata)} "
+                   f"{'a stratum' if len(strata) == 1 else 'strata'} (chosen, not sampled), "
+                   "so the interval clusters within "
+                   f"{'it' if len(strata) == 1 else 'them'}, never by "
+                   f"{'it' if len(strata) == 1 else 'them'}")
+    return Recommendation(tuple(top), "CR2", g_min, reason + ".", samp, fixed, few,
+                          strata)
 
 
 def check_methods(methods: Sequence[str] | None) -> tuple[str, ...]:

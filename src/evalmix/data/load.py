@@ -21,7 +21,7 @@ from evalmix.errors import (
 )
 
 _ROLE_KEYS = ("outcome", "condition", "model_a", "model_b", "first_shown", "position",
-              "clusters", "ties", "replicate", "sampled", "outcome_kind")
+              "clusters", "ties", "replicate", "sampled", "strata", "outcome_kind")
 
 
 def load_frame(
@@ -255,12 +255,11 @@ def _load_roles(path: str | os.PathLike[str]) -> dict[str, Any]:
                 "clusters must be a table mapping role names to column names, e.g. "
                 f'[clusters] item = "item_id"; got {cl!r}'
             )
-    if "sampled" in spec and not (isinstance(spec["sampled"], list)
-                                  and all(isinstance(v, str) for v in spec["sampled"])):
-        problems.append(
-            "sampled must be a list of cluster role names, e.g. sampled = [\"scenario\", "
-            f"\"persona\"]; got {spec['sampled']!r}"
-        )
+    for key, example in (("sampled", '["scenario", "persona"]'), ("strata", '["subset"]')):
+        if key in spec and not (isinstance(spec[key], list)
+                                and all(isinstance(v, str) for v in spec[key])):
+            problems.append(f"{key} must be a list of cluster role names, e.g. {key} = "
+                            f"{example}; got {spec[key]!r}")
     if problems:
         raise EvalmixError(f"roles file {str(p)!r}: " + "; ".join(problems))
     return spec

@@ -66,6 +66,7 @@ def read(
     replicate: str | None = None,
     order_design: Literal["auto", "matched", "single"] = "auto",
     sampled: Sequence[str] | None = None,
+    strata: Sequence[str] | None = None,
     on_unparsed: Literal["auto", "error", "drop"] = "auto",
     outcome_kind: Literal["auto", "verdict", "winner"] | None = None,
     encoding: str | None = None,
@@ -112,6 +113,11 @@ def read(
         and replicate-like (``rep``, ``epoch``, ``run``, ...) ones, which are fixed. The
         report's recommended interval accounts for every sampled role. Also a roles-file
         key: ``sampled = ["scenario", "persona"]``.
+    strata : sequence of str, optional
+        Cluster roles that are *strata*: groupings that were chosen, not sampled (a
+        benchmark's subsets or categories). They are held fixed (intervals cluster
+        within them) and never taken as sampled by default; a role named in
+        ``sampled`` is not a stratum. Also a roles-file key: ``strata = ["subset"]``.
     unmatched : {"error", "drop"}
         Pairwise with ``first_shown`` in a matched design: what to do with AB records
         lacking a BA record (or vice versa). The records of one comparison (same
@@ -202,6 +208,8 @@ def read(
         )
     if sampled is not None:
         spec["sampled"] = [sampled] if isinstance(sampled, str) else list(sampled)
+    if strata is not None:
+        spec["strata"] = [strata] if isinstance(strata, str) else list(strata)
     all_clusters = {str(k): str(v) for k, v in dict(spec.get("clusters", {})).items()}
     interactions = _interaction_roles(all_clusters)
     role_map = Roles(
@@ -224,7 +232,7 @@ def read(
                       order_design, on_unparsed=on_unparsed, outcome_kind=kind_of_outcome)
     if interactions:
         table = add_interactions(table, interactions)
-    return table.with_sampled(spec.get("sampled"))
+    return table.with_sampled(spec.get("sampled"), strata=spec.get("strata"))
 
 
 def _interaction_roles(clusters: Mapping[str, str]) -> dict[str, tuple[str, ...]]:

@@ -86,21 +86,25 @@ class Roles:
     replicate: str | None = None
     #: Cluster roles the claim generalises over (``None``: :func:`default_sampled`).
     sampled: tuple[str, ...] | None = None
+    #: Cluster roles that are strata: groupings chosen, not sampled (benchmark subsets,
+    #: categories). Held fixed, never sampled by default, never the recommended cluster.
+    strata: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "clusters", MappingProxyType(dict(self.clusters)))
         if self.sampled is not None:
             object.__setattr__(self, "sampled", tuple(self.sampled))
+        object.__setattr__(self, "strata", tuple(self.strata or ()))
 
     def __reduce__(self) -> tuple[Any, ...]:  # mappingproxy cannot be pickled
         return (Roles, (self.outcome, self.condition, self.model_a, self.model_b,
                         self.first_shown, self.position, dict(self.clusters),
-                        self.replicate, self.sampled))
+                        self.replicate, self.sampled, self.strata))
 
     def __hash__(self) -> int:
         return hash((self.outcome, self.condition, self.model_a, self.model_b,
                      self.first_shown, self.position, tuple(self.clusters.items()),
-                     self.replicate, self.sampled))
+                     self.replicate, self.sampled, self.strata))
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -113,6 +117,8 @@ class Roles:
             out["replicate"] = self.replicate
         if self.sampled is not None:
             out["sampled"] = list(self.sampled)
+        if self.strata:
+            out["strata"] = list(self.strata)
         return out
 
 
@@ -195,16 +201,26 @@ def intersect_codes(*codes: np.ndarray) -> np.ndarray:
     return key
 
 
-def default_sampled(roles: Sequence[str]) -> tuple[str, ...]:
-    """The roles a claim generalises over by default: all but judges and replicates.
+def default_sampled(roles: Sequence[str], strata: Sequence[str] = ()) -> tuple[str, ...]:
+    """The roles a claim generalises over by default: all but judges, replicates and
+    strata.
 
     Judges are the ones you chose and replicates repeat one unit, so both are *fixed*;
-    scenarios, personas, items, passages, templates and authors are taken as samples
-    from a population of such units. Override with ``sampled=`` (read, analyze) or
-    ``--sampled`` (CLI). Interaction cells (``"a:b"``) are sampled when all their parts are.
+    ``strata`` are groupings chosen, not sampled (a benchmark's subsets or categories,
+    declared by the log readers or with ``strata=``), so they are fixed too; scenarios,
+    personas, items, passages, templates and authors are taken as samples from a
+    population of such units. Override with ``sampled=`` / ``strata=`` (read, analyze)
+    or ``--sampled`` / ``--strata`` (CLI). Interaction cells (``"a:b"``) are sampled
+    when all their parts are.
+
+    Examples
+    --------
+    >>> default_sampled(["item", "item_group", "judge"], strata=["item_group"])
+    ('item',)
     """
     base = [r for r in roles if INTERACTION_SEP not in r]
-    keep = {r for r in base if not (is_judge_role(r) or is_replicate_role(r))}
+    keep = {r for r in base if not (is_judge_role(r) or is_replicate_role(r)
+                                    or r in strata)}
     out = []
     for r in roles:
         parts = r.split(INTERACTION_SEP) if INTERACTION_SEP in r else [r]
@@ -332,27 +348,67 @@ class EvalTable:
         """Cluster roles the claim generalises over (see :func:`default_sampled`)."""
         if self.roles.sampled is not None:
             return tuple(r for r in self.roles.sampled if r in self.roles.clusters)
-        return default_sampled(self.clusters)
+        base = default_sampled(self.clusters, self.strata)
+        return tuple(r for r in base if all(p in base for p in self._parts(r)))
+
+    def _parts(self, role: str) -> tuple[str, ...]:
+        """The roles an interaction cell joins (``cell = "persona:scenario"``); ``()``
+        for a plain role."""
+        parts = tuple(self.roles.clusters[role].split(INTERACTION_SEP))
+        plain = len(parts) >= 2 and all(p in self.roles.clusters and p != role
+                                        for p in parts)
+        return parts if plain else ()
+
+    @property
+    def strata(self) -> tuple[str, ...]:
+        """Cluster roles that are strata: chosen groupings (benchmark subsets,
+        categories) held fixed; intervals cluster within them, never by them."""
+        return tuple(r for r in self.roles.strata if r in self.roles.clusters)
 
     @property
     def fixed(self) -> tuple[str, ...]:
-        """Cluster roles held fixed (chosen judges, replicates, or as declared)."""
+        """Cluster roles held fixed (chosen judges, replicates, strata, or as declared)."""
         return tuple(r for r in self.clusters if r not in self.sampled)
 
-    def with_sampled(self, sampled: Sequence[str] | None) -> EvalTable:
-        """The same table with ``sampled`` roles declared (``None``: the default rule).
+    def with_sampled(self, sampled: Sequence[str] | str | None = None, *,
+                     strata: Sequence[str] | str | None = None) -> EvalTable:
+        """The same table with ``sampled`` roles and/or ``strata`` declared.
+
+        ``None`` keeps what the table has (for ``sampled``: the default rule, every role
+        but judges, replicates and strata). ``strata`` replaces the declared strata (a
+        log reader declares its format's, e.g. AlpacaEval's ``dataset``), so
+        ``strata=[]`` makes them ordinary roles again; a role named in ``sampled`` stops
+        being a stratum.
 
         Raises
         ------
         EvalmixError
-            If a name is not a cluster role of the table.
+            If a name is not a cluster role of the table, or is named both sampled and
+            a stratum.
         """
-        if sampled is None:
+        if sampled is None and strata is None:
             return self
-        names = (sampled,) if isinstance(sampled, str) else tuple(sampled)
-        names = tuple(dict.fromkeys(str(n).strip() for n in names if str(n).strip()))
-        self.check_cluster(names)
-        return replace(self, roles=replace(self.roles, sampled=names), _codes={})
+        roles = self.roles
+        if strata is not None:
+            names = _role_names(strata)
+            self.check_cluster(names)
+            kept = None if roles.sampled is None else tuple(
+                r for r in roles.sampled if r not in names)
+            roles = replace(roles, strata=names, sampled=kept)
+        if sampled is not None:
+            names = _role_names(sampled)
+            self.check_cluster(names)
+            both = [r for r in names if strata is not None and r in roles.strata]
+            if both:
+                raise EvalmixError(
+                    f"{', '.join(repr(r) for r in both)} is named both sampled and a "
+                    "stratum; a role is one or the other: a stratum was chosen (its levels "
+                    "are all the ones you care about), a sampled role's levels stand for "
+                    "new ones. Drop it from one of sampled= (--sampled) and strata= "
+                    "(--strata)")
+            roles = replace(roles, sampled=names,
+                            strata=tuple(r for r in roles.strata if r not in names))
+        return replace(self, roles=roles, _codes={})
 
     @property
     def single_order(self) -> bool:
@@ -513,6 +569,12 @@ class EvalTable:
         )
 
     __str__ = __repr__
+
+
+def _role_names(names: Sequence[str] | str) -> tuple[str, ...]:
+    """Role names as a tuple, stripped, each once (a string is one name)."""
+    items = (names,) if isinstance(names, str) else tuple(names)
+    return tuple(dict.fromkeys(str(n).strip() for n in items if str(n).strip()))
 
 
 def add_interactions(table: EvalTable, interactions: Mapping[str, Sequence[str]]

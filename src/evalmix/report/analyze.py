@@ -202,6 +202,7 @@ def analyze(
     command: str | None = None,
     out: str | Path | None = None,
     sampled: Sequence[str] | None = None,
+    strata: Sequence[str] | None = None,
     levels: Sequence[str] | None = None,
     humans: Sequence[str] | None = None,
 ) -> Report:
@@ -244,6 +245,10 @@ def analyze(
         Cluster roles the claim generalises over (default ``table.sampled``: all but
         judges and replicates). The recommended interval accounts for every one of them
         (:func:`evalmix.compare.recommend.recommend_cluster`).
+    strata : sequence of str, optional
+        Cluster roles that are strata (chosen, not sampled: a benchmark's subsets or
+        categories), replacing the table's (a log reader declares its format's): held
+        fixed, the recommended interval clusters within them and never by them.
     draws : int, optional
         Posterior draws per chain for the Bayesian back end (default: the back end's).
     fit_options : dict, optional
@@ -309,7 +314,7 @@ def analyze(
     design_methods = [m for m in ALL_METHODS if m in chosen]
     model_methods = [m for m in MODEL_METHODS if m in chosen] if methods is not None \
         else None
-    table = table.with_sampled(sampled)
+    table = table.with_sampled(sampled, strata=strata)
     levels_run = levels_to_run(table, cluster_levels)
     judge = judge_role(table)
     rec = recommend_cluster(table)
@@ -583,6 +588,7 @@ def _design(table: EvalTable, levels_run: list[tuple[str, ...]], rec: Any,
     summary["recommendation"] = {"cluster": rec.label, "method": rec.method,
                                  "n_clusters": rec.n_clusters, "reason": rec.reason,
                                  "sampled": list(rec.sampled), "fixed": list(rec.fixed),
+                                 "strata": list(rec.strata),
                                  "few_levels": list(rec.few_levels),
                                  "estimable": rec.estimable, "statement": rec.sentence()}
     return summary

@@ -101,12 +101,21 @@ def flatten(records: Iterable[Mapping[str, Any]], drop: Iterable[str] = ()) -> p
 def finish(frame: pd.DataFrame, source: str, roles: Mapping[str, Any],
            read_kwargs: Mapping[str, Any]) -> EvalTable:
     """Read ``frame`` with the reader's ``roles``; ``read_kwargs`` override them key by
-    key, and their ``clusters`` are added to the reader's."""
+    key, and their ``clusters`` are added to the reader's.
+
+    ``roles["strata"]`` declares the format's strata (groupings chosen, not sampled:
+    a benchmark's subsets or categories); the user's ``sampled=`` and ``strata=`` are
+    applied after it (:meth:`~evalmix.data.table.EvalTable.with_sampled`), so they win:
+    ``strata=`` replaces the reader's strata and a role named in ``sampled=`` is no
+    longer one.
+    """
     kwargs = dict(read_kwargs)
+    sampled, strata = kwargs.pop("sampled", None), kwargs.pop("strata", None)
     clusters = {**dict(roles.get("clusters", {})), **dict(kwargs.pop("clusters", None) or {})}
     spec = {**dict(roles), **kwargs, "clusters": clusters}
+    spec["strata"] = [r for r in spec.get("strata", ()) if r in clusters]
     try:
-        table = read(frame, **spec)
+        table = read(frame, **spec).with_sampled(sampled, strata=strata)
     except InvalidTableError as exc:  # every read error names the file(s)
         raise InvalidTableError([f"{source}: {p}" for p in exc.problems]) from exc
     except EvalmixError as exc:

@@ -10,7 +10,10 @@ preferred)``; a judge failure leaves it null.
 
 Layout of the table: ``model_a`` = ``generator_1`` (baseline), ``model_b`` =
 ``generator_2``, the instruction is the item, the dataset the ``item_group`` cluster,
-the annotator the ``judge`` cluster (when there are several). Outcome ``y`` is
+the annotator the ``judge`` cluster (when there are several). Roles: ``item`` is
+sampled (the claim is about new instructions), ``item_group`` is a *stratum* (the five
+subsets were chosen, not sampled: intervals cluster by instruction within them, never
+by subset) and ``judge`` is fixed; ``sampled=`` / ``strata=`` change that. Outcome ``y`` is
 ``2 - preference`` = the probability that model_a (the baseline) was preferred, so
 model_b's win rate is ``1 - mean(y)`` = ``mean(preference - 1)``, AlpacaEval's win rate
 (divided by 100). With probability verdicts only ``ties="half"`` applies (a
@@ -46,6 +49,9 @@ from evalmix.errors import EvalmixError, EvalmixWarning, InvalidOptionError, che
 __all__ = ["read_alpaca_eval", "alpaca_eval_frame", "FAILURES"]
 
 FAILURES: tuple[str, ...] = ("tie", "drop")
+#: Default strata: the AlpacaEval subsets were chosen, not sampled (``item`` is sampled,
+#: ``judge`` fixed); override with ``sampled=`` / ``strata=``.
+STRATA: tuple[str, ...] = ("item_group",)
 _NEEDED = ("instruction", "generator_1", "generator_2", "preference")
 
 
@@ -145,7 +151,7 @@ def read_alpaca_eval(source: Source, *, failures: Literal["tie", "drop"] = "drop
         if col in frame.columns and frame[col].nunique() > 1:
             clusters[role] = col
     roles = {"outcome": "verdict", "model_a": "generator_1", "model_b": "generator_2",
-             "clusters": clusters}
+             "clusters": clusters, "strata": STRATA}
     table = finish(frame, label(paths), roles, read_kwargs)
     probabilistic = bool(np.isin(p_a[~np.isnan(p_a)], (0.0, 0.5, 1.0), invert=True).any())
     if not probabilistic:

@@ -6,8 +6,8 @@ read the same way.
 
 Layout of the table: one row per sample x epoch x log. The **model** is the condition,
 the **sample** the item (``item`` cluster; with several tasks the item is
-``task/sample id`` and the **task** is a cluster factor above it), and the **epoch** is
-a replicate within the item (never a cluster level). The chosen scorer's value is the
+``task/sample id`` and the **task** is a stratum above it: chosen, not sampled), and
+the **epoch** is a replicate within the item (never a cluster level). The chosen scorer's value is the
 outcome:
 
 ================  ==========================================================
@@ -171,6 +171,7 @@ def read_inspect(source: Source, *, scorer: str | None = None, **read_kwargs: An
     if several_tasks:
         frame["sample_id"] = frame["task"] + "/" + frame["sample_id"]
         roles["clusters"] = {"item": "sample_id", "task": "task"}
+        roles["strata"] = ("task",)  # the tasks were chosen, not sampled
     if frame["epoch"].nunique() > 1:
         roles["replicate"] = "epoch"
     return finish(frame, label(files), roles, read_kwargs)

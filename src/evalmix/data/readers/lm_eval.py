@@ -9,7 +9,7 @@ per document and filter: ``doc_id``, ``doc``, ``target``, ``arguments``, ``resps
 Layout of the table: one row per model x task x document (x run). The **model** is the
 condition (from ``model=``, a field of the records; else ``model_name`` in the
 ``results_<date>.json`` written with the samples; else the folder name), ``doc_id`` is
-the item (``task/doc_id`` with several tasks, the **task** then a cluster factor), the
+the item (``task/doc_id`` with several tasks, the **task** then a stratum: chosen), the
 chosen metric is the outcome, and repeated runs of one model and task (several dates)
 are replicates. Nested fields are dotted columns, so ``clusters={"subject":
 "doc.subject"}`` (``--cluster subject=doc.subject``) clusters by a field of ``doc``.
@@ -161,6 +161,7 @@ def read_lm_eval(source: Source, *, metric: str | None = None, filter: str | Non
     if frame["task"].nunique() > 1:
         frame["doc_id"] = frame["task"].astype(str) + "/" + frame["doc_id"]
         roles["clusters"] = {"item": "doc_id", "task": "task"}
+        roles["strata"] = ("task",)  # the tasks (MMLU subjects, ...) were chosen
     runs = frame.groupby([model_col, "task"])["run"].nunique()
     if (runs > 1).any():
         roles["replicate"] = "run"
