@@ -23,6 +23,19 @@ from evalmix.data.readers import read_log
 from evalmix.errors import EvalmixError
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"
+UP = Path(__file__).parent / "fixtures" / "upstream"
+
+
+def _arena_hard_two_categories(tmp: Path) -> Path:
+    """The arena-hard judgment fixture with its questions in two categories."""
+    folder = tmp / "model_judgment" / "gpt-4-1106-preview"
+    folder.mkdir(parents=True)
+    for f in (UP / "arena_hard" / "model_judgment").rglob("*.jsonl"):
+        lines = [json.loads(x) for x in f.read_text().splitlines() if x.strip()]
+        for r in lines:
+            r["category"] = "hard" if int(r["uid"]) % 2 else "creative"
+        (folder / f.name).write_text("\n".join(json.dumps(r) for r in lines) + "\n")
+    return folder
 
 
 def _subsets_table(**kw):
@@ -117,10 +130,26 @@ def test_lm_eval_tasks_are_strata(tmp_path):
     folder = tmp_path / "org__model-x"
     shutil.copytree(LOGS / "lm_eval" / "org__model-x", folder)
     one = next(folder.glob("samples_mmlu_mini_*.jsonl"))
-    shutil.copy(one, folder / one.name.replace("mmlu_mini", "mmlu_other"))
+    # another task (not a byte-for-byte copy, which the reader would count once)
+    (folder / one.name.replace("mmlu_mini", "mmlu_other")).write_text(
+        one.read_text().replace("Find", "Compute"))
     t = _quiet_read(folder, metric="acc")
     assert t.strata == ("task",) and t.sampled == ("item",) and t.n_levels("task") == 2
     assert recommend_cluster(t).cluster == ("item",)
+
+
+def test_mt_bench_and_arena_hard_categories_are_strata(tmp_path):
+    t = _quiet_read(UP / "fastchat" / "gpt-4_pair.jsonl")
+    assert t.strata == ("category",) and t.n_levels("category") == 8
+    assert t.sampled == ("item",) and recommend_cluster(t).cluster == ("item",)
+    assert "category is a stratum" in recommend_cluster(t).sentence()
+    # arena-hard judgments with two categories (the fixture has one: no stratum role)
+    assert "category" not in _quiet_read(UP / "arena_hard" / "model_judgment").clusters
+    folder = _arena_hard_two_categories(tmp_path)
+    a = _quiet_read(folder)
+    assert a.strata == ("category",) and a.n_levels("category") == 2
+    assert recommend_cluster(a).cluster == ("item",)
+    assert recommend_cluster(a, strata=[]).cluster == ("category",)
 
 
 def test_inspect_tasks_are_strata(request):
@@ -148,6 +177,7 @@ READERS = {
                 "subject", "item", "item", "subject", "item"),
     "battles": (LOGS / "battles" / "gpt-4_pair.jsonl", [], "question", "item", "item",
                 "question", "item"),
+    "arena_hard": (None, [], "item", "category", "category", "", "category"),
     "inspect": (None, ["--read-option", "scorer=grade", "--cluster",
                        "subject=metadata.subject"], "subject", "item", "item", "subject",
                 "item"),
@@ -165,6 +195,12 @@ def _report(main, tmp: Path, name: str, data: str, extra: list[str]) -> dict:
     return design["recommendation"]
 
 
+def test_every_input_format_is_in_the_options_test():
+    from evalmix.data.readers import FORMATS
+
+    assert set(READERS) == set(FORMATS) - {"auto"}
+
+
 @pytest.mark.parametrize("reader", sorted(READERS))
 def test_sampled_and_strata_change_the_report_for_every_reader(reader, tmp_path, request,
                                                                 capsys, monkeypatch):
@@ -179,6 +215,8 @@ def test_sampled_and_strata_change_the_report_for_every_reader(reader, tmp_path,
     elif reader == "inspect":
         root, _ = request.getfixturevalue("inspect_logs")
         data = str(root)
+    elif reader == "arena_hard":
+        data = str(_arena_hard_two_categories(tmp_path))
     else:
         data = str(source)
     with warnings.catch_warnings():

@@ -98,6 +98,20 @@ def flatten(records: Iterable[Mapping[str, Any]], drop: Iterable[str] = ()) -> p
     return frame.drop(columns=nested)
 
 
+def add_category_stratum(frame: pd.DataFrame, clusters: dict[str, str],
+                         roles: dict[str, Any]) -> None:
+    """A ``category`` column with two or more levels (MT-Bench's 8 categories,
+    arena-hard's) as the ``category`` cluster role, declared a stratum: the categories
+    were chosen, not sampled, so intervals cluster by question within them."""
+    if "category" not in frame.columns or "category" in clusters:
+        return
+    cat = frame["category"]
+    if cat.notna().all() and (cat.astype(str) != "").all() and cat.nunique() > 1:
+        frame["category"] = cat.astype(str)
+        clusters["category"] = "category"
+        roles["strata"] = (*roles.get("strata", ()), "category")
+
+
 def finish(frame: pd.DataFrame, source: str, roles: Mapping[str, Any],
            read_kwargs: Mapping[str, Any]) -> EvalTable:
     """Read ``frame`` with the reader's ``roles``; ``read_kwargs`` override them key by

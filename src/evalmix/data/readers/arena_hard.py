@@ -32,7 +32,14 @@ from typing import Any
 
 import pandas as pd
 
-from evalmix.data.readers._common import Source, as_paths, finish, label, load_records
+from evalmix.data.readers._common import (
+    Source,
+    add_category_stratum,
+    as_paths,
+    finish,
+    label,
+    load_records,
+)
 from evalmix.data.table import EvalTable
 from evalmix.errors import DroppedRowsWarning, EvalmixError
 
@@ -133,6 +140,7 @@ def _roles(frame: pd.DataFrame) -> dict[str, Any]:
         clusters["judge"] = "judge"
     roles: dict[str, Any] = {"outcome": "outcome", "model_a": "model_a",
                              "model_b": "model_b", "clusters": clusters}
+    add_category_stratum(frame, clusters, roles)
     if "first_shown" in frame.columns:
         roles.update(first_shown="first_shown", order_design="matched")
     return roles

@@ -37,6 +37,7 @@ import pandas as pd
 
 from evalmix.data.readers._common import (
     Source,
+    add_category_stratum,
     as_paths,
     finish,
     flatten,
@@ -198,6 +199,7 @@ def read_battles(source: Source, *, model_a_first: bool = False, **read_kwargs: 
     if "judge" in frame.columns and frame["judge"].nunique() > 1:
         frame["judge"] = frame["judge"].astype(str)
         clusters["judge"] = "judge"
+    add_category_stratum(frame, clusters, roles)
     roles["clusters"] = clusters
     frame["model_a"] = frame["model_a"].astype(str)
     frame["model_b"] = frame["model_b"].astype(str)
