@@ -1,6 +1,6 @@
 """Leaderboards: K x K covariance against the stacked sandwich and evalmix.interval, Holm
 against statsmodels, max-t against Tukey's studentized range and the bivariate normal,
-rank intervals, compact letters, Bradley-Terry against statsmodels, sparse judge strata."""
+rank intervals, Bradley-Terry against statsmodels, sparse judge strata."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from evalmix.errors import EvalmixError, FewClustersWarning, InvalidOptionError
 from evalmix.inference.leaderboard import MODEL_COLUMNS, PAIR_COLUMNS, leaderboard
 from evalmix.inference.ranking import (
     all_pairs,
-    compact_letters,
     maxt_adjusted_p,
     maxt_critical,
     pairwise_satterthwaite,
@@ -164,26 +163,6 @@ def test_rank_intervals_by_hand():
     rank, lo, hi = rank_intervals(est, better)
     assert rank.tolist() == [1, 2, 3, 4]
     assert lo.tolist() == [1, 2, 2, 4] and hi.tolist() == [1, 3, 3, 4]
-
-
-def test_compact_letters_share_a_letter_iff_not_different():
-    # a > b > c, only a vs c significant: a "a", b "ab", c "b"
-    diff = np.zeros((3, 3), dtype=bool)
-    diff[0, 2] = diff[2, 0] = True
-    assert compact_letters(np.arange(3), diff) == ["a", "ab", "b"]
-    rng = np.random.default_rng(7)
-    for rep in range(100):
-        k = int(rng.integers(2, 14))
-        est = rng.normal(size=k)
-        if rep % 2:
-            d = np.triu(rng.random((k, k)) < 0.5, 1)
-            d = d | d.T
-        else:
-            d = np.abs(est[:, None] - est[None, :]) > rng.uniform(0.2, 1.5)
-        letters = compact_letters(np.argsort(-est), d)
-        share = np.array([[bool(set(a) & set(b)) for b in letters] for a in letters])
-        np.fill_diagonal(share, True)
-        assert (share == ~d).all()
 
 
 def test_board_columns_ranks_and_truth(small, small_board):

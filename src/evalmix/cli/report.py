@@ -101,6 +101,9 @@ def add_parser(subparsers: Any) -> list[str]:
                     default=None, metavar="LEVEL",
                     help="cluster levels to run (roles, a+b for multiway, none; --levels is "
                          "the old name)")
+    rp.add_argument("--no-letters", dest="letters", action="store_false",
+                    help="no tier letters on the leaderboard (more than 6 models): the rank "
+                         "ranges carry the comparisons")
     rp.add_argument("--encoding", default=None,
                     help="text encoding of a CSV/TSV/JSON file (default utf-8), e.g. latin-1")
     rp.add_argument("--on-unparsed", dest="on_unparsed", choices=("auto", "error", "drop"),
@@ -256,7 +259,8 @@ def run_report(args: argparse.Namespace) -> int:
             table, cluster_levels=args.cluster_levels, backend=args.backend, fast=args.fast,
             reps=args.reps, seed=args.seed, progress=not args.quiet, draws=args.draws,
             model_timeout=args.model_timeout, command=_command_line(), out=args.out,
-            fit_options=None if args.sensitivity else {"sensitivity": None}, humans=humans)
+            fit_options=None if args.sensitivity else {"sensitivity": None}, humans=humans,
+            letters=args.letters)
         _finish(report, Path(args.out), t0)
     except KeyboardInterrupt:
         raise _keep_partial(Path(args.out)) from None

@@ -56,9 +56,9 @@ from evalmix.errors import (
 )
 from evalmix.inference.compare_all import _cells, cell_means_vcov, holm
 from evalmix.inference.estimands import fit_logit
+from evalmix.inference.letters import MAX_LETTERS, check_max_letters, compact_letters
 from evalmix.inference.ranking import (
     all_pairs,
-    compact_letters,
     maxt_adjusted_p,
     maxt_critical,
     pair_se,
@@ -136,6 +136,9 @@ class LeaderboardResult:
     skipped_strata : tuple of str
         Strata with fewer than two models or clusters (no board).
     seed : int or None
+    notes : tuple of str
+        What the board leaves out (tier letters skipped, or above
+        :data:`~evalmix.inference.letters.MAX_LETTERS` letters).
     """
 
     models: pd.DataFrame
@@ -150,6 +153,7 @@ class LeaderboardResult:
     empty_cells: pd.DataFrame
     skipped_strata: tuple[str, ...]
     seed: int | str | None
+    notes: tuple[str, ...] = ()
 
     def tidy(self) -> pd.DataFrame:
         """One row per stratum x model (columns :data:`MODEL_COLUMNS`), best first."""
@@ -190,6 +194,7 @@ class LeaderboardResult:
         if self.skipped_strata:
             tail.append("no board (fewer than 2 models or clusters): "
                         + ", ".join(self.skipped_strata))
+        tail += list(self.notes)
         return "\n".join(head + lines + tail)
 
 
@@ -392,7 +397,7 @@ def _family(est, V, i, j, df, g, adjust, level, draws, rng):  # noqa: ANN001, AN
 
 
 def _board(rows: _Rows, codes: list[np.ndarray], stratum: str, pairs, opts: dict, rng
-           ) -> tuple[pd.DataFrame, pd.DataFrame]:  # noqa: ANN001
+           ) -> tuple[pd.DataFrame, pd.DataFrame, str]:  # noqa: ANN001
     estimates: Callable = _estimates_bt if rows.estimand == "bradley_terry" else _estimates_cells
     labels, est, V, df_m, df_of, n_model, g = estimates(rows, codes, opts["method"])
     k = labels.size
@@ -413,7 +418,15 @@ def _board(rows: _Rows, codes: list[np.ndarray], stratum: str, pairs, opts: dict
     better[j, i] = fam["sim_hi"] < 0
     rank, rank_lo, rank_hi = rank_intervals(est, better)
     order = np.lexsort((labels, -est))
-    tier = compact_letters(order, better | better.T)
+    cap = opts["max_letters"] or min(k, MAX_LETTERS)
+    tier = (compact_letters(order, better | better.T, max_letters=cap)
+            if opts["letters"] else None)
+    note = ""
+    if tier is None:
+        tier = [""] * k
+        if opts["letters"]:
+            note = (f"{stratum or 'leaderboard'}: no tier letters (the {k} models need more "
+                    f"than {cap} letters); the rank ranges give the comparisons")
     se_m = np.sqrt(np.maximum(np.diag(V), 0.0))
     q = stats.t.ppf(0.5 + level / 2, df_m)
     models = pd.DataFrame({
@@ -450,7 +463,7 @@ def _board(rows: _Rows, codes: list[np.ndarray], stratum: str, pairs, opts: dict
         "model_a": labels[pi], "model_b": labels[pj],
         **{key: fam[key] for key in fam}, **common}, columns=list(PAIR_COLUMNS))
     return (models[list(MODEL_COLUMNS)].reset_index(drop=True),
-            out.iloc[keep].reset_index(drop=True))
+            out.iloc[keep].reset_index(drop=True), note)
 
 
 # --------------------------------------------------------------------------- public
@@ -466,6 +479,8 @@ def leaderboard(
     by: str | None = None,
     draws: int = 10_000,
     seed: SeedLike = None,
+    letters: bool = True,
+    max_letters: int | None = None,
 ) -> LeaderboardResult:
     """Rank K models with pairwise differences, simultaneous intervals and rank ranges.
 
@@ -505,6 +520,17 @@ def leaderboard(
         Monte Carlo draws for the max-t critical value.
     seed : int or numpy.random.Generator
         Seeds the Monte Carlo draws of the max-t critical value.
+    letters : bool
+        Tier letters (:func:`~evalmix.inference.letters.compact_letters`); False leaves
+        the ``tier`` column empty.
+    max_letters : int, optional
+        A board that needs more letters than this gets none either, and ``notes`` says
+        so: the rank ranges still give its comparisons. Default: the number of models
+        on the board (more letters than models is no longer a compact display; it
+        happens when significance does not follow the estimates, e.g. 1,049 letters for
+        199 models scored 0/1 on 20 items), at most
+        :data:`~evalmix.inference.letters.MAX_LETTERS` (every one- and two-character
+        name).
 
     Returns
     -------
@@ -534,6 +560,8 @@ def leaderboard(
     check_option("adjust", adjust, ADJUSTS)
     check_option("estimand", estimand, ESTIMANDS)
     level = check_level(level)
+    if max_letters is not None:
+        max_letters = check_max_letters(max_letters)
     codes, label = _cluster_codes(table, cluster)
     rows = _rows(table, estimand)
     if pairs is not None:
@@ -548,7 +576,8 @@ def leaderboard(
                 f"baseline {rows.baseline!r})")
     rng, seed = seeded_rng(seed)
     opts = {"method": method, "cluster": label, "level": level, "adjust": adjust,
-            "draws": int(draws), "seed": seed}
+            "draws": int(draws), "seed": seed, "letters": bool(letters),
+            "max_letters": max_letters}
     strata: list[tuple[str, np.ndarray]] = [("", np.ones(table.n_obs, dtype=bool))]
     empty = pd.DataFrame({"by": pd.Series(dtype=str), "model": pd.Series(dtype=str)})
     if by is not None:
@@ -568,7 +597,7 @@ def leaderboard(
         cells = cells[cells == 0]
         empty = pd.DataFrame({"by": cells.index.get_level_values(0).astype(str),
                               "model": cells.index.get_level_values(1).astype(str)})
-    boards, pair_frames, skipped = [], [], []
+    boards, pair_frames, skipped, notes = [], [], [], []
     for name, mask in strata:
         sub = _Rows(rows.estimand, rows.y[mask], rows.first[mask],
                     None if rows.second is None else rows.second[mask], rows.baseline)
@@ -583,12 +612,14 @@ def leaderboard(
         # one BLAS thread: threaded gemm on tall (G x K) matrices stalls on a busy
         # machine (sandwich.py measured 30x; here 6.5 s against 0.01 s at G = 20,000)
         with one_blas_thread():
-            m, p = _board(sub, [c[mask] for c in codes], name, pairs, opts, rng)
+            m, p, note = _board(sub, [c[mask] for c in codes], name, pairs, opts, rng)
         boards.append(m)
         pair_frames.append(p)
+        if note:
+            notes.append(note)
     return LeaderboardResult(
         models=pd.concat(boards, ignore_index=True),
         pairs=pd.concat(pair_frames, ignore_index=True),
         estimand=rows.estimand, method=method, cluster=label, level=level, adjust=adjust,
         baseline=rows.baseline, by=by, empty_cells=empty, skipped_strata=tuple(skipped),
-        seed=seed)
+        seed=seed, notes=tuple(notes))

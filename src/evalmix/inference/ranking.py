@@ -1,4 +1,4 @@
-"""Array layer of leaderboards: all pairwise contrasts, max-t, rank intervals, letters.
+"""Array layer of leaderboards: all pairwise contrasts, max-t, rank intervals.
 
 Pure functions of a vector of K estimates and their K x K (cluster-robust) covariance.
 Every pairwise contrast ``theta_i - theta_j`` is a linear function of the same vector, so
@@ -17,8 +17,7 @@ pair).
   ``rank_hi = K - #{models significantly worse}``. If the simultaneous intervals cover
   all differences with probability >= 1 - alpha, the rank intervals cover all true ranks
   jointly with at least that probability.
-* :func:`compact_letters`: compact letter display (Piepho 2004, insert-and-absorb): two
-  models share a letter if and only if their difference is not significant.
+* Tier letters (compact letter display) are in :mod:`evalmix.inference.letters`.
 * :func:`pairwise_satterthwaite`: the CR2 Satterthwaite degrees of freedom of every
   difference of two cell means at once (vectorised over pairs through K x K Gram
   matrices; :func:`evalmix.inference.compare_all.compare_all` uses it too).
@@ -32,15 +31,11 @@ ranking of populations. JRSS C 69, 589-606. doi:10.1111/rssc.12402
 Mogstad, M., Romano, J. P., Shaikh, A. M. & Wilhelm, D. (2024). Inference for ranks with
 applications to mobility across neighbourhoods and academic achievement across
 countries. Review of Economic Studies 91, 476-518. doi:10.1093/restud/rdad006
-Piepho, H.-P. (2004). An algorithm for a letter-based representation of all-pairwise
-comparisons. Journal of Computational and Graphical Statistics 13, 456-466.
-doi:10.1198/1061860043515
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from string import ascii_letters
 
 import numpy as np
 
@@ -53,7 +48,6 @@ __all__ = [
     "maxt_critical",
     "maxt_adjusted_p",
     "rank_intervals",
-    "compact_letters",
     "pairwise_satterthwaite",
 ]
 
@@ -216,69 +210,6 @@ def rank_intervals(
     rank_lo = 1 + b.sum(axis=0)
     rank_hi = k - b.sum(axis=1)
     return rank.astype(np.int64), rank_lo.astype(np.int64), rank_hi.astype(np.int64)
-
-
-def _letter(n: int) -> str:
-    if n < len(ascii_letters):
-        return ascii_letters[n]
-    return f"{ascii_letters[n // len(ascii_letters) - 1]}{ascii_letters[n % len(ascii_letters)]}"
-
-
-def compact_letters(order: np.ndarray, different: np.ndarray) -> list[str]:
-    """Compact letter display of all pairwise comparisons (Piepho 2004).
-
-    Insert-and-absorb: start with one letter shared by all; for every significant pair
-    split each letter that holds both into two (one without each), then drop letters
-    whose models are a subset of another letter's. Letters are named in the order of
-    their best model in ``order``.
-
-    Parameters
-    ----------
-    order : (K,) int array
-        Models from best to worst (letters ``a, b, ...`` follow it).
-    different : (K, K) bool array
-        Symmetric: the pair's difference is significant.
-
-    Returns
-    -------
-    list of str
-        The letters of each model (index = model). With more than 52 letters, letters
-        are two characters and separated by ``.``.
-
-    References
-    ----------
-    Piepho (2004), doi:10.1198/1061860043515.
-    """
-    diff = np.asarray(different, dtype=bool)
-    k = diff.shape[0]
-    cols = np.ones((1, k), dtype=bool)  # cols[c, m]: model m carries letter c
-    for a, b in zip(*np.nonzero(np.triu(diff | diff.T, 1)), strict=True):
-        hit = cols[:, a] & cols[:, b]
-        if not hit.any():
-            continue
-        one, two = cols[hit].copy(), cols[hit].copy()
-        one[:, a] = False
-        two[:, b] = False
-        kept = cols[~hit]
-        cand = np.vstack([one, two])
-        # absorb: drop a new letter whose models are a subset of another letter's (the
-        # old letters were not nested, so only new ones can be absorbed); of equal new
-        # letters keep the first
-        inside_kept = ~(cand[:, None, :] & ~kept[None, :, :]).any(axis=2)
-        sub = ~(cand[:, None, :] & ~cand[None, :, :]).any(axis=2)  # sub[c, o]: c in o
-        equal = sub & sub.T
-        earlier = np.tri(len(cand), k=-1, dtype=bool)  # earlier[c, o]: o before c
-        drop = (np.any(inside_kept, axis=1) | np.any(sub & ~equal, axis=1)
-                | np.any(equal & earlier, axis=1) | ~np.any(cand, axis=1))
-        cols = np.vstack([kept, cand[~drop]])
-    rank_of = np.empty(k, dtype=np.int64)
-    rank_of[np.asarray(order, dtype=np.int64)] = np.arange(k)
-    first = np.where(cols, rank_of[None, :], k).min(axis=1)
-    cols = cols[np.lexsort((-cols.sum(axis=1), first))]
-    columns = list(cols)
-    sep = "" if len(columns) <= len(ascii_letters) else "."
-    return [sep.join(_letter(n) for n, col in enumerate(columns) if col[m])
-            for m in range(k)]
 
 
 def pairwise_satterthwaite(

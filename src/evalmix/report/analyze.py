@@ -205,6 +205,7 @@ def analyze(
     strata: Sequence[str] | None = None,
     levels: Sequence[str] | None = None,
     humans: Sequence[str] | None = None,
+    letters: bool = True,
 ) -> Report:
     """Every estimand x method x cluster level of ``table``, in one report.
 
@@ -275,6 +276,9 @@ def analyze(
     humans : sequence of str, optional
         The values of the judge role that are people (the others are LLM judges): the
         report gets a "Judges against humans" section (:mod:`evalmix.report.humans`).
+    letters : bool
+        Tier letters on the leaderboard (tables with more than 6 models); False leaves
+        its ``tier`` column empty (:func:`evalmix.inference.leaderboard.leaderboard`).
 
     Returns
     -------
@@ -319,7 +323,7 @@ def analyze(
     judge = judge_role(table)
     rec = recommend_cluster(table)
     plan = contrasts(table)
-    notes: list[str] = []
+    notes: list[str] = list(table.outcome_notes)
     rec_level = rec.cluster
     if rec_level not in levels_run:
         levels_run.append(rec_level)
@@ -418,7 +422,7 @@ def analyze(
         with bar.stage("leaderboard: every model pair") if _n_models(table) > \
                 MAX_DIFFERENCE_LEVELS + 1 else nullcontext():
             board, board_pairs, board_note = _leaderboard(table, rec, level=level,
-                                                          seed=seed)
+                                                          seed=seed, letters=letters)
         if board_note:
             notes.append(board_note)
         with bar.stage("G study: reliability and budget"):
@@ -512,8 +516,8 @@ def _n_models(table: EvalTable) -> int:
     return int(d["condition"].nunique()) if table.has_condition else 0
 
 
-def _leaderboard(table: EvalTable, rec: Recommendation, *, level: float, seed: int
-                 ) -> tuple[pd.DataFrame | None, pd.DataFrame | None, str]:
+def _leaderboard(table: EvalTable, rec: Recommendation, *, level: float, seed: int,
+                 letters: bool = True) -> tuple[pd.DataFrame | None, pd.DataFrame | None, str]:
     """Model-vs-model comparisons for tables with more models than the contrasts list.
 
     Every pair of models, paired on shared items, clustered at the recommended level,
@@ -527,10 +531,11 @@ def _leaderboard(table: EvalTable, rec: Recommendation, *, level: float, seed: i
         return None, None, ""
     cluster = (None if not rec.cluster else rec.cluster[0] if len(rec.cluster) == 1
                else list(rec.cluster))
-    out = guarded(leaderboard, table, cluster=cluster, method="CR2", level=level, seed=seed)
+    out = guarded(leaderboard, table, cluster=cluster, method="CR2", level=level, seed=seed,
+                  letters=letters)
     if not out.ok:
         return None, None, f"the leaderboard could not be computed ({out.error})"
-    return out.value.tidy(), out.value.tidy_pairs(), ""
+    return out.value.tidy(), out.value.tidy_pairs(), "; ".join(out.value.notes)
 
 
 def _judges_frame(jrows: list[dict[str, Any]], pos: pd.DataFrame, level: float

@@ -44,7 +44,7 @@ def leaderboard_frame(models: pd.DataFrame, *, stratum: str = "") -> pd.DataFram
     """Display table of one board (one row per model, best first)."""
     b = _board(models, stratum)
     level = float(b["level"].iloc[0])
-    return pd.DataFrame({
+    frame = pd.DataFrame({
         "rank": b["rank"].to_numpy(),
         "model": b["model"].to_numpy(),
         "estimate": b["estimate"].to_numpy(),
@@ -55,6 +55,12 @@ def leaderboard_frame(models: pd.DataFrame, *, stratum: str = "") -> pd.DataFram
         "tier": b["tier"].to_numpy(),
         "rows": b["n_obs"].to_numpy(),
     })
+    return frame if _has_letters(b) else frame.drop(columns="tier")
+
+
+def _has_letters(board: pd.DataFrame) -> bool:
+    """False when the board has no tier letters (skipped, or above the letter cap)."""
+    return bool((board["tier"].fillna("").astype(str) != "").any())
 
 
 def pairs_frame(pairs: pd.DataFrame, *, stratum: str = "", max_rows: int = 20
@@ -78,8 +84,9 @@ def _caption(models: pd.DataFrame, stratum: str) -> str:
     what = _LABELS.get(str(r["estimand"]), str(r["estimand"]))
     return (f"{len(b)} models, {what}; {r['method']} clustered by {r['cluster'] or 'row'} "
             f"({int(r['n_clusters'])} clusters). Rank ranges and tiers come from "
-            f"{r['level']:.0%} simultaneous ({r['adjust']}) comparisons of all pairs: two "
-            "models share a tier letter when their difference is not significant.")
+            f"{r['level']:.0%} simultaneous ({r['adjust']}) comparisons of all pairs"
+            + (": two models share a tier letter when their difference is not significant."
+               if _has_letters(b) else " (no tier letters on this board)."))
 
 
 def leaderboard_markdown(models: pd.DataFrame, pairs: pd.DataFrame | None = None, *,
