@@ -3,10 +3,13 @@ numbers, naming every value that cannot be parsed and where it is."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
+
+from evalmix.errors import EvalmixWarning
 
 _TRUE = {"true", "t", "yes", "y", "correct", "pass", "passed"}
 _FALSE = {"false", "f", "no", "n", "incorrect", "fail", "failed"}
@@ -19,6 +22,15 @@ _NA_TEXT = {"", "na", "n/a", "nan", "none", "null"}
 UNPARSED_SHARE = 0.05
 #: larger outcomes are refused: their squares (sums of squares) overflow float64
 MAX_ABS_OUTCOME = 1e100
+#: outcomes this close to 0 or 1 are floating-point rounding of 0 or 1 (e.g.
+#: ``0.1 * 3 / 0.3 = 1.0000000000000002``): snapped to it when that keeps the column in
+#: [0, 1], so one rounding error does not turn a proportion into a numeric outcome
+SNAP_TOL = 1e-9
+#: with ``outcome_type="auto"``, a type decided by at most this share of the values
+#: (e.g. one 1.5 among proportions makes the column numeric) is named in a warning
+CONTRADICTED_SHARE = 0.05
+#: ... in a column of at least this many values
+CONTRADICTED_MIN = 10
 
 
 def _is_missing_label(values: pd.Series) -> np.ndarray:
@@ -49,9 +61,17 @@ def _rows(mask: np.ndarray, n: int = 5) -> str:
 
 
 def _parse_scores(
-    raw: pd.Series, column: str, outcome_type: str, on_unparsed: str, problems: list[str]
+    raw: pd.Series, column: str, outcome_type: str, on_unparsed: str, problems: list[str],
+    notes: list[str] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
-    """Return (y, na_mask, unparsed_mask, outcome_type)."""
+    """Return (y, na_mask, unparsed_mask, outcome_type).
+
+    Outcomes within :data:`SNAP_TOL` of 0 or 1 are snapped to it where that keeps a
+    column in [0, 1] (:func:`_snap`); with ``outcome_type="auto"`` a column whose type a
+    few values decide against the rest is named (:func:`_contradicted`). Both append a
+    sentence to ``notes`` (and warn).
+    """
+    notes = [] if notes is None else notes
     na = raw.isna().to_numpy()
     if pd.api.types.is_bool_dtype(raw.dtype):
         y = raw.astype(float).to_numpy()
@@ -90,6 +110,8 @@ def _parse_scores(
             "computed. Fix: rescale the column (e.g. to log units) or correct the values"
         )
     ok = ~na & ~unparsed & np.isfinite(y)
+    if outcome_type != "numeric":
+        y = _snap(raw, y, ok, column, outcome_type, notes)
     vals = y[ok]
     if outcome_type == "auto":
         if vals.size and np.isin(vals, (0.0, 1.0)).all():
@@ -98,6 +120,7 @@ def _parse_scores(
             outcome_type = "proportion"
         else:
             outcome_type = "numeric"
+        _contradicted(raw, y, ok, column, outcome_type, notes)
     elif outcome_type == "binary":
         bad = ok & ~np.isin(y, (0.0, 1.0))
         if bad.any():
@@ -115,6 +138,59 @@ def _parse_scores(
                 "rescale it, or use outcome_type='numeric'"
             )
     return y, na, unparsed, outcome_type
+
+
+def _first(raw: pd.Series, mask: np.ndarray) -> str:
+    """The first value under ``mask`` and its row (0-based, as in ``_rows``)."""
+    i = int(np.flatnonzero(mask)[0])
+    value = raw.iloc[i]
+    return f"{value.item() if isinstance(value, np.generic) else value!r} in row {i}"
+
+
+def _snap(raw: pd.Series, y: np.ndarray, ok: np.ndarray, column: str, outcome_type: str,
+          notes: list[str]) -> np.ndarray:
+    """``y`` with the values within :data:`SNAP_TOL` of 0 or 1 set to it, when every
+    value is then in [0, 1] and the type needs it: the column is otherwise binary (or
+    ``outcome_type`` is ``"binary"``) or a value lies outside [0, 1]."""
+    target = np.where(y < 0.5, 0.0, 1.0)
+    near = ok & (np.abs(y - target) <= SNAP_TOL) & (y != target)
+    if not near.any():
+        return y
+    snapped = np.where(near, target, y)
+    v = snapped[ok]
+    in_unit = bool(((v >= 0) & (v <= 1)).all())
+    binary = bool(np.isin(v, (0.0, 1.0)).all())
+    outside = bool((near & ((y < 0) | (y > 1))).any())
+    if not in_unit or not (binary or outside or outcome_type == "binary"):
+        return y
+    msg = (f"outcome column {column!r}: {int(near.sum())} value(s) within {SNAP_TOL:g} of "
+           f"0 or 1 read as 0 or 1 (floating-point rounding; first {_first(raw, near)})")
+    notes.append(msg)
+    warnings.warn(msg, EvalmixWarning, stacklevel=5)
+    return snapped
+
+
+def _contradicted(raw: pd.Series, y: np.ndarray, ok: np.ndarray, column: str,
+                  outcome_type: str, notes: list[str]) -> None:
+    """Warn, naming the first of them, when at most :data:`CONTRADICTED_SHARE` of the
+    values (or one) of a column of at least :data:`CONTRADICTED_MIN` decided
+    ``outcome_type`` against the rest (all 0/1, or all in [0, 1])."""
+    n = int(ok.sum())
+    if outcome_type == "numeric":
+        off, rest, other = ok & ((y < 0) | (y > 1)), "in [0, 1]", "proportion"
+    elif outcome_type == "proportion":
+        off, rest, other = ok & (y != 0) & (y != 1), "0 or 1", "binary"
+    else:
+        return
+    k = int(off.sum())
+    if k == 0 or n < CONTRADICTED_MIN or k > max(1.0, CONTRADICTED_SHARE * n):
+        return
+    msg = (f"outcome column {column!r} read as {outcome_type} because of {k} of {n} values "
+           f"(first {_first(raw, off)}); the others are all {rest}. If those are errors, "
+           f"correct them (outcome_type='{other}' refuses and lists them); if the column is "
+           f"{outcome_type}, pass outcome_type='{outcome_type}' to say so")
+    notes.append(msg)
+    warnings.warn(msg, EvalmixWarning, stacklevel=5)
 
 
 def _fold(values: pd.Series | np.ndarray) -> np.ndarray:

@@ -436,6 +436,7 @@ def _validate(
     keep = np.ones(n, dtype=bool)
     kind_type = "numeric"
     n_problems_before_outcome = len(problems)
+    outcome_notes: list[str] = []
 
     if pairwise:
         kind = "pairwise"
@@ -500,7 +501,8 @@ def _validate(
         kind = "scores"
         if raw_outcome is not None:
             y, na, unparsed, kind_type = _parse_scores(
-                raw_outcome, roles.outcome, outcome_type, on_unparsed, problems)
+                raw_outcome, roles.outcome, outcome_type, on_unparsed, problems,
+                outcome_notes)
             out["y"] = y
             keep = ~na & ~unparsed
             n_na, n_unparsed = int(na.sum()), int(unparsed.sum())
@@ -572,4 +574,5 @@ def _validate(
         source=source,
         pairs_read=pairs_read,
         n_duplicates=0 if pairwise else n_duplicates,
+        outcome_notes=tuple(outcome_notes),
     )

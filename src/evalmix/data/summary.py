@@ -79,6 +79,7 @@ class DesignSummary:
     source: str = ""
     replicates: Mapping[str, Any] = field(default_factory=dict)
     n_duplicates: int = 0
+    outcome_notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
@@ -89,6 +90,7 @@ class DesignSummary:
             "source": self.source,
             "kind": self.kind,
             "outcome_type": self.outcome_type,
+            "outcome_notes": list(self.outcome_notes),
             "ties": self.ties if self.kind == "pairwise" else None,
             "rows_raw": self.n_raw,
             "rows_used": self.n_obs,
@@ -113,6 +115,7 @@ class DesignSummary:
         lines.append(f"- Source: `{self.source}`")
         lines.append(f"- Kind: {self.kind} ({self.outcome_type} outcome"
                      + (f", ties: {self.ties}" if self.kind == "pairwise" else "") + ")")
+        lines += [f"- Outcome type: {note}" for note in self.outcome_notes]
         lines.append(f"- Rows: {self.n_raw:,} read, {self.n_obs:,} used")
         if self.dropped:
             parts = ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in self.dropped.items())
@@ -279,4 +282,5 @@ def summarize(table: EvalTable) -> DesignSummary:
         source=table.source,
         replicates=replicate_agreement(table),
         n_duplicates=table.n_duplicates,
+        outcome_notes=table.outcome_notes,
     )

@@ -268,6 +268,9 @@ class EvalTable:
         Scores tables: rows read that exactly repeat another row over all columns (kept:
         repeated 0/1 scores within a cluster are ordinary data). Pairwise tables refuse
         such rows, so it is 0 there.
+    outcome_notes : tuple of str
+        How the outcome was typed when rounding or a few values decided it (values
+        snapped to 0 or 1; the first value that made a column numeric or a proportion).
     """
 
     data: pd.DataFrame
@@ -281,6 +284,7 @@ class EvalTable:
     source: str = "DataFrame"
     pairs_read: Mapping[str, int] = field(default_factory=dict)
     n_duplicates: int = 0
+    outcome_notes: tuple[str, ...] = ()
     _codes: Mapping[str, np.ndarray] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -312,7 +316,8 @@ class EvalTable:
             "data": self._frame, "kind": self.kind, "outcome_type": self.outcome_type,
             "roles": self.roles, "ties": self.ties, "n_raw": self.n_raw,
             "dropped": dict(self.dropped), "n_ties": self.n_ties, "source": self.source,
-            "pairs_read": dict(self.pairs_read), "n_duplicates": self.n_duplicates},))
+            "pairs_read": dict(self.pairs_read), "n_duplicates": self.n_duplicates,
+            "outcome_notes": self.outcome_notes},))
 
     # ------------------------------------------------------------------ basics
     @property

@@ -430,6 +430,7 @@ def design_markdown(rep: Report) -> str:
     out = ["## Design summary", "",
            f"- Source: `{d.get('source', '')}` ({d.get('kind', '')}, "
            f"{d.get('outcome_type', '')} outcome)",
+           *(f"- Outcome type: {note}" for note in d.get("outcome_notes") or ()),
            f"- Rows: {int(d.get('rows_raw', 0)):,} read, {int(d.get('rows_used', 0)):,} used; "
            f"dropped: {dropped_text or 'none'}"]
     pairs = d.get("pairs") or {}
