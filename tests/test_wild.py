@@ -7,12 +7,20 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import statsmodels.api as sm
 from scipy import stats
 
 from evalmix.errors import InvalidOptionError
-from evalmix.inference.wild import WEBB_VALUES, wild_cluster_bootstrap, wild_weights
+from evalmix.inference.wild import (
+    WEBB_BELOW,
+    WEBB_VALUES,
+    choose_weights,
+    min_p_value,
+    wild_cluster_bootstrap,
+    wild_weights,
+)
 
 #: Same arithmetic up to float rounding (closed form vs explicit refits).
 EXACT_TOL = 1e-9
@@ -192,3 +200,74 @@ def test_matches_wildboottest_package():
         np.testing.assert_allclose(np.sort(np.abs(res.t_draws)), case["abs_t_boot_sorted"],
                                    rtol=WILDBOOTTEST_TOL)
         assert case["p_value"] <= res.p_value <= case["p_value"] + 2 / 2 ** case["G"]
+
+
+# ------------------------------------------------------------------ few clusters
+def test_webb_distribution_closed_form_moments():
+    """Webb (2023): six points +-sqrt(1/2), +-1, +-sqrt(3/2), each 1/6: mean 0,
+    variance 1, third moment 0, fourth moment (1/4 + 1 + 9/4) / 3 = 7/6."""
+    v = WEBB_VALUES
+    assert v.size == 6 and np.allclose(np.sort(v ** 2), [0.5, 0.5, 1, 1, 1.5, 1.5])
+    moments = [np.mean(v ** k) for k in (1, 2, 3, 4)]
+    np.testing.assert_allclose(moments, [0.0, 1.0, 0.0, 7 / 6], atol=1e-15)
+
+
+def test_webb_full_enumeration_equals_brute_force():
+    """6^3 = 216 Webb vectors: t* equal explicit statsmodels refits, p is the exact
+    randomisation p-value."""
+    X, y, g = _data(G=3, seed=2)
+    res = wild_cluster_bootstrap(X, y, g, target=1, null=0.1, weights="webb", reps=99)
+    assert res.enumerated and res.reps == 6 ** 3 and res.weights == "webb"
+    V = np.array(list(itertools.product(WEBB_VALUES, repeat=3)))
+    t = _brute_t(X, y, g, 1, 0.1, V)
+    np.testing.assert_allclose(res.t_draws, t, rtol=EXACT_TOL, atol=EXACT_TOL)
+    assert res.p_value == np.mean(np.abs(t) >= abs(res.t_obs) * (1 - 1e-8))
+
+
+@pytest.mark.parametrize(("weights", "G", "k"), [("rademacher", 5, 2), ("webb", 3, 6),
+                                                 ("webb", 2, 6)])
+def test_smallest_attainable_p_value_is_k_to_the_one_minus_g(weights, G, k):
+    """Far from the estimate only the K constant weight vectors (t* = +-t_obs, the t
+    statistic being scale-free) reach |t_obs|: the enumerated p-value is exactly
+    K / K^G, the closed form of min_p_value."""
+    X, y, g = _data(G=G, seed=4)
+    res = wild_cluster_bootstrap(X, y, g, target=1, weights=weights, reps=99,
+                                 null=1e6)
+    assert res.enumerated and res.p_value == pytest.approx(k / k ** G, rel=1e-12)
+    assert res.min_p_value == min_p_value(weights, G) == pytest.approx(k / k ** G)
+
+
+def test_auto_weights_are_webb_below_twelve_clusters():
+    X, y, g = _data(G=5, seed=8)
+    auto = wild_cluster_bootstrap(X, y, g, target=1, weights="auto", reps=999, seed=1)
+    assert auto.weights == "webb" and auto.enumerated and auto.reps == 6 ** 5
+    assert choose_weights("auto", WEBB_BELOW - 1) == "webb"
+    assert choose_weights("auto", WEBB_BELOW) == "rademacher"
+
+
+def test_interval_with_too_few_clusters_for_the_level_is_not_estimable():
+    """The API's default weights decide with 5 clusters; Rademacher (min p 1/16) and Webb
+    with 2 clusters (min p 1/6) cannot reach 95%: no interval, a note, a warning."""
+    import evalmix
+    from evalmix.errors import NotEstimableWarning
+
+    rng = np.random.default_rng(7)
+    g = np.repeat(np.arange(5), 30)
+    frame = pd.DataFrame({"y": (rng.random(150) < 0.4 + 0.05 * g).astype(int),
+                          "cluster": g})
+    t = evalmix.read(frame, outcome="y", clusters={"cluster": "cluster"})
+    auto = evalmix.interval(t, "mean", method="wild", cluster="cluster", seed=1)
+    assert auto.details["weights"] == "webb" and auto.details["enumerated"]
+    assert 0 < auto.lo < auto.estimate < auto.hi < 1
+    with pytest.warns(NotEstimableWarning, match="cannot reach the 95% level"):
+        rad = evalmix.interval(t, "mean", method="wild", cluster="cluster",
+                               weights="rademacher", seed=1)
+    assert np.isnan(rad.lo) and np.isnan(rad.hi) and "0.0625" in rad.note
+    # at 90% Rademacher with 5 clusters can decide (2/32 < 0.10)
+    r90 = evalmix.interval(t, "mean", method="wild", cluster="cluster", level=0.9,
+                           weights="rademacher", seed=1)
+    assert np.isfinite([r90.lo, r90.hi]).all()
+    two = t.subset(frame["cluster"].to_numpy() < 2)
+    with pytest.warns(NotEstimableWarning, match="0.167"):
+        assert np.isnan(evalmix.interval(two, "mean", method="wild", cluster="cluster",
+                                         seed=1).lo)

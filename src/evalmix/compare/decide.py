@@ -80,6 +80,19 @@ def _disagreeing(rows: list[dict], decision: object) -> str:
     return f"{len(labels)} of {len(d)} voting rows disagree: {head}{more}"
 
 
+#: Standard errors within this relative distance count as the same (the "x too narrow"
+#: ratio then reflects z against t only, and is not stated).
+SAME_SE_RTOL = 0.02
+
+
+def _same_se(rec: dict | None, naive: dict | None) -> bool:
+    """True when the recommended and naive rows have (nearly) the same standard error."""
+    if rec is None or naive is None:
+        return False
+    a, b = float(rec.get("se", np.nan)), float(naive.get("se", np.nan))
+    return bool(np.isfinite(a) and np.isfinite(b) and b > 0 and abs(a / b - 1) < SAME_SE_RTOL)
+
+
 def _pick(rows: list[dict], method: str, cluster: str) -> dict | None:
     return next((r for r in rows if r["method"] == method and r["cluster"] == cluster),
                 None)
@@ -95,7 +108,8 @@ def headline(frame: pd.DataFrame, *, cluster: str, method: str = "CR2",
     has no interval (degenerate: zero SE, a one-cluster arm, all outcomes equal; or the
     method failed) the headline says "not estimable at this cluster level" and makes no
     decision. ``width_ratio`` = recommended width / naive width: above 1, the naive error
-    bar was that many times too narrow. ``few_levels`` names sampled factors with few
+    bar was that many times too narrow (said only when the standard errors differ by
+    :data:`SAME_SE_RTOL` or more: equal SEs with a t critical value are not "too narrow"). ``few_levels`` names sampled factors with few
     levels; their contrasts say the interval is wide for that reason.
     """
     cols = ["estimand", "contrast", "estimate", "naive_lo", "naive_hi", "method", "cluster",
@@ -129,13 +143,16 @@ def headline(frame: pd.DataFrame, *, cluster: str, method: str = "CR2",
             msg = "no sampled cluster factor: rows treated as independent"
         elif not np.isfinite(ratio):
             msg = "no naive width to compare"
+        elif _same_se(rec, naive):
+            msg = ("naive and clustered standard errors agree (the clustered interval "
+                   "differs only by its t critical value)")
         elif ratio >= 1.05:
             msg = f"your error bar was {ratio:.1f}x too narrow"
         elif ratio <= 0.95:
             msg = f"the clustered error bar is {1 / ratio:.1f}x narrower than the naive one"
         else:
             msg = "naive and clustered error bars agree"
-        if estimable and few_levels:
+        if estimable and few_levels and ratio >= 1.05:
             msg += (f"; wide because the design has few independent levels of "
                     f"{few_levels}: add levels of it to narrow the interval")
         shown = cast(dict, rec if rec is not None else naive)  # one of them is a row

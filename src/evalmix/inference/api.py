@@ -105,7 +105,7 @@ def interval(
     family: Regression = "gaussian",
     paired: bool | Literal["auto"] = "auto",
     ci: CIType = "percentile",
-    weights: WeightsType = "rademacher",
+    weights: WeightsType = "auto",
     nested: str | None = None,
     null: float | None = None,
     scale: Scale = "auto",
@@ -137,8 +137,12 @@ def interval(
         Estimand options (:func:`evalmix.inference.estimands.build_problem`).
     ci : {"percentile", "expanded", "bca", "studentized"}
         Bootstrap interval type.
-    weights : {"rademacher", "webb"}
-        Wild bootstrap weights.
+    weights : {"auto", "rademacher", "webb"}
+        Wild bootstrap weights; ``"auto"``: Webb's six-point weights below 12 clusters
+        (:data:`~evalmix.inference.wild.WEBB_BELOW`), Rademacher from 12. With too few
+        clusters for any weights to reach ``level`` (smallest attainable p-value above
+        ``1 - level``: 5 clusters with Rademacher, 2 with Webb) the interval is not
+        estimable (NaN bounds, the reason in ``note``).
     nested : str, optional
         Bootstrap: a second-stage unit resampled within clusters (a role, or ``"pair"``).
     null : float, optional
@@ -354,6 +358,13 @@ def _not_estimable(res: IntervalResult, problem: LinearProblem,
                         return (f"{name!r} is seen in {g} {role} cluster"
                                 f"{'' if g == 1 else 's'}; a difference needs each arm in "
                                 "at least 2 clusters")
+    floor = float(res.details.get("min_p_value", 0.0)) if res.method == "wild" else 0.0
+    if floor > 1 - res.level:
+        return (f"the wild bootstrap with {res.n_clusters} clusters and "
+                f"{res.details.get('weights')} weights cannot reach the {res.level:.0%} "
+                f"level: its smallest attainable p-value is {floor:.3g}, above "
+                f"{1 - res.level:.3g}, so no null value could be rejected (read the CR2 "
+                "row)")
     if problem.estimand in _PROPORTIONS and problem.family == "gaussian" and (
             np.all(problem.y == problem.y[0])):
         return f"every outcome is {problem.y[0]:g}: there is no variation to estimate from"
@@ -448,8 +459,8 @@ def _resampling(problem: LinearProblem, method: str, codes: np.ndarray, label: s
     wres = wild_cluster_bootstrap(problem.X, problem.y, codes, target=problem.target,
                                  reps=n_reps, level=level, weights=weights, null=test_null,
                                  seed=seed)
-    details.update(weights=weights, t_obs=float(wres.t_obs),
-                   enumerated=bool(getattr(wres, "enumerated", False)))
+    details.update(weights=wres.weights, t_obs=float(wres.t_obs),
+                   enumerated=bool(wres.enumerated), min_p_value=float(wres.min_p_value))
     p = float(wres.p_value) if np.isfinite(null_value) else float("nan")
     return IntervalResult(cluster=label, estimate=float(wres.estimate),
                           se=float(getattr(wres, "se_cr1", np.nan)), lo=float(wres.lo),

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Literal, get_args
+from typing import Literal, cast, get_args
 
 import numpy as np
 import pandas as pd
@@ -40,13 +40,54 @@ from evalmix.inference.scale import t_quantile
 from evalmix.seeding import SeedLike, seeded_rng
 from evalmix.tidy import tidy_rows
 
-__all__ = ["WildResult", "wild_cluster_bootstrap", "wild_weights", "WEBB_VALUES"]
+__all__ = ["WildResult", "wild_cluster_bootstrap", "wild_weights", "WEBB_VALUES",
+           "WEBB_BELOW", "choose_weights", "min_p_value"]
 
-WeightsType = Literal["rademacher", "webb"]
+WeightsType = Literal["auto", "rademacher", "webb"]
 WEIGHTS: tuple[str, ...] = get_args(WeightsType)
 #: Webb's six-point distribution: +-sqrt(1/2), +-1, +-sqrt(3/2), each with probability 1/6.
 WEBB_VALUES = np.array([-np.sqrt(1.5), -1.0, -np.sqrt(0.5), np.sqrt(0.5), 1.0, np.sqrt(1.5)])
 CHUNK_ENTRIES = 4_000_000
+#: ``weights="auto"`` takes Webb's six-point weights below this many clusters (Webb 2023;
+#: Roodman et al. 2019 recommend them below about 12), Rademacher from it.
+WEBB_BELOW = 12
+#: Every distinct weight vector is used (exact randomisation distribution) when there are
+#: at most this many (or at most ``reps``): Rademacher up to 13 clusters, Webb up to 5.
+ENUMERATE_MAX = 10_000
+
+
+def choose_weights(weights: WeightsType, n_clusters: int) -> str:
+    """``weights`` with ``"auto"`` resolved: Webb below :data:`WEBB_BELOW` clusters.
+
+    Examples
+    --------
+    >>> choose_weights("auto", 5), choose_weights("auto", 40), choose_weights("webb", 40)
+    ('webb', 'rademacher', 'webb')
+    """
+    check_option("weights", weights, WEIGHTS)
+    if weights == "auto":
+        return "webb" if n_clusters < WEBB_BELOW else "rademacher"
+    return weights
+
+
+def min_p_value(weights: str, n_clusters: int) -> float:
+    """Smallest p-value the wild cluster bootstrap-t can give with ``n_clusters``.
+
+    A constant weight vector ``v = c`` (each of the ``K`` values, ``K`` = 2 Rademacher,
+    6 Webb) scales the restricted residuals of every cluster alike, so its bootstrap t
+    is ``+-t_obs`` (the t statistic is scale-free): ``K`` of the ``K^G`` equally likely
+    vectors reach ``|t_obs|`` and the p-value is at least ``K / K^G = K^(1-G)`` -- also
+    with random draws, which sample those vectors. A test at level ``1 - alpha`` can
+    reject only if this is below ``alpha``: Rademacher needs 6 clusters for 95%
+    (``1/16 = 0.0625`` with 5), Webb 3 (``1/6`` with 2, ``1/36`` with 3).
+
+    Examples
+    --------
+    >>> min_p_value("rademacher", 5), round(min_p_value("webb", 5), 6)
+    (0.0625, 0.000772)
+    """
+    k = 2 if weights == "rademacher" else 6
+    return float(k ** (1.0 - n_clusters))
 
 
 @dataclass(frozen=True)
@@ -69,9 +110,13 @@ class WildResult:
     seed, weights, n_clusters, level, null : as requested
     se_cr1 : float
     enumerated : bool
-        True when all ``2^G`` Rademacher sign vectors were used.
+        True when every distinct weight vector was used (``2^G`` Rademacher, ``6^G``
+        Webb).
     t_draws : numpy.ndarray
         Bootstrap t statistics at ``null``.
+    min_p_value : float
+        Smallest attainable p-value (:func:`min_p_value`): above ``1 - level`` no null
+        value can be rejected and the interval is the whole line.
     """
 
     estimate: float
@@ -88,6 +133,7 @@ class WildResult:
     se_cr1: float = float("nan")
     enumerated: bool = False
     t_draws: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False)
+    min_p_value: float = 0.0
 
     def tidy(self) -> pd.DataFrame:
         """One row in the result contract (:data:`evalmix.tidy.RESULT_COLUMNS`):
@@ -98,7 +144,7 @@ class WildResult:
             "level": self.level, "reps": self.reps, "seed": self.seed,
             "n_clusters": self.n_clusters, "t_obs": self.t_obs, "p_value": self.p_value,
             "null": self.null, "weights": self.weights, "enumerated": self.enumerated,
-            "ci_type": "test-inversion"}], estimand="coef", method="wild",
+            "min_p_value": self.min_p_value, "ci_type": "test-inversion"}], estimand="coef", method="wild",
             scale="identity", note="")
 
     def __str__(self) -> str:
@@ -110,7 +156,7 @@ class WildResult:
 def wild_weights(n_clusters: int, reps: int, kind: WeightsType,
                  rng: np.random.Generator) -> np.ndarray:
     """(reps, n_clusters) wild bootstrap weights: Rademacher (+-1) or Webb six-point."""
-    check_option("weights", kind, WEIGHTS)
+    check_option("weights", kind, WEIGHTS[1:])
     if kind == "rademacher":
         return rng.integers(0, 2, size=(reps, n_clusters), dtype=np.int8) * 2.0 - 1.0
     return WEBB_VALUES[rng.integers(0, 6, size=(reps, n_clusters), dtype=np.int8)]
@@ -243,12 +289,16 @@ def wild_cluster_bootstrap(
     target : int
         Column of ``X`` tested.
     reps : int
-        Bootstrap replicates. With Rademacher weights and ``2^G <= reps`` all ``2^G`` sign
-        vectors are enumerated instead (exact randomisation distribution).
+        Bootstrap replicates. When the weights have at most ``max(reps, ENUMERATE_MAX)``
+        distinct vectors (``2^G`` Rademacher, ``6^G`` Webb) all of them are enumerated
+        instead (exact randomisation distribution).
     level : float
         Level of the test-inversion confidence interval.
-    weights : {"rademacher", "webb"}
-        Webb's six-point weights are preferred with fewer than about 12 clusters.
+    weights : {"rademacher", "webb", "auto"}
+        Webb's six-point weights are preferred with fewer than about 12 clusters, where
+        Rademacher's ``2^G`` sign vectors make the test too coarse to reject (with 5
+        clusters the smallest p-value is ``1/16``); ``"auto"`` takes Webb below
+        :data:`WEBB_BELOW` clusters.
     null : float
         Null value of the coefficient for ``t_obs`` and ``p_value``.
     seed : int or numpy.random.Generator
@@ -277,6 +327,7 @@ def wild_cluster_bootstrap(
     """
     check_option("weights", weights, WEIGHTS)
     X, y, codes, g = regression_arrays(X, y, clusters, target=target)
+    weights = cast(WeightsType, choose_weights(weights, g))
     level = check_level(level)
     if g < 2:
         raise TooFewClustersError("the wild cluster bootstrap needs at least 2 clusters")
@@ -285,9 +336,10 @@ def wild_cluster_bootstrap(
         raise EvalmixError("the CR1 standard error is zero; the coefficient has no "
                            "within-sample variation to test")
     rng, seed = seeded_rng(seed)
-    enumerated = weights == "rademacher" and 2**g <= reps
+    values = (1.0, -1.0) if weights == "rademacher" else tuple(WEBB_VALUES)
+    enumerated = g < 64 and len(values) ** g <= max(reps, ENUMERATE_MAX)
     if enumerated:
-        V = np.array(list(itertools.product((1.0, -1.0), repeat=g)))
+        V = np.array(list(itertools.product(values, repeat=g)))
     else:
         V = wild_weights(g, reps, weights, rng)
     m = _moments(V, parts)
@@ -298,4 +350,5 @@ def wild_cluster_bootstrap(
         estimate=parts.beta, t_obs=(parts.beta - null) / parts.se,
         p_value=_p_value(m, null, parts), lo=float(lo), hi=float(hi), reps=int(V.shape[0]),
         seed=seed, weights=weights, n_clusters=g, level=level, null=null,
-        se_cr1=parts.se, enumerated=enumerated, t_draws=_t_star(m, null, parts.adj))
+        se_cr1=parts.se, enumerated=enumerated, t_draws=_t_star(m, null, parts.adj),
+        min_p_value=min_p_value(weights, g))
