@@ -306,7 +306,7 @@ def test_report_table_and_plot(small_board):
     md = rl.leaderboard_markdown(models, pairs, max_pairs=5)
     # two tables, each a header and a separator line plus its rows
     assert md.count("\n| ") == (2 + len(models)) + (2 + 5)
-    assert "simultaneous (max-t)" in md
+    assert "simultaneous comparisons of all pairs (max-t, critical value" in md
     html = rl.leaderboard_html(models.assign(model=models["model"] + "<x>"), pairs)
     assert "&lt;x&gt;" in html and "<x>" not in html
     closest = rl.pairs_frame(pairs, max_rows=3)

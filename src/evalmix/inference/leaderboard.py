@@ -77,6 +77,7 @@ from evalmix.inference.sandwich import (
     vcov_cluster,
     vcov_multiway,
 )
+from evalmix.inference.scale import bounded_interval
 from evalmix.seeding import SeedLike, seeded_rng
 from evalmix.tidy import RESULT_COLUMNS
 
@@ -174,8 +175,11 @@ class LeaderboardResult:
         head = [
             f"Leaderboard: {what}; {len(board)} models, {self.method} clustered by "
             f"{self.cluster or 'row'} ({int(first['n_clusters'])} clusters)",
-            f"{self.level:.0%} simultaneous intervals: {self.adjust} (critical value "
-            f"{first['crit']:.3f}); rank ranges invert them",
+            f"each model's {self.level:.0%} interval is its own (t, Satterthwaite or "
+            f"G - 1 df{'; logit scale' if first['scale'] == 'logit' else ''}); the "
+            f"differences between models use {self.level:.0%} simultaneous intervals "
+            f"({self.adjust}, critical value {first['crit']:.3f}) and the rank ranges "
+            "invert those",
         ]
         lines = [f"{'rank':>4}  {'model':<28} {'estimate':>9}  {'interval':<19} "
                  f"{'rank range':<10} tier"]
@@ -429,11 +433,19 @@ def _board(rows: _Rows, codes: list[np.ndarray], stratum: str, pairs, opts: dict
                     f"than {cap} letters); the rank ranges give the comparisons")
     se_m = np.sqrt(np.maximum(np.diag(V), 0.0))
     q = stats.t.ppf(0.5 + level / 2, df_m)
+    lo_m, hi_m = est - q * se_m, est + q * se_m
+    scale = "log-odds" if rows.estimand == "bradley_terry" else "identity"
+    if opts.get("bounded"):
+        df_b = np.broadcast_to(np.asarray(df_m, dtype=float), est.shape)
+        bounds = np.array([bounded_interval(float(e), float(s), float(d), level, 0.5)[:2]
+                           for e, s, d in zip(est, se_m, df_b, strict=True)])
+        lo_m, hi_m = bounds[:, 0], bounds[:, 1]
+        scale = "logit"
     models = pd.DataFrame({
         "contrast": [f"{stratum}: {m}" if stratum else m for m in labels],
-        "scale": "log-odds" if rows.estimand == "bradley_terry" else "identity", "note": "",
+        "scale": scale, "note": "",
         "stratum": stratum, "model": labels, "estimate": est, "se": se_m,
-        "lo": est - q * se_m, "hi": est + q * se_m, "df": df_m, "rank": rank,
+        "lo": lo_m, "hi": hi_m, "df": df_m, "rank": rank,
         "rank_lo": rank_lo, "rank_hi": rank_hi, "tier": tier, "n_obs": n_model,
         "crit": fam["crit"][0] if len(i) else np.nan, **common,
     }).iloc[order]
@@ -459,7 +471,7 @@ def _board(rows: _Rows, codes: list[np.ndarray], stratum: str, pairs, opts: dict
         "stratum": stratum,
         "contrast": [f"{stratum}: {labels[a]} - {labels[b]}" if stratum
                      else f"{labels[a]} - {labels[b]}" for a, b in zip(pi, pj, strict=True)],
-        "scale": models["scale"].iloc[0] if len(models) else "identity", "note": "",
+        "scale": "log-odds" if rows.estimand == "bradley_terry" else "identity", "note": "",
         "model_a": labels[pi], "model_b": labels[pj],
         **{key: fam[key] for key in fam}, **common}, columns=list(PAIR_COLUMNS))
     return (models[list(MODEL_COLUMNS)].reset_index(drop=True),
@@ -575,9 +587,13 @@ def leaderboard(
                 f"are e.g. {sorted(known)[:5]} (a win-rate board does not rank its "
                 f"baseline {rows.baseline!r})")
     rng, seed = seeded_rng(seed)
+    # per-model intervals of proportions on the logit scale, as evalmix.interval's
+    # scale="auto" makes them: one interval per quantity wherever it is shown
+    bounded = rows.estimand in ("win_rate", "mean") and table.outcome_type in (
+        "binary", "proportion")
     opts = {"method": method, "cluster": label, "level": level, "adjust": adjust,
             "draws": int(draws), "seed": seed, "letters": bool(letters),
-            "max_letters": max_letters}
+            "max_letters": max_letters, "bounded": bounded}
     strata: list[tuple[str, np.ndarray]] = [("", np.ones(table.n_obs, dtype=bool))]
     empty = pd.DataFrame({"by": pd.Series(dtype=str), "model": pd.Series(dtype=str)})
     if by is not None:

@@ -48,7 +48,7 @@ def leaderboard_frame(models: pd.DataFrame, *, stratum: str = "") -> pd.DataFram
         "rank": b["rank"].to_numpy(),
         "model": b["model"].to_numpy(),
         "estimate": b["estimate"].to_numpy(),
-        f"{level:.0%} interval": [f"[{fmt(lo)}, {fmt(hi)}]"
+        f"{level:.0%} interval (per model)": [f"[{fmt(lo)}, {fmt(hi)}]"
                                   for lo, hi in zip(b["lo"], b["hi"], strict=True)],
         "rank range": [f"{int(lo)}-{int(hi)}"
                        for lo, hi in zip(b["rank_lo"], b["rank_hi"], strict=True)],
@@ -71,8 +71,9 @@ def pairs_frame(pairs: pd.DataFrame, *, stratum: str = "", max_rows: int = 20
     return pd.DataFrame({
         "contrast": [f"{a} - {b}" for a, b in zip(p["model_a"], p["model_b"], strict=True)],
         "difference": p["estimate"].to_numpy(),
-        "simultaneous interval": [f"[{fmt(lo)}, {fmt(hi)}]" for lo, hi in
-                                  zip(p["sim_lo"], p["sim_hi"], strict=True)],
+        f"simultaneous interval ({p['adjust'].iloc[0] if len(p) else 'max-t'})": [
+            f"[{fmt(lo)}, {fmt(hi)}]"
+            for lo, hi in zip(p["sim_lo"], p["sim_hi"], strict=True)],
         "p (Holm)": p["p_holm"].to_numpy(), "p (adjusted)": p["p_adjusted"].to_numpy(),
         "significant": p["significant"].to_numpy(),
     })
@@ -82,9 +83,14 @@ def _caption(models: pd.DataFrame, stratum: str) -> str:
     b = _board(models, stratum)
     r = b.iloc[0]
     what = _LABELS.get(str(r["estimand"]), str(r["estimand"]))
+    scale = "; logit scale" if str(r.get("scale", "")) == "logit" else ""
+    crit = (f", critical value {float(r['crit']):.2f}" if np.isfinite(float(r["crit"]))
+            else "")
     return (f"{len(b)} models, {what}; {r['method']} clustered by {r['cluster'] or 'row'} "
-            f"({int(r['n_clusters'])} clusters). Rank ranges and tiers come from "
-            f"{r['level']:.0%} simultaneous ({r['adjust']}) comparisons of all pairs"
+            f"({int(r['n_clusters'])} clusters). Each model's {r['level']:.0%} interval is "
+            f"its own (t{scale}: the same interval as in the headline). Rank ranges, tiers "
+            f"and the pairs' simultaneous intervals come from {r['level']:.0%} simultaneous "
+            f"comparisons of all pairs ({r['adjust']}{crit})"
             + (": two models share a tier letter when their difference is not significant."
                if _has_letters(b) else " (no tier letters on this board)."))
 
@@ -132,7 +138,7 @@ def leaderboard_plot(models: pd.DataFrame, *, stratum: str = "") -> Figure:
     ax1.plot(est, y, "o", color="#1f4e9c", ms=3, zorder=3)
     r = b.iloc[0]
     ax1.set_xlabel(f"{_LABELS.get(str(r['estimand']), r['estimand'])} "
-                   f"({r['level']:.0%} interval, {r['method']})")
+                   f"({r['level']:.0%} interval per model, {r['method']})")
     if r["estimand"] == "win_rate":
         ax1.axvline(0.5, color="#8c8c8c", lw=0.8, ls="--")
     rlo, rhi, rank = (b[c].to_numpy(float) for c in ("rank_lo", "rank_hi", "rank"))

@@ -149,8 +149,11 @@ def forest(rows: pd.DataFrame, *, title: str, recommended: tuple[str, str] | Non
         ax.axvline(null, color="black", ls="--", lw=1)
     ax.set_ylim(-0.7, len(r) - 0.3)
     ax.set_xlim(xmin, xmax)
-    head = f"{title}" + ("   [FRAGILE: methods disagree]" if fragile else "")
-    ax.set_title(head, fontsize=10, color=_FRAGILE if fragile else "black", loc="left")
+    # wrapped at the figure's edge, the flag on a line of its own: a long contrast name
+    # ran off the image ("[FRAGILE: methods disagre")
+    head = f"{title}" + ("\n[FRAGILE: methods disagree]" if fragile else "")
+    ax.set_title(head, fontsize=10, color=_FRAGILE if fragile else "black", loc="left",
+                 wrap=True)
     ax.set_xlabel("dashed: null   * recommended   blue: excludes the null   grey: "
                   "contains it   green: model-based", fontsize=7.5)
     if fragile:
@@ -266,7 +269,8 @@ def position_plot(position: pd.DataFrame) -> Figure:
             label="consistency (same verdict)")
     a2.set_xlim(0, 1)
     a2.set_xlabel("share of complete AB/BA pairs", fontsize=8)
-    a2.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=2,
+    # above the bars: below them it met the x label when there are few judges
+    a2.legend(fontsize=7.5, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2,
               frameon=False)
     fig.set_layout_engine("tight")   # laid out once, while saving
     return fig

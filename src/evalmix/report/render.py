@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from evalmix._markdown import markdown_table
+from evalmix.report.answer import answer_html, answer_markdown
 from evalmix.report.plots import draw_figures, figure_list
 
 if TYPE_CHECKING:
@@ -36,6 +37,10 @@ td{white-space:nowrap} td.wrap{white-space:normal;min-width:260px}
 .grid{display:flex;flex-wrap:wrap;gap:6px} .grid img.forest{max-width:49%}
 .finding{background:#fdecea;border-left:4px solid #c0392b;padding:6px 12px;margin:4px 0}
 .big{font-size:1.05em;font-weight:600}
+table{display:block;max-width:100%;overflow-x:auto} table.answer{font-size:.85em;
+line-height:1.2;margin:.4em 0} table.answer td{white-space:normal;padding:2px 7px}
+p.answer{font-size:1.1em;margin:.3em 0}
+p.roles{color:#444;font-size:.9em;margin:.3em 0}
 """
 
 
@@ -209,25 +214,41 @@ def _intro(rep: Report) -> list[tuple[str, str]]:
 
 
 def _findings(rep: Report) -> list[tuple[str, str]]:
-    """Position-bias findings worth a line at the top of the report."""
+    """Position-bias findings worth a line at the top of the report: the rows of the
+    position table (per judge, and the pooled row when it is the only one or shows a
+    bias no single judge does), so the line never contradicts the table."""
     p = rep.position
     if p is None or p.empty:
         return []
-    judges = p[p["judge"] != "(all judges)"]
-    lo, hi = judges["first_shown_lo"].astype(float), judges["first_shown_hi"].astype(float)
-    biased = judges[(lo > 0.5) | (hi < 0.5)]
+    pooled = p["judge"] == "(all judges)"
+    judges = p[~pooled] if (~pooled).any() else p
+    lo, hi = p["first_shown_lo"].astype(float), p["first_shown_hi"].astype(float)
+    biased = p[(lo > 0.5) | (hi < 0.5)]
     if biased.empty:
+        if not (lo.notna() & hi.notna()).any():
+            return [("p", "Position bias: no first-shown win rate has an interval (too "
+                          "few decisive verdicts or clusters).")]
+        if len(judges) == 1:
+            r = judges.iloc[0]
+            return [("p", f"Position bias: the first-shown win rate "
+                          f"{r['first_shown_win_rate']:.3f} [{r['first_shown_lo']:.3f}, "
+                          f"{r['first_shown_hi']:.3f}] does not differ from 0.5 beyond its "
+                          "interval.")]
         return [("p", "Position bias: no judge's first-shown win rate differs from 0.5 "
-                      "beyond its interval.")]
+                      "beyond its interval, nor does the pooled one.")]
     out = []
     for _, r in biased.iterrows():
         side = "first" if r["first_shown_win_rate"] > 0.5 else "second"
+        who = ("the judges pooled prefer" if r["judge"] == "(all judges)" and len(p) > 1
+               else "the judge prefers" if r["judge"] == "(all judges)"
+               else f"{r['judge']} prefers")
+        flips = (f"; its verdict flips with the order in {r['flip_rate']:.0%} of AB/BA pairs "
+                 f"(consistency {r['consistency']:.0%})" if np.isfinite(r["flip_rate"])
+                 else "")
         out.append(("finding",
-                    f"Position bias: {r['judge']} prefers the answer shown {side}: "
-                    f"first-shown win rate {r['first_shown_win_rate']:.3f} "
-                    f"[{r['first_shown_lo']:.3f}, {r['first_shown_hi']:.3f}] among decisive "
-                    f"verdicts; its verdict flips with the order in {r['flip_rate']:.0%} of "
-                    f"AB/BA pairs (consistency {r['consistency']:.0%})."))
+                    f"Position bias: {who} the answer shown {side}: first-shown win rate "
+                    f"{r['first_shown_win_rate']:.3f} [{r['first_shown_lo']:.3f}, "
+                    f"{r['first_shown_hi']:.3f}] among decisive verdicts{flips}."))
     return out
 
 
@@ -263,7 +284,7 @@ def html(rep: Report, sections: Sequence[tuple[str, str]] = (),
     esc = _html.escape
     parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'>",
              "<title>evalmix report</title>", f"<style>{_CSS}</style></head><body>",
-             "<h1>evalmix report: how wide are the error bars really?</h1>"]
+             answer_html(rep), "<h2>How these intervals were made</h2>"]
     cmd = rep.summary.get("command")
     if cmd:
         parts.append(f"<p class='muted'>Command: <code>{esc(str(cmd))}</code></p>")
@@ -372,11 +393,12 @@ def markdown(rep: Report, *, plots_dir: str | None = None,
     ``sections``: extra (title, Markdown) pairs placed after the headline)."""
     failed = rep.summary.get("figures_not_drawn", {})
     names = [name for name, _ in figure_list(rep) if name not in failed] if plots_dir else []
-    out = ["# evalmix report: how wide are the error bars really?", ""]
+    out = answer_markdown(rep)
     if rep.summary.get("incomplete"):
-        out += [f"> **incomplete: {rep.summary['incomplete']}.** This page holds the "
-                "design-based intervals only; the full report replaces it when the run "
-                "ends.", ""]
+        out[2:2] = [f"> **incomplete: {rep.summary['incomplete']}.** This page holds the "
+                    "design-based intervals only; the full report replaces it when the "
+                    "run ends.", ""]
+    out += ["## How these intervals were made", ""]
     cmd = rep.summary.get("command")
     if cmd:
         out += [f"Command: `{cmd}`", ""]

@@ -73,7 +73,7 @@ def check_report_dir(out: str | Path) -> Path:
 
 
 #: Title of the report section for many-model tables.
-LEADERBOARD_TITLE = "Leaderboard: every model pair, simultaneous intervals, rank ranges"
+LEADERBOARD_TITLE = "Leaderboard: per-model intervals, every model pair, rank ranges"
 
 #: the names :meth:`Report.write` puts in a report folder
 REPORT_FILES = frozenset({
