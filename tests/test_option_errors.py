@@ -70,3 +70,11 @@ def test_data_problems_keep_the_root(table):
     with pytest.raises(EvalmixError, match="needs a condition column") as info:
         evalmix.compare_all(table)
     assert not isinstance(info.value, InvalidOptionError)
+
+
+@pytest.mark.parametrize("value", [1.0, 0.0, -0.1, float("nan"), "0.5", True, None])
+def test_a_probability_outside_its_range_is_refused_by_the_shared_check(value):
+    """``clustered_scores(p=...)`` goes through ``errors.check_number``: the value and the
+    open interval are named; a string or a bool is not read as a number."""
+    with pytest.raises(InvalidOptionError, match=r"p must be (a finite number )?in \(0, 1\)"):
+        clustered_scores(10, 5, p=value)

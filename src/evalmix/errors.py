@@ -9,6 +9,7 @@ and what to do next.
 
 from __future__ import annotations
 
+import math
 import operator
 import os
 import tempfile
@@ -32,6 +33,7 @@ __all__ = [
     "check_keywords",
     "check_level",
     "check_count",
+    "check_number",
     "check_out_dir",
     "renamed_option",
 ]
@@ -178,6 +180,43 @@ def check_count(name: str, value: object, *, minimum: int = 1) -> int:
     if index < minimum:
         raise InvalidOptionError(f"{name} must be at least {minimum}, got {index}")
     return int(index)
+
+
+def check_number(name: str, value: object, *, low: float | None = None,
+                 high: float | None = None, low_open: bool = False,
+                 high_open: bool = False) -> float:
+    """``value`` as a ``float``; :class:`InvalidOptionError` unless it is a finite number
+    in the interval from ``low`` to ``high`` (open at an end when ``low_open`` /
+    ``high_open``; ``None``: unbounded).
+
+    The one check of every real-valued option (a probability, an ICC, an SD, a target):
+    ``bool``, strings, NaN and infinities are refused, with the value and the allowed
+    range named ("p must be in (0, 1), got 1.2").
+
+    Examples
+    --------
+    >>> check_number("icc", 0.2, low=0, high=1, high_open=True)
+    0.2
+    """
+    lo = "" if low is None else ("(" if low_open else "[") + f"{low:g}"
+    hi = "" if high is None else f"{high:g}" + (")" if high_open else "]")
+    where = (f"in {lo}, {hi}" if lo and hi else
+             f"{'>' if low_open else '>='} {low:g}" if lo else
+             f"{'<' if high_open else '<='} {high:g}" if hi else "")
+    number = None
+    if not isinstance(value, bool | str | bytes):
+        try:
+            number = float(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            number = None
+    ok = number is not None and math.isfinite(number) and (
+        low is None or (number > low if low_open else number >= low)) and (
+        high is None or (number < high if high_open else number <= high))
+    if not ok or number is None:
+        kind = "" if where and number is not None and math.isfinite(number) else "a finite number"
+        raise InvalidOptionError(f"{name} must be {' '.join(filter(None, (kind, where)))}, "
+                                 f"got {value!r}")
+    return number
 
 
 def renamed_option(where: str, old: str, new: str, old_value: T | None,

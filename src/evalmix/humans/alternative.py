@@ -40,7 +40,14 @@ import pandas as pd
 from scipy import stats
 
 from evalmix.data.table import dense_codes
-from evalmix.errors import EvalmixError, InvalidOptionError, check_count, check_level, check_option
+from evalmix.errors import (
+    EvalmixError,
+    InvalidOptionError,
+    check_count,
+    check_level,
+    check_number,
+    check_option,
+)
 from evalmix.humans.ratings import Ratings, read_ratings
 from evalmix.inference.sandwich import satterthwaite_df, vcov_cluster
 from evalmix.tidy import tidy_rows
@@ -251,8 +258,7 @@ def alt_test(
     ----------
     Calderon, Reichart & Dror (2025), doi:10.18653/v1/2025.acl-long.782.
     """
-    if not 0 <= float(epsilon) < 1:
-        raise InvalidOptionError(f"epsilon must be in [0, 1), got {epsilon!r}")
+    epsilon = check_number("epsilon", epsilon, low=0, high=1, high_open=True)
     fdr = check_level(fdr)
     min_humans = check_count("min_humans", min_humans, minimum=2)
     min_items = check_count("min_items", min_items, minimum=2)

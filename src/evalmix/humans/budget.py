@@ -40,7 +40,7 @@ import pandas as pd
 
 from evalmix.data.table import dense_codes
 from evalmix.design.effect import icc_anova
-from evalmix.errors import EvalmixError, InvalidOptionError
+from evalmix.errors import EvalmixError, InvalidOptionError, check_number
 from evalmix.humans.anchored import _pick_judge, unit_values
 from evalmix.humans.ppi_core import _lambda
 from evalmix.humans.ratings import Ratings, read_ratings
@@ -156,8 +156,7 @@ def _solve(comps: list[_Components], target: float) -> tuple[float, float, np.nd
 
 def _budget(comps: list[_Components], target: float, dorner: bool, note: str
             ) -> LabelBudget:
-    if not target > 0:
-        raise InvalidOptionError(f"target_se must be a positive number, got {target!r}")
+    target = check_number("target_se", target, low=0, low_open=True)
     n_ppi, n_h, split_p, split_h, se_all = _solve(comps, target)
     n_units = int(sum(c.n_units for c in comps))
     capped = False

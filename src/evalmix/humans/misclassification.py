@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from evalmix.errors import EvalmixError, InvalidOptionError, check_count, check_level
+from evalmix.errors import EvalmixError, InvalidOptionError, check_count, check_level, check_number
 from evalmix.humans.anchored import _pick_judge, unit_values
 from evalmix.humans.ratings import Ratings, read_ratings
 from evalmix.inference.naive import wilson_interval
@@ -63,9 +63,8 @@ def rogan_gladen_interval(p: float, q0: float, q1: float, n: int, m0: int, m1: i
     >>> [round(v, 4) for v in rogan_gladen_interval(0.4, 0.7, 0.9, 1000, 200, 200)]
     [0.1667, 0.0564, 0.2627, 0.0526]
     """
-    for name, v in (("p", p), ("q0", q0), ("q1", q1)):
-        if not 0 <= v <= 1:
-            raise InvalidOptionError(f"{name} must be in [0, 1], got {v!r}")
+    p, q0, q1 = (check_number(k, v, low=0, high=1) for k, v in (("p", p), ("q0", q0),
+                                                                  ("q1", q1)))
     n, m0, m1 = (check_count(k, v) for k, v in (("n", n), ("m0", m0), ("m1", m1)))
     if q0 + q1 <= 1:
         raise EvalmixError(f"the judge is no better than chance (specificity {q0:.3f} + "

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
-from evalmix.errors import InvalidOptionError
+from evalmix.errors import InvalidOptionError, check_number
 from evalmix.seeding import SeedLike, seeded_rng
 from evalmix.sim._common import SimResult
 
@@ -61,8 +61,7 @@ def _average_score(eta: np.ndarray, sd: float, tau: float) -> tuple[np.ndarray, 
 
 def _check(**values: float) -> None:
     for name, v in values.items():
-        if not v >= 0:
-            raise InvalidOptionError(f"{name} must be >= 0, got {v}")
+        check_number(name, v, low=0)
 
 
 def baseline_leaderboard(
@@ -122,8 +121,7 @@ def baseline_leaderboard(
             raise InvalidOptionError(f"{name} must be at least 1, got {k}")
     _check(ability_sd=ability_sd, sd_item=sd_item, sd_output=sd_output, sd_judge=sd_judge,
            tie_threshold=tie_threshold)
-    if not 0 <= extra_judge_prob <= 1:
-        raise InvalidOptionError(f"extra_judge_prob must be in [0, 1], got {extra_judge_prob}")
+    extra_judge_prob = check_number("extra_judge_prob", extra_judge_prob, low=0, high=1)
     rng, seed = seeded_rng(seed)
     models, items, judges = _names("model", n_models), _names("item", n_items), _names(
         "judge", n_judges)

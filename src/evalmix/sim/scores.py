@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from evalmix.errors import InvalidOptionError
+from evalmix.errors import InvalidOptionError, check_number
 from evalmix.seeding import SeedLike, as_generator, seeded_rng
 from evalmix.sim._common import SimResult
 
@@ -78,10 +78,8 @@ def clustered_scores(
     >>> res.data.shape
     (100, 3)
     """
-    if not 0 < p < 1:
-        raise InvalidOptionError(f"p must be in (0, 1), got {p}")
-    if not 0 <= icc < 1:
-        raise InvalidOptionError(f"icc must be in [0, 1), got {icc}")
+    p = check_number("p", p, low=0, high=1, low_open=True, high_open=True)
+    icc = check_number("icc", icc, low=0, high=1, high_open=True)
     rng, seed = seeded_rng(seed)
     if np.ndim(cluster_size) == 0:
         sizes = cluster_sizes(n_clusters, float(cluster_size), size_cv=size_cv, seed=rng)
