@@ -18,7 +18,7 @@ models). Timed, each in the same run:
 * :func:`evalmix.inference.letters.compact_letters` with the leaderboard's default cap (no
   more letters than models) and with the largest cap
   (:data:`~evalmix.inference.letters.MAX_LETTERS`, 2,756): wall seconds (best of
-  ``REPEAT``) and the peak traced memory (``tracemalloc``, a separate run: tracing slows
+  ``REPEAT``; one run at 2,000) and the peak traced memory (``tracemalloc``, a separate run: tracing slows
   Python code several times);
 * the obvious baseline, the old implementation (insert-and-absorb on letters x models
   boolean arrays, ``tests/test_letters.py::insert_absorb``), in a child process limited
@@ -89,10 +89,10 @@ def n_letters(letters: list[str] | None) -> int | None:
     return len({x for s in letters for x in (s.split(".") if dotted else s) if x})
 
 
-def measure(fn) -> dict:  # noqa: ANN001
+def measure(fn, repeat: int) -> dict:  # noqa: ANN001
     times = []
     out = None
-    for _ in range(REPEAT):
+    for _ in range(repeat):
         t0 = time.perf_counter()
         out = fn()
         times.append(time.perf_counter() - t0)
@@ -153,9 +153,10 @@ def main() -> int:
             row: dict = {"models": k, "significant_share": round(
                 float(diff.sum()) / max(k * (k - 1), 1), 4),
                 "setup_s": round(time.perf_counter() - t0, 2)}
+            repeat = REPEAT if k <= 200 else 1
             row["default_cap"] = measure(lambda o=order, d=diff, k=k: compact_letters(
-                o, d, max_letters=min(k, MAX_LETTERS)))
-            row["max_cap"] = measure(lambda o=order, d=diff: compact_letters(o, d))
+                o, d, max_letters=min(k, MAX_LETTERS)), repeat)
+            row["max_cap"] = measure(lambda o=order, d=diff: compact_letters(o, d), repeat)
             if k <= 200:
                 row["old"] = old(order, diff)
                 new = row["max_cap"]["_out"]

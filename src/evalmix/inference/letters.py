@@ -13,10 +13,11 @@ boolean letter arrays pair by pair (letters x letters x models per split: 7.6 GB
 number of significant pairs.
 
 The letters are the same as insert-and-absorb's (Piepho's algorithm without its optional
-"sweep" of redundant letters, as evalmix had since its first leaderboard) and are named in
-the same order: by their best model, then largest first; letters that tie on both are
-ordered by their members' ranks (insert-and-absorb ordered those by the order the splits
-happened to make them).
+"sweep" of redundant letters, as in R's ``multcompView::multcompLetters`` and in evalmix
+since its first leaderboard) and are named as ``multcompLetters`` names them: in the
+lexicographic order of their members' ranks (by their best model, then their second
+best, ...). evalmix's insert-and-absorb ordered letters with the same best model largest
+first, then in the order its splits happened to make them.
 
 The number of maximal cliques can grow fast on boards where significance is not ordered
 by the estimates; beyond ``max_letters`` (default :data:`MAX_LETTERS`, every one- and
@@ -138,8 +139,9 @@ def compact_letters(order: np.ndarray, different: np.ndarray, *,
     """Compact letter display of all pairwise comparisons (Piepho 2004).
 
     The letters are the maximal cliques of the non-significant pairs (see the module
-    docstring), named ``a, b, ...`` in the order of their best model in ``order``, then
-    largest first, then by their members' positions in ``order``.
+    docstring), named ``a, b, ...`` in the lexicographic order of their members'
+    positions in ``order`` (by their best model, then their second best, ...), as R's
+    ``multcompView::multcompLetters`` names them for models given in that order.
 
     Parameters
     ----------
@@ -179,8 +181,7 @@ def compact_letters(order: np.ndarray, different: np.ndarray, *,
     rank_of[np.asarray(order, dtype=np.int64)] = np.arange(k)
     nbytes = -(-k // 8)
     groups = [np.sort(rank_of[_members(c, nbytes)]).tolist() for c in cliques]
-    # by best member, then largest first, then the members' ranks
-    groups.sort(key=lambda ranks: (ranks[0], -len(ranks), ranks))
+    groups.sort()  # by best member, then second best, ... (multcompLetters' sortCols)
     names: list[list[str]] = [[] for _ in range(k)]
     for n, ranks in enumerate(groups):
         name = _letter(n)
