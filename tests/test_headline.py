@@ -77,8 +77,9 @@ def test_sampled_from_read_roles_file_and_analyze(judged, tmp_path):
 # ---------------------------------------------------------------- interaction cells
 def test_interaction_cells_from_api_and_read(judged):
     t = judged.table()
-    cell = evalmix.interval(t, "win_rate", method="CR2", cluster="persona:scenario:author")
-    by_tuple = evalmix.interval(t, "win_rate", method="CR2",
+    cell = evalmix.interval(t, "win_rate", model="reference", method="CR2",
+                            cluster="persona:scenario:author")
+    by_tuple = evalmix.interval(t, "win_rate", model="reference", method="CR2",
                                 cluster=[("persona", "scenario", "author")])
     assert cell.n_clusters == 12 * 4 * 3 == by_tuple.n_clusters
     assert cell.se == pytest.approx(by_tuple.se, rel=EXACT_TOL)
@@ -90,8 +91,8 @@ def test_interaction_cells_from_api_and_read(judged):
     t3 = evalmix.read(frame, **{**judged.read_kwargs,
                                 "clusters": {**judged.read_kwargs["clusters"],
                                              "cell": "cell_col"}})
-    a = evalmix.interval(t2, "win_rate", method="CR2", cluster="cell")
-    b = evalmix.interval(t3, "win_rate", method="CR2", cluster="cell")
+    a = evalmix.interval(t2, "win_rate", model="reference", method="CR2", cluster="cell")
+    b = evalmix.interval(t3, "win_rate", model="reference", method="CR2", cluster="cell")
     assert (a.se, a.n_clusters, a.df) == pytest.approx((b.se, b.n_clusters, b.df),
                                                        rel=EXACT_TOL)
     assert a.se == pytest.approx(cell.se, rel=EXACT_TOL)
@@ -176,7 +177,7 @@ def _ties_table(all_ties: bool):
 def test_all_ties_are_not_estimable_and_make_no_decision():
     t = _ties_table(all_ties=True)
     with pytest.warns(NotEstimableWarning, match="every outcome is 0.5: there is no variation"):
-        r = evalmix.interval(t, "win_rate", method="CR2", cluster="item")
+        r = evalmix.interval(t, "win_rate", model="new", method="CR2", cluster="item")
     assert r.estimate == 0.5 and np.isnan(r.lo) and np.isnan(r.hi) and np.isnan(r.p_value)
     assert "not estimable" in str(r)
     rep = _quiet(evalmix.analyze, t, fast=True, methods=["naive", "CR2", "wild"],

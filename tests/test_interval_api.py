@@ -111,7 +111,7 @@ def test_cluster_that_splits_pairs_is_refused(pairwise):
     frame.loc[frame.a_first == 0, "judge"] = frame.loc[frame.a_first == 0, "judge"] + "x"
     broken = dataclasses.replace(pairwise, data=frame, _codes={})
     with pytest.raises(EvalmixError, match="splits .* matched AB/BA pairs"):
-        evalmix.interval(broken, "win_rate", method="CR1", cluster="judge")
+        evalmix.interval(broken, "win_rate", model="reference", method="CR1", cluster="judge")
     # the count in the message is the number of comparisons seen in two clusters
     # (half of them here: only BA records of some judges were relabelled)
     half = pairwise.frame()
@@ -121,8 +121,9 @@ def test_cluster_that_splits_pairs_is_refused(pairwise):
     want = int((half.groupby("pair_id")["judge"].nunique() > 1).sum())
     assert 0 < want < half.pair_id.nunique()
     with pytest.raises(EvalmixError, match=f"splits {want} matched AB/BA pairs"):
-        evalmix.interval(part, "win_rate", method="CR1", cluster="judge")
-    evalmix.interval(part, "win_rate", method="CR1", cluster="scenario")  # does not split
+        evalmix.interval(part, "win_rate", model="reference", method="CR1", cluster="judge")
+    # does not split
+    evalmix.interval(part, "win_rate", model="reference", method="CR1", cluster="scenario")
 
 
 def test_multiway_label_and_df(pairwise):
@@ -135,9 +136,10 @@ def test_multiway_label_and_df(pairwise):
 
 def test_multiway_cr2_is_inclusion_exclusion_of_one_way_cr2(pairwise):
     """CR2 multiway = V_CR2(a) + V_CR2(b) - V_CR2(a x b), with df = the smaller one-way df."""
-    r = evalmix.interval(pairwise, "win_rate", method="CR2", cluster=["scenario", "persona"],
-                         scale="identity")
-    one = {c: evalmix.interval(pairwise, "win_rate", method="CR2", cluster=c, scale="identity")
+    r = evalmix.interval(pairwise, "win_rate", model="reference", method="CR2",
+                         cluster=["scenario", "persona"], scale="identity")
+    one = {c: evalmix.interval(pairwise, "win_rate", model="reference", method="CR2",
+                               cluster=c, scale="identity")
            for c in ("scenario", "persona", "scenario:persona")}
     v = {c: one[c].se**2 for c in one}
     var = v["scenario"] + v["persona"] - v["scenario:persona"]
@@ -156,10 +158,11 @@ def test_multiway_cr2_is_inclusion_exclusion_of_one_way_cr2(pairwise):
 
 
 def test_default_unit_is_the_ab_ba_pair(pairwise):
-    r = evalmix.interval(pairwise, "win_rate", method="bootstrap", reps=199, seed=3)
+    r = evalmix.interval(pairwise, "win_rate", model="reference", method="bootstrap",
+                         reps=199, seed=3)
     assert r.n_clusters == pairwise.n_obs // 2 and r.details["unit"] == "pair"
     assert r.seed == 3 and r.reps == 199 and r.ci_type == "percentile"
-    c = evalmix.interval(pairwise, "win_rate", method="CR1")
+    c = evalmix.interval(pairwise, "win_rate", model="reference", method="CR1")
     assert c.n_clusters == pairwise.n_obs // 2 and c.cluster == ""
 
 
@@ -200,8 +203,8 @@ def test_mtbench_item_clustering_widens(mtbench_path):
                          model_b="model_b", first_shown="first_shown",
                          clusters={"item": "item_id", "judge": "judge"})
     sub = t.subset(t.data["judge"].to_numpy() == "gpt-4-0613")
-    naive = evalmix.interval(sub, "win_rate", method="naive")
-    item = evalmix.interval(sub, "win_rate", method="CR2", cluster="item")
+    naive = evalmix.interval(sub, "win_rate", model="vicuna-13b-v1.3", method="naive")
+    item = evalmix.interval(sub, "win_rate", model="vicuna-13b-v1.3", method="CR2", cluster="item")
     assert item.n_clusters == 80
     assert item.se > 2 * naive.se  # observed 0.0206 vs 0.0065
 

@@ -48,13 +48,17 @@ def mtbench_report():
 
 
 @pytest.fixture(scope="module")
-def alpaca_report():
+def alpaca_table():
     from evalmix.data.readers import read_log
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        table = read_log(FIXTURES / "alpaca_eval" / "results", format="alpaca_eval")
-    return _analyze(table)
+        return read_log(FIXTURES / "alpaca_eval" / "results", format="alpaca_eval")
+
+
+@pytest.fixture(scope="module")
+def alpaca_report(alpaca_table):
+    return _analyze(alpaca_table)
 
 
 # ---------------------------------------------------------------- the answer table
@@ -96,7 +100,8 @@ def test_markdown_opens_with_the_answer(mtbench_report, alpaca_report):
         lines = md.splitlines()
         assert lines[0] == "# evalmix report"
         assert lines[2] == answer_sentence(rep)
-        assert lines[4].startswith("Treated as sampled")
+        assert lines[4] == rep.recommendation["statement"]
+        assert "--sampled" in lines[4] and md.count(lines[4]) == 1
         table_at = lines.index(next(ln for ln in lines if ln.startswith("| # |")))
         method_at = lines.index("## How these intervals were made")
         assert table_at == 6 and table_at < method_at
@@ -183,43 +188,29 @@ def test_leaderboard_bounded_interval_closed_form():
 
 
 # ---------------------------------------------------------------- findings vs tables
-def _fastchat_pairs(path: Path, n_questions: int = 30, seed: int = 0) -> Path:
-    """A FastChat MT-Bench ``*_pair.jsonl`` of one judge that prefers the answer shown
-    first (game 1 shows model_1 first, game 2 model_2)."""
-    rng = np.random.default_rng(seed)
-    rows = []
-    for q in range(n_questions):
-        for m2 in ("gpt-3.5-turbo", "claude-v1"):
-            first_wins = rng.random(2) < 0.8
-            rows.append({
-                "question_id": 81 + q, "model_1": "alpaca-13b", "model_2": m2,
-                "g1_winner": "model_1" if first_wins[0] else "model_2",
-                "g2_winner": "model_2" if first_wins[1] else "model_1",
-                "judge": ["gpt-4", "pair-v2"], "turn": 1})
-    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    return path
-
-
-def test_one_judge_findings_agree_with_the_position_table(tmp_path):
-    """Issue 26: one judge's file said "no judge's first-shown win rate differs from
-    0.5" while its table showed 0.648 [0.581, 0.714]."""
+def test_one_judge_findings_agree_with_the_position_table():
+    """Issue 26: on FastChat's own one-judge MT-Bench file (gpt-4_pair.jsonl) the report
+    said "no judge's first-shown win rate differs from 0.5" while its table showed
+    0.648 [0.581, 0.714] (the pooled row, the only one, was filtered out)."""
     from evalmix.data.readers import read_log
     from evalmix.report.render import _findings
 
+    path = Path(__file__).resolve().parent / "fixtures" / "upstream" / "fastchat"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        table = read_log(_fastchat_pairs(tmp_path / "gpt-4_pair.jsonl"), format="battles")
+        table = read_log(path / "gpt-4_pair.jsonl")
     rep = _analyze(table, methods=["naive", "CR2"])
     p = rep.position
     assert list(p["judge"]) == ["(all judges)"]
     r = p.iloc[0]
-    assert r["first_shown_lo"] > 0.5    # the judge prefers the first-shown answer
+    assert (round(r["first_shown_win_rate"], 3), round(r["first_shown_lo"], 3),
+            round(r["first_shown_hi"], 3)) == (0.648, 0.581, 0.714)
     lines = _findings(rep)
     assert len(lines) == 1 and lines[0][0] == "finding"
-    assert "prefers the answer shown first" in lines[0][1]
-    assert (f"{r['first_shown_win_rate']:.3f} [{r['first_shown_lo']:.3f}, "
-            f"{r['first_shown_hi']:.3f}]") in lines[0][1]
-    assert "no judge" not in rep.to_markdown()
+    assert ("the judge prefers the answer shown first: first-shown win rate 0.648 "
+            "[0.581, 0.714]") in lines[0][1]
+    md = rep.to_markdown()
+    assert "no judge" not in md and "0.648 [0.581, 0.714]" in md
 
 
 def test_unbiased_findings_quote_the_interval(mtbench_report):
@@ -333,11 +324,24 @@ def measure(page: str, tmp_path: Path) -> dict:
     return json.loads(found.group(1))
 
 
+@pytest.fixture(scope="module")
+def alpaca_folder_report():
+    """AlpacaEval's own results folder (3 models x 805 instructions, a nested duplicate
+    file and the baseline-vs-itself file; tests/fixtures/upstream)."""
+    from evalmix.data.readers import read_log
+
+    folder = Path(__file__).resolve().parent / "fixtures" / "upstream" / "alpaca_eval"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table = read_log(folder / "results")
+    return _analyze(table, methods=["naive", "CR1", "CR2", "wild"])
+
+
 @pytest.mark.parametrize("which", ["mtbench", "alpaca"])
 def test_first_screen_holds_the_answer_without_overflow(which, mtbench_report,
-                                                        alpaca_report, tmp_path):
+                                                        alpaca_folder_report, tmp_path):
     """The answer table ends above 900 px and nothing is wider than 1280 px."""
-    rep = mtbench_report if which == "mtbench" else alpaca_report
+    rep = mtbench_report if which == "mtbench" else alpaca_folder_report
     if which == "alpaca":
         rep.write(tmp_path / "report")          # with its figures
         page = (tmp_path / "report" / "report.html").read_text(encoding="utf-8")
@@ -354,3 +358,60 @@ def test_the_old_page_overflowed(mtbench_report, tmp_path):
     page = mtbench_report.to_html(figures=NO_FIGURES).replace(
         "table{display:block;max-width:100%;overflow-x:auto}", "")
     assert measure(page, tmp_path)["scrollWidth"] > SCREEN_W
+
+
+# ---------------------------------------------------------------- warnings
+def test_cli_warnings_are_one_line_without_source(tmp_path):
+    """Reader warnings reach the terminal as ``evalmix: warning: ...``, never as
+    Python's ``file.py:123: Category: ...`` followed by evalmix's source line."""
+    import subprocess
+    import sys
+
+    folder = FIXTURES / "alpaca_eval" / "results"
+    proc = subprocess.run(
+        [sys.executable, "-m", "evalmix.cli", "report", str(folder), "--fast", "--quiet",
+         "--reps", "99", "--seed", "1", "--out", str(tmp_path / "r")],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert any(ln.startswith("evalmix: warning: ") for ln in lines), proc.stderr
+    assert all(ln.startswith("evalmix: ") for ln in lines), proc.stderr
+    assert ".py:" not in proc.stderr and "Warning:" not in proc.stderr
+
+
+def test_main_restores_the_warning_display():
+    import warnings as w
+
+    from evalmix.cli import main
+
+    before = w.showwarning
+    assert main(["report", "/no/such/file.csv", "--outcome", "y", "--quiet",
+                 "--out", "/tmp/evalmix-no-such-out"]) == 2
+    assert w.showwarning is before
+
+
+# ---------------------------------------------------------------- the API agrees
+def test_unnamed_win_rate_on_a_baseline_table_is_refused_with_the_fix(alpaca_table,
+                                                                     alpaca_report):
+    """interval(t, "win_rate") on AlpacaEval annotations would score the baseline; it
+    is refused, and the named call gives the report's own number."""
+    from evalmix.errors import EvalmixError
+
+    with pytest.raises(EvalmixError, match=r"model='m1' is its win rate against "
+                                           r"'gpt4_1106_preview'"):
+        evalmix.interval(alpaca_table, "win_rate")
+    h = alpaca_report.headline.set_index("contrast")
+    rec = alpaca_report.recommendation
+    for m in ("m1", "m2"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = evalmix.interval(alpaca_table, "win_rate", model=m, method=rec["method"],
+                                 cluster=rec["cluster"])
+        row = h.loc[f"{m} vs gpt4_1106_preview"]
+        assert r.contrast == f"{m} vs gpt4_1106_preview"
+        assert (r.estimate, r.lo, r.hi) == pytest.approx(
+            (row["estimate"], row["lo"], row["hi"]), abs=1e-12)
+    # the baseline's own rate stays available by name (y scores model_a, the baseline)
+    base = evalmix.interval(alpaca_table, "win_rate", model="gpt4_1106_preview",
+                            method="naive")
+    assert base.estimate == pytest.approx(np.mean(alpaca_table.y), abs=1e-12)

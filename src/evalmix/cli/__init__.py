@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 import threading
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -42,6 +43,13 @@ def _os_error(exc: OSError) -> str:
     return f"{exc.strerror or type(exc).__name__}:{where} ({' '.join(str(exc).split())})"
 
 
+def _show_warning(message: Warning | str, category: type[Warning], filename: str,
+                  lineno: int, file: object = None, line: str | None = None) -> None:
+    """A warning as one line, ``evalmix: warning: ...``: no file name, line number or
+    source line of evalmix's own code (Python's default shows all three)."""
+    print(f"evalmix: warning: {' '.join(str(message).split())}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; user and OS errors end in one line on stderr (exit 2),
     Ctrl-C in ``evalmix: interrupted; ...`` (exit 130) and SIGTERM in ``evalmix:
@@ -53,6 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     _Interrupt.seen = _Interrupt.done = False
     _Interrupt.signum = 0
+    shown, warnings.showwarning = warnings.showwarning, _show_warning
     previous: dict[int, Any] = {}
     if threading.current_thread() is threading.main_thread():
         # SIGTERM (kill, a job scheduler's timeout) stops a command as Ctrl-C does
@@ -79,6 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               "(EVALMIX_TRACEBACK=1 shows the traceback)", file=sys.stderr)
         return 1
     finally:
+        warnings.showwarning = shown
         _Interrupt.finish()
         for s, handler in previous.items():
             signal.signal(s, handler)

@@ -119,7 +119,10 @@ def interval(
         The eval table (from :func:`evalmix.read`).
     estimand : {"mean", "win_rate", "controlled_win_rate", "difference", "coef"}
         See :mod:`evalmix.inference.estimands` (pairwise tables are scored for
-        ``model_a`` unless ``model=`` names the model to score).
+        ``model_a`` unless ``model=`` names the model to score). A win rate on a table
+        with one ``model_a`` in every row (a baseline, as AlpacaEval and MT-Bench files
+        have) must name the model with ``model=`` (or ``contrast=``): unnamed, it would
+        be the baseline's, where the report shows each evaluated model's.
     method : {"naive", "wilson", "CR0", "CR1", "CR2", "CR3", "bootstrap", "wild"}
         Interval method: normal, Wilson score, cluster-robust sandwich with t
         reference, pairs cluster bootstrap, or wild cluster bootstrap.
@@ -215,6 +218,7 @@ def interval(
         )
     check_option("scale", scale, SCALES)
     if problem is None:
+        _check_scored_model(table, estimand, model, contrast)
         problem = build_problem(table, cast(Any, estimand), contrast=contrast, model=model,
                                 conditions=conditions, term=term, family=family,
                                 paired=paired)
@@ -328,6 +332,32 @@ def _interval(table: EvalTable, problem: LinearProblem, *, method: str,
 SE_REL_TOL = 1e-8
 #: Estimands that are proportions when the outcome lies in [0, 1].
 _PROPORTIONS = ("mean", "win_rate", "controlled_win_rate")
+
+
+def _check_scored_model(table: EvalTable, estimand: str, model: str | None,
+                        contrast: str | None) -> None:
+    """Refuse a win rate that names no model on a one-baseline table.
+
+    There the unnamed win rate (the table's own scoring, ``model_a``'s) is the
+    baseline's against everyone else, while the report and the upstream leaderboards
+    (AlpacaEval, MT-Bench) show each evaluated model's: an easy number to misread.
+    """
+    if (estimand not in ("win_rate", "controlled_win_rate") or model is not None
+            or contrast is not None or table.kind != "pairwise"):
+        return
+    d = table.data
+    base = np.unique(d["model_a"].astype(str).to_numpy())
+    if len(base) != 1:
+        return
+    others = sorted(set(d["model_b"].astype(str)) - {str(base[0])})
+    example = others[0] if others else "NAME"
+    raise InvalidOptionError(
+        f"{estimand} without model=: {base[0]!r} is model_a in every row (the baseline), "
+        f"so the unnamed win rate would be the baseline's against "
+        f"{'the ' + str(len(others)) + ' others' if len(others) > 1 else repr(example)}, "
+        "not an evaluated model's as in the report. Name the model whose wins to count: "
+        f"model={example!r} is its win rate against {base[0]!r} (the report's "
+        f"'{example} vs {base[0]}'); model={str(base[0])!r} is the baseline's")
 
 
 def _bounded(table: EvalTable, problem: LinearProblem, scale: str) -> bool:

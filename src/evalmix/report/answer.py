@@ -84,7 +84,7 @@ def _decision(estimand: str, contrast: str, estimate: float, decision: Any, null
             words = f"beats {opp}" if above else f"loses to {opp}"
         else:
             words = f"above {null:g}" if above else f"below {null:g}"
-    return words + ("; fragile: plausible methods disagree" if fragile else "")
+    return words + (" (fragile)" if fragile else "")
 
 
 def answer_frame(rep: Report) -> pd.DataFrame:
@@ -127,7 +127,8 @@ def _how(rep: Report) -> str:
     n = rec.get("n_clusters")
     where = (f"clustered by {cluster}" + (f", {int(n)} clusters" if n else "")
              if cluster else "rows treated as independent")
-    return f"{level:.0%} intervals, {rec.get('method', 'CR2')} {where}"
+    many = len(rep.headline) > 1
+    return f"{level:.0%} interval{'s' if many else ''}, {rec.get('method', 'CR2')} {where}"
 
 
 def _n(k: int, word: str, plural: str | None = None) -> str:
@@ -163,8 +164,10 @@ def answer_sentence(rep: Report) -> str:
         against = f" against {ref}" if ref and est != "difference" else ""
         return f"{name}{against}: {what} {value}, {top['verdict']} ({_how(rep)})."
     if est in ("win_rate", "controlled_win_rate") and ref:
-        counts = (f"Against {ref}, {up} of {len(main)} models win more often than they "
-                  f"lose, {_n(down, 'loses', 'lose')} more often and {same} cannot be "
+        wins = ("wins more often than it loses" if up == 1
+                else "win more often than they lose")
+        counts = (f"Against {ref}, {up} of {len(main)} models {wins}, {down} "
+                  f"{'loses' if down == 1 else 'lose'} more often and {same} cannot be "
                   "told apart from it")
     elif not tested.any():
         counts = f"{_n(len(main), what)} without a null to test against"
@@ -174,8 +177,8 @@ def answer_sentence(rep: Report) -> str:
     if na:
         counts += f" ({na} not estimable)"
     n_frag = int(a["fragile"].sum())
-    frag = (f" {_n(n_frag, 'call is', 'calls are')} fragile: plausible methods disagree."
-            if n_frag else "")
+    frag = (f" {_n(n_frag, 'call is', 'calls are')} fragile (plausible methods disagree on "
+            "it)." if n_frag else "")
     return f"{counts}; {name} leads with a {what} of {value} ({_how(rep)}).{frag}"
 
 
@@ -188,8 +191,12 @@ def _first_null(rep: Report, rows: pd.DataFrame) -> pd.Series:
 
 def roles_sentence(rep: Report) -> str:
     """Which roles the claim generalises over (sampled), which are held fixed or are
-    strata, and how to change it (``--sampled`` / ``sampled=``)."""
+    strata, and how to change it (``--sampled`` / ``--strata``): the recommendation's
+    own sentence (:meth:`~evalmix.compare.recommend.Recommendation.sentence`), or one
+    built from its role lists for a report that has none."""
     rec = rep.recommendation
+    if rec.get("statement"):
+        return str(rec["statement"])
     sampled = [str(r) for r in rec.get("sampled", ()) or ()]
     strata = [str(r) for r in rec.get("strata", ()) or ()]
     fixed = [str(r) for r in rec.get("fixed", ()) or () if str(r) not in strata]
@@ -200,9 +207,9 @@ def roles_sentence(rep: Report) -> str:
         parts.append("as strata (chosen, not sampled): " + ", ".join(strata))
     if fixed:
         parts.append("held fixed: " + ", ".join(fixed))
-    change = ("change this with --sampled ROLES" + (" / --strata ROLES" if strata else "")
+    change = ("Change this with --sampled ROLES" + (" or --strata ROLES" if strata else "")
               + " (Python: sampled=[...])")
-    return "; ".join(parts) + f". To {change}."
+    return "; ".join(parts) + f". {change}."
 
 
 def _display(rep: Report, a: pd.DataFrame) -> tuple[pd.DataFrame, str]:
@@ -237,6 +244,12 @@ def _title(rep: Report) -> str:
     return "evalmix report"
 
 
+def _cell_class(column: str) -> str:
+    if column in ("#", "estimate"):
+        return " class='num'"
+    return " class='iv'" if "interval" in column else ""
+
+
 def answer_html(rep: Report) -> str:
     """The page's opening: title, the answer sentence, the roles sentence, the ranked
     table (``id='answer'``)."""
@@ -251,9 +264,8 @@ def answer_html(rep: Report) -> str:
         rows = []
         for (_, r), frag in zip(view.iterrows(), a["fragile"].head(len(view)), strict=True):
             cls = " class='fragile'" if frag else ""
-            cells = "".join(
-                f"<td{' class=num' if c in ('#', 'estimate') else ''}>{esc(str(v))}</td>"
-                for c, v in r.items())
+            cells = "".join(f"<td{_cell_class(str(c))}>{esc(str(v))}</td>"
+                            for c, v in r.items())
             rows.append(f"<tr{cls}>{cells}</tr>")
         parts.append(f"<table id='answer' class='answer'><thead><tr>{head}</tr></thead>"
                      f"<tbody>{''.join(rows)}</tbody></table>")

@@ -39,6 +39,7 @@ td{white-space:nowrap} td.wrap{white-space:normal;min-width:260px}
 .big{font-size:1.05em;font-weight:600}
 table{display:block;max-width:100%;overflow-x:auto} table.answer{font-size:.85em;
 line-height:1.2;margin:.4em 0} table.answer td{white-space:normal;padding:2px 7px}
+table.answer td.iv,table.answer td.num{white-space:nowrap}
 p.answer{font-size:1.1em;margin:.3em 0}
 p.roles{color:#444;font-size:.9em;margin:.3em 0}
 """
@@ -180,8 +181,6 @@ def _intro(rep: Report) -> list[tuple[str, str]]:
     if s.get("orientation") and s.get("kind") == "pairwise":
         lines.append(("p", "Orientation: " + s["orientation"] + "."))
     if rec:
-        if rec.get("statement"):
-            lines.append(("rec", f"What generalises: {rec['statement']}"))
         multi = "+" in str(rec.get("cluster") or "")
         lines.append(("rec", f"Recommended interval: {rec.get('method')} clustered by "
                              f"'{rec.get('cluster') or 'none'}' "
