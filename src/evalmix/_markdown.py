@@ -1,4 +1,5 @@
-"""The one GitHub-flavoured Markdown table writer (design summaries and reports)."""
+"""The one GitHub-flavoured Markdown table writer (design summaries and reports); every
+header and cell goes through ``evalmix._escape.md_cell``."""
 
 from __future__ import annotations
 
@@ -7,13 +8,9 @@ from typing import Any
 
 import pandas as pd
 
+from evalmix._escape import md_cell
+
 __all__ = ["markdown_table", "md_cell"]
-
-
-def md_cell(text: str) -> str:
-    r"""A Markdown table cell: ``|`` and ``\`` escaped (``sd[position|judge]`` stays
-    readable), line breaks as spaces."""
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
 
 
 def markdown_table(df: pd.DataFrame | None, *, cell: Callable[[Any], str] = str,

@@ -29,6 +29,7 @@ __all__ = [
     "DroppedRowsWarning",
     "SingularFitWarning",
     "NotEstimableWarning",
+    "NameWarning",
     "check_option",
     "check_keywords",
     "check_level",
@@ -96,6 +97,12 @@ class SingularFitWarning(EvalmixWarning):
 
 class NotEstimableWarning(EvalmixWarning):
     """No trustworthy interval at this cluster level (zero SE, a one-cluster arm, ...)."""
+
+
+class NameWarning(EvalmixWarning):
+    """A model, judge, condition or column name holds control or bidirectional-text
+    characters, or looks the same as another name (equal after Unicode NFKC
+    normalisation); it is shown escaped (``evalmix._escape``)."""
 
 
 def check_option(name: str, value: object, allowed: Sequence[object]) -> None:

@@ -18,6 +18,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
+from evalmix._escape import terminal
 from evalmix._version import __version__
 from evalmix.cli import agreement, dstudy, plan, report
 from evalmix.cli._common import _Interrupt, _Parser, parse_cluster, stop_if_interrupted
@@ -71,21 +72,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt as exc:
         _Interrupt.finish()
         what = "terminated (SIGTERM)" if _Interrupt.signum == signal.SIGTERM else "interrupted"
-        print(f"evalmix: {what}; {str(exc) or 'nothing written'}", file=sys.stderr)
+        print(terminal(f"evalmix: {what}; {str(exc) or 'nothing written'}"), file=sys.stderr)
         return 128 + (_Interrupt.signum or signal.SIGINT)
     except EvalmixError as exc:
         message = " ".join(str(exc).split())
-        print(f"evalmix: error: {message}", file=sys.stderr)
+        print(terminal(f"evalmix: error: {message}"), file=sys.stderr)
         return 2
     except OSError as exc:
-        print(f"evalmix: error: {_os_error(exc)}", file=sys.stderr)
+        print(terminal(f"evalmix: error: {_os_error(exc)}"), file=sys.stderr)
         return 2
     except Exception as exc:  # a bug: one line too, the traceback on request
         if os.environ.get("EVALMIX_TRACEBACK"):
             raise
-        print(f"evalmix: internal error: {type(exc).__name__}: {' '.join(str(exc).split())}"
-              "; this is a bug in evalmix, please report it with the command line "
-              "(EVALMIX_TRACEBACK=1 shows the traceback)", file=sys.stderr)
+        print(terminal(f"evalmix: internal error: {type(exc).__name__}: "
+                       f"{' '.join(str(exc).split())}; this is a bug in evalmix, please "
+                       "report it with the command line (EVALMIX_TRACEBACK=1 shows the "
+                       "traceback)"), file=sys.stderr)
         return 1
     finally:
         warnings.showwarning = shown

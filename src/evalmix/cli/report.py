@@ -10,6 +10,7 @@ import warnings
 from pathlib import Path
 from typing import Any, cast
 
+from evalmix._escape import terminal
 from evalmix.cli._common import (
     add_command,
     nonnegative_float,
@@ -48,6 +49,9 @@ def _common(p: argparse.ArgumentParser) -> None:
                         "report without it (default 300; 0 = no limit; --mcmc-timeout is "
                         "the old name)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--no-csv-escape", dest="escape_csv", action="store_false",
+                   help="write CSV text cells as they are (by default a cell a spreadsheet "
+                        "would run as a formula, starting with = + - @, gets a leading ')")
 
 
 def add_parser(subparsers: Any) -> list[str]:
@@ -182,7 +186,8 @@ def _read(args: argparse.Namespace) -> Any:
         table = read(args.data, on_unparsed=args.on_unparsed, **kwargs)
     for w in caught:
         if issubclass(w.category, DroppedRowsWarning):
-            print(f"evalmix: warning: {' '.join(str(w.message).split())}", file=sys.stderr)
+            print(terminal(f"evalmix: warning: {' '.join(str(w.message).split())}"),
+                  file=sys.stderr)
     if args.ties is not None and table.kind != "pairwise":
         raise InvalidOptionError(
             f"--ties {args.ties} applies to pairwise tables (with --model-a and --model-b); "
@@ -190,18 +195,18 @@ def _read(args: argparse.Namespace) -> Any:
     return table
 
 
-def _finish(report: Any, out: Path, t0: float) -> None:
+def _finish(report: Any, out: Path, t0: float, escape_csv: bool = True) -> None:
 
     stop_if_interrupted()  # a sampler may have returned cut-short draws on Ctrl-C
-    paths = report.write(out)
+    paths = report.write(out, escape_csv=escape_csv)
     head = report.headline
-    print(f"evalmix: wrote {len(paths)} files to {out}/ in {time.perf_counter() - t0:.0f} s "
-          f"(open {paths['report.html']})")
+    print(terminal(f"evalmix: wrote {len(paths)} files to {out}/ in "
+                   f"{time.perf_counter() - t0:.0f} s (open {paths['report.html']})"))
     if not head.empty:
         r = head["width_ratio"].astype(float)
         known = r.notna()
         rec = report.recommendation
-        what = f"{rec.get('method')} by {rec.get('cluster') or 'none'}"
+        what = terminal(f"{rec.get('method')} by {rec.get('cluster') or 'none'}")
         if known.any():
             print(f"evalmix: recommended intervals ({what}) are {r[known].median():.1f}x the "
                   f"naive width (median over {int(known.sum())} contrasts); "
@@ -261,7 +266,7 @@ def run_report(args: argparse.Namespace) -> int:
             model_timeout=args.model_timeout, command=_command_line(), out=args.out,
             fit_options=None if args.sensitivity else {"sensitivity": None}, humans=humans,
             letters=args.letters)
-        _finish(report, Path(args.out), t0)
+        _finish(report, Path(args.out), t0, args.escape_csv)
     except KeyboardInterrupt:
         raise _keep_partial(Path(args.out)) from None
     return 0
@@ -278,7 +283,7 @@ def run_demo(args: argparse.Namespace) -> int:
                              draws=args.draws, progress=not args.quiet,
                              model_timeout=args.model_timeout, command=_command_line(),
                              out=args.out)
-        _finish(report, Path(args.out), t0)
+        _finish(report, Path(args.out), t0, args.escape_csv)
     except KeyboardInterrupt:
         raise _keep_partial(Path(args.out)) from None
     t = report.truth

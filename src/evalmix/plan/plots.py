@@ -8,6 +8,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from evalmix._escape import plot_text
+
 __all__ = ["plot_power_curves", "plot_coverage", "plot_dstudy"]
 
 
@@ -99,11 +101,6 @@ def plot_coverage(table: pd.DataFrame, path: str | Path) -> Path:
     return path
 
 
-def _literal(text: object) -> str:
-    """A label drawn as written: matplotlib reads ``$...$`` as mathtext."""
-    return str(text).replace("$", r"\$")
-
-
 def plot_dstudy(result: Any, path: str | Path | None = None) -> Any:
     """Coefficients and SEs of a D study against each facet's size (one column per facet).
 
@@ -150,14 +147,14 @@ def plot_dstudy(result: Any, path: str | Path | None = None) -> Any:
                 ax.xaxis.set_major_formatter(ScalarFormatter())
                 ax.xaxis.set_minor_formatter(NullFormatter())
             if row == 1:
-                ax.set_xlabel(_literal(f"levels of {f} (n')"))
-        axes[0][j].set_title(_literal(f"vary {f}"))
+                ax.set_xlabel(plot_text(f"levels of {f} (n')"))
+        axes[0][j].set_title(plot_text(f"vary {f}"))
     axes[0][0].set_ylabel(f"coefficient ({level} band)")
     axes[0][0].set_ylim(0, 1.02)
-    axes[1][0].set_ylabel(_literal(f"SE, scale {g.scale} ({level} band)"))
+    axes[1][0].set_ylabel(plot_text(f"SE, scale {g.scale} ({level} band)"))
     for row in (0, 1):
         axes[row][-1].legend(frameon=False, fontsize=8, loc="best")
-    fig.suptitle(_literal(f"D study of {g.design.object} ({g.method})"))
+    fig.suptitle(plot_text(f"D study of {g.design.object} ({g.method})"))
     fig.tight_layout()
     if path is not None:
         fig.savefig(Path(path))

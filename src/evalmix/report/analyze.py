@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import pandas as pd
 
+from evalmix._escape import check_names
 from evalmix._progress import Progress
 from evalmix._version import package_versions
 from evalmix.compare._calls import guarded
@@ -45,6 +46,7 @@ from evalmix.compare.recommend import (
     levels_to_run,
     recommend_cluster,
 )
+from evalmix.data.table import is_judge_role
 from evalmix.design.effect import design_effect
 from evalmix.errors import (
     InvalidOptionError,
@@ -657,7 +659,20 @@ def _plain_warnings(table: EvalTable, design: dict[str, Any], rec: Recommendatio
     if not rec.cluster:
         out.append("No sampled cluster factor: every interval treats rows as independent, "
                    "which is only right if they are.")
-    return out
+    return out + _name_warnings(table)
+
+
+def _name_warnings(table: EvalTable) -> list[str]:
+    """NameWarning for model, condition and judge names and role names that hold control
+    or bidirectional characters or look like another name (``evalmix._escape.check_names``)."""
+    frame = table.data
+    names = [v for c in ("condition", "model_a", "model_b") if c in frame.columns
+             for v in pd.unique(frame[c])]
+    out = check_names(names, "model", stacklevel=4)
+    for role in table.clusters:
+        if is_judge_role(role):
+            out += check_names(table.levels(role), role, stacklevel=4)
+    return out + check_names(table.clusters, "role", stacklevel=4)
 
 
 def _summary(table: EvalTable, **kw: Any) -> dict[str, Any]:

@@ -12,7 +12,6 @@ and the humans' of theirs) beside the judge-only one.
 
 from __future__ import annotations
 
-import html as _html
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -21,7 +20,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from evalmix._markdown import markdown_table, md_cell
+from evalmix._escape import html_text, md_text
+from evalmix._markdown import markdown_table
 from evalmix.compare.recommend import judge_role
 from evalmix.errors import EvalmixError, EvalmixWarning, InvalidOptionError
 
@@ -68,20 +68,19 @@ class HumansSection:
                 "humans_anchored.csv": self.anchored}
 
     def markdown(self) -> str:
-        esc = _html.escape  # Markdown carries no raw HTML: rater names are escaped
-        out = [_lead(self), "", "**Agreement with the human votes**", "",
-               markdown_table(_agreement_view(self), cell=lambda v: esc(_cell(v)))]
+        out = [md_text(_lead(self)), "", "**Agreement with the human votes**", "",
+               markdown_table(_agreement_view(self), cell=_cell)]
         if len(self.alt_test):
             out += ["", "**Can the judge replace a human annotator?** (alt-test)", ""]
-            out += [f"- {md_cell(esc(v))}" for v in self.alt_test["verdict"]]
+            out += [f"- {md_text(v)}" for v in self.alt_test["verdict"]]
         if len(self.anchored):
             out += ["", "**Human-anchored estimates** (PPI++) beside the judge alone", "",
-                    markdown_table(_anchored_view(self), cell=lambda v: esc(_cell(v)))]
-        out += [""] + [f"> {md_cell(esc(n))}" for n in self.notes]
+                    markdown_table(_anchored_view(self), cell=_cell)]
+        out += [""] + [f"> {md_text(n)}" for n in self.notes]
         return "\n".join(out).rstrip() + "\n"
 
     def html(self) -> str:
-        esc = _html.escape
+        esc = html_text
         parts = [f"<p>{esc(_lead(self))}</p>", "<h3>Agreement with the human votes</h3>",
                  _table_html(_agreement_view(self))]
         if len(self.alt_test):
@@ -105,7 +104,7 @@ def _lead(sec: HumansSection) -> str:
 
 
 def _table_html(df: pd.DataFrame) -> str:
-    esc = _html.escape
+    esc = html_text
     head = "".join(f"<th>{esc(str(c))}</th>" for c in df.columns)
     rows = "".join("<tr>" + "".join(f"<td>{esc(_cell(v))}</td>" for v in r) + "</tr>"
                    for r in df.itertuples(index=False))

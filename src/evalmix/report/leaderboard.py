@@ -11,12 +11,12 @@
 
 from __future__ import annotations
 
-import html as _html
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
+from evalmix._escape import html_text, literal_text, md_text
 from evalmix.report.plots import _plt
 from evalmix.report.render import _table_html, _table_md, fmt
 
@@ -98,7 +98,7 @@ def _caption(models: pd.DataFrame, stratum: str) -> str:
 def leaderboard_markdown(models: pd.DataFrame, pairs: pd.DataFrame | None = None, *,
                          stratum: str = "", max_pairs: int = 20) -> str:
     """Markdown: caption, the leaderboard table, and (optionally) the closest pairs."""
-    out = [_caption(models, stratum), "", _table_md(leaderboard_frame(models, stratum=stratum))]
+    out = [md_text(_caption(models, stratum)), "", _table_md(leaderboard_frame(models, stratum=stratum))]
     if pairs is not None:
         out += ["", f"Closest pairs (smallest |t|, first {max_pairs}):", "",
                 _table_md(pairs_frame(pairs, stratum=stratum, max_rows=max_pairs))]
@@ -108,7 +108,7 @@ def leaderboard_markdown(models: pd.DataFrame, pairs: pd.DataFrame | None = None
 def leaderboard_html(models: pd.DataFrame, pairs: pd.DataFrame | None = None, *,
                      stratum: str = "", max_pairs: int = 20) -> str:
     """HTML fragment: caption, the leaderboard table, and (optionally) the closest pairs."""
-    out = [f"<p>{_html.escape(_caption(models, stratum))}</p>",
+    out = [f"<p>{html_text(_caption(models, stratum))}</p>",
            _table_html(leaderboard_frame(models, stratum=stratum))]
     if pairs is not None:
         out += [f"<p>Closest pairs (smallest |t|, first {max_pairs}):</p>",
@@ -116,6 +116,7 @@ def leaderboard_html(models: pd.DataFrame, pairs: pd.DataFrame | None = None, *,
     return "\n".join(out)
 
 
+@literal_text
 def leaderboard_plot(models: pd.DataFrame, *, stratum: str = "") -> Figure:
     """Estimate with interval (left) and simultaneous rank range (right) per model.
 

@@ -9,6 +9,9 @@
 - :func:`position_plot` -- per-judge first-shown win rate (with CI), flip rate and
   consistency.
 - :func:`controlled_plot` -- AB/BA-controlled vs uncontrolled win rates.
+
+Every text of these figures is literal (``evalmix._escape.literal_text``): a ``$`` in
+a name is drawn as written, never parsed as TeX.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import pandas as pd
 
+from evalmix._escape import literal_text
 from evalmix.errors import EvalmixWarning
 
 if TYPE_CHECKING:
@@ -100,6 +104,7 @@ def _level_order(rows: pd.DataFrame) -> pd.DataFrame:
         columns=["_g", "_s", "_m"]).reset_index(drop=True)
 
 
+@literal_text
 def forest(rows: pd.DataFrame, *, title: str, recommended: tuple[str, str] | None = None,
            null: float | None = None) -> Figure:
     """Forest plot of one (estimand, contrast): every method x cluster level."""
@@ -165,6 +170,7 @@ def forest(rows: pd.DataFrame, *, title: str, recommended: tuple[str, str] | Non
     return fig
 
 
+@literal_text
 def headline_plot(head: pd.DataFrame, *, null_of: dict[str, float],
                   reference: str | None = None) -> Figure:
     """Naive (thin, grey) vs recommended (thick) interval for every headline contrast."""
@@ -199,6 +205,7 @@ def headline_plot(head: pd.DataFrame, *, null_of: dict[str, float],
     return fig
 
 
+@literal_text
 def variance_plot(variance: pd.DataFrame) -> Figure:
     """Share of latent variance per factor with intervals, one bar group per back end."""
     plt = _plt()
@@ -243,6 +250,7 @@ def variance_plot(variance: pd.DataFrame) -> Figure:
     return fig
 
 
+@literal_text
 def position_plot(position: pd.DataFrame) -> Figure:
     """Per-judge first-shown win rate (CI, 0.5 = no bias), flip rate and consistency."""
     plt = _plt()
@@ -284,6 +292,7 @@ def _controlled_rows(intervals: pd.DataFrame, method: str, cluster: str) -> pd.D
     return f if f["estimand"].nunique() == 2 else f.iloc[:0]
 
 
+@literal_text
 def controlled_plot(intervals: pd.DataFrame, *, method: str, cluster: str) -> Figure | None:
     """Uncontrolled vs AB/BA-controlled win rate per contrast (recommended method)."""
     f = _controlled_rows(intervals, method, cluster)

@@ -15,13 +15,13 @@ Kept in its own module with small hooks into :mod:`evalmix.report.analyze` and
 
 from __future__ import annotations
 
-import html as _html
 import time
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from evalmix._escape import html_text, md_text
 from evalmix._markdown import markdown_table
 from evalmix.compare._calls import guarded
 from evalmix.compare.gstudy import gstudy
@@ -90,6 +90,11 @@ def _largest(components: pd.DataFrame) -> pd.DataFrame:
     return components.sort_values("share", ascending=False, kind="stable").head(SHOWN)
 
 
+#: the last line of the section (its Markdown code span is the report's own)
+_DSTUDY = ("Other numbers of judges, prompts, runs and items, the cheapest design for a "
+           "target and the best for a budget: `evalmix plan dstudy` (docs: G and D studies).")
+
+
 def _lines(rel: dict[str, Any]) -> list[str]:
     s = rel["summary"]
     pct = f"{s['level']:.0%}"
@@ -108,8 +113,7 @@ def _lines(rel: dict[str, Any]) -> list[str]:
         f"rows as independent); SE of a difference of two: {s['se_diff']:.4g} (naive "
         f"{s['naive_se_diff']:.4g}; t with {s['df_diff']:.0f} df for an interval).",
         f"Where to spend: {s['advice']}.",
-        "Other numbers of judges, prompts, runs and items, the cheapest design for a "
-        "target and the best for a budget: `evalmix plan dstudy` (docs: G and D studies).",
+        _DSTUDY,
     ]
 
 
@@ -117,7 +121,8 @@ def reliability_markdown(rel: dict[str, Any]) -> str:
     """The section as Markdown (its tables through :func:`evalmix._markdown.markdown_table`)."""
     from evalmix.report.render import fmt
 
-    out = [" ".join(_lines(rel)[:1]), ""] + [f"- {x}" for x in _lines(rel)[1:]] + [""]
+    lines = [md_text(x) if x != _DSTUDY else x for x in _lines(rel)]
+    out = [lines[0], ""] + [f"- {x}" for x in lines[1:]] + [""]
     out += ["Facets (error share: part of the relative error in effects holding the "
             "facet; gain: share removed by doubling it):", "",
             markdown_table(rel["facets"], cell=fmt), "",
@@ -130,7 +135,7 @@ def reliability_html(rel: dict[str, Any]) -> str:
     """The section as an HTML fragment (text escaped)."""
     from evalmix.report.render import _table_html
 
-    esc = _html.escape
+    esc = html_text
     lines = _lines(rel)
     parts = [f"<p>{esc(lines[0])}</p>", "<ul>"]
     parts += [f"<li>{esc(x)}</li>" for x in lines[1:]]

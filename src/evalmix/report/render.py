@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import html as _html
 import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
@@ -11,6 +10,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import pandas as pd
 
+from evalmix._escape import html_text, md_code, md_text
 from evalmix._markdown import markdown_table
 from evalmix.report.answer import answer_html, answer_markdown
 from evalmix.report.plots import draw_figures, figure_list
@@ -79,14 +79,14 @@ def _table_html(df: pd.DataFrame, *, highlight: str | None = None, max_rows: int
         return "<p class='muted'>none</p>"
     d = df.head(max_rows)
     columns = list(d.columns)
-    head = "".join(f"<th>{_html.escape(str(c))}</th>" for c in columns)
+    head = "".join(f"<th>{html_text(str(c))}</th>" for c in columns)
     mark = columns.index(highlight) if highlight in columns else None
     body = []
     for _, r in d.iterrows():
         values = tuple(r)   # one pass over the row (a lookup per cell cost 3x as much)
         cls = " class='fragile'" if mark is not None and bool(values[mark] is True
                                                               or values[mark] == 1) else ""
-        cells = "".join(f"<td{_num(v) or _wrap(c, v)}>{_html.escape(fmt(v))}</td>"
+        cells = "".join(f"<td{_num(v) or _wrap(c, v)}>{html_text(fmt(v))}</td>"
                         for c, v in zip(columns, values, strict=True))
         body.append(f"<tr{cls}>{cells}</tr>")
     more = (f"<p class='muted'>first {max_rows} of {len(df)} rows; all rows are in the "
@@ -280,7 +280,7 @@ def html(rep: Report, sections: Sequence[tuple[str, str]] = (),
     figs = (dict(figures) if figures is not None
             else {name: base64.b64encode(png).decode("ascii")
                   for name, png in draw_figures(rep).pngs.items()})
-    esc = _html.escape
+    esc = html_text
     parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'>",
              "<title>evalmix report</title>", f"<style>{_CSS}</style></head><body>",
              answer_html(rep), "<h2>How these intervals were made</h2>"]
@@ -378,11 +378,11 @@ def _design_html(rep: Report) -> str:
     d = rep.design
     dropped = d.get("dropped") or {}
     parts.append(f"<p>Rows read {fmt(d.get('rows_raw'))}, used {fmt(d.get('rows_used'))}; "
-                 f"dropped: {_html.escape(str(dict(dropped)) if dropped else 'none')}. "
-                 f"Cluster levels run: {_html.escape(', '.join(d.get('cluster_levels', [])))}"
+                 f"dropped: {html_text(str(dict(dropped)) if dropped else 'none')}. "
+                 f"Cluster levels run: {html_text(', '.join(d.get('cluster_levels', [])))}"
                  ".</p>")
     for title, frame in _design_frames(rep):
-        parts.append(f"<h3>{_html.escape(title)}</h3>{_table_html(frame)}")
+        parts.append(f"<h3>{html_text(title)}</h3>{_table_html(frame)}")
     return "\n".join(parts)
 
 
@@ -394,15 +394,15 @@ def markdown(rep: Report, *, plots_dir: str | None = None,
     names = [name for name, _ in figure_list(rep) if name not in failed] if plots_dir else []
     out = answer_markdown(rep)
     if rep.summary.get("incomplete"):
-        out[2:2] = [f"> **incomplete: {rep.summary['incomplete']}.** This page holds the "
+        out[2:2] = [f"> **incomplete: {md_text(rep.summary['incomplete'])}.** This page holds the "
                     "design-based intervals only; the full report replaces it when the "
                     "run ends.", ""]
     out += ["## How these intervals were made", ""]
     cmd = rep.summary.get("command")
     if cmd:
-        out += [f"Command: `{cmd}`", ""]
+        out += [f"Command: {md_code(cmd)}", ""]
     for kind, text in _intro(rep) + _truth_lines(rep):
-        out += [("> " if kind != "p" else "") + text, ""]
+        out += [("> " if kind != "p" else "") + md_text(text), ""]
     out += ["## Headline: naive vs recommended intervals", "",
             _table_md(_headline_view(rep)), ""]
     if "headline" in names:
@@ -412,7 +412,7 @@ def markdown(rep: Report, *, plots_dir: str | None = None,
     if rep.truth is not None and not rep.truth.empty:
         out += ["## Truth check (simulated data)", "", _table_md(rep.truth), ""]
     out += ["## Warnings", ""]
-    out += [f"- {w}" for w in rep.warnings] or ["none"]
+    out += [f"- {md_text(w)}" for w in rep.warnings] or ["none"]
     out.append("")
     forests = [n for n in names if n.startswith("forest_")]
     if forests:
@@ -449,7 +449,7 @@ def design_markdown(rep: Report) -> str:
     dropped = d.get("dropped") or {}
     dropped_text = ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in dropped.items())
     out = ["## Design summary", "",
-           f"- Source: `{d.get('source', '')}` ({d.get('kind', '')}, "
+           f"- Source: {md_code(d.get('source', ''))} ({d.get('kind', '')}, "
            f"{d.get('outcome_type', '')} outcome)",
            *(f"- Outcome type: {note}" for note in d.get("outcome_notes") or ()),
            f"- Rows: {int(d.get('rows_raw', 0)):,} read, {int(d.get('rows_used', 0)):,} used; "

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from evalmix._escape import csv_frame, terminal
 from evalmix.errors import EvalmixError, check_out_dir
 from evalmix.tidy import tidy_rows
 
@@ -299,7 +300,7 @@ class Report:
             Path(path).write_text(text, encoding="utf-8")
         return text
 
-    def write(self, out: str | Path) -> dict[str, Path]:
+    def write(self, out: str | Path, *, escape_csv: bool = True) -> dict[str, Path]:
         """Write every file of the report into folder ``out``, atomically.
 
         Files: ``intervals.csv``, ``variance.csv``, ``judges.csv``, ``design.json``,
@@ -310,6 +311,11 @@ class Report:
         interrupted write leaves the old report (or nothing), stale files of the old
         report do not survive, and two writers never mix their files. An existing
         ``out`` must be empty or an evalmix report (see :func:`check_report_dir`).
+
+        Text cells of the CSV files that a spreadsheet would run as a formula (starting
+        with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return) get a leading ``'``
+        (``evalmix._escape.csv_frame``; numbers are never changed);
+        ``escape_csv=False`` writes every cell as it is, for programs that read the files.
 
         A report whose ``summary["incomplete"]`` says what is still running (the partial
         report :func:`~evalmix.report.analyze.analyze` writes before its model fits) is
@@ -323,7 +329,7 @@ class Report:
             umask = os.umask(0)
             os.umask(umask)
             tmp.chmod(0o777 & ~umask)  # mkdtemp makes it private; a report folder is not
-            self._write_files(tmp, figures=complete)
+            self._write_files(tmp, figures=complete, escape_csv=escape_csv)
             if complete:
                 (tmp / REPORT_MARKER).write_text(
                     json.dumps({"evalmix_report": True, "files": sorted(
@@ -365,7 +371,8 @@ class Report:
         return replace(self, summary={**self.summary, "figures_not_drawn": dict(failed)},
                        warnings=(*self.warnings, *notes))
 
-    def _write_files(self, d: Path, *, figures: bool = True) -> None:
+    def _write_files(self, d: Path, *, figures: bool = True, escape_csv: bool = True
+                     ) -> None:
         from evalmix.report.plots import draw_figures
         from evalmix.report.render import design_markdown
 
@@ -375,26 +382,28 @@ class Report:
             drawn = draw_figures(self, self._extra_figures())
             self = self._noting_figures(drawn.failed)
 
-        self.intervals.to_csv(d / "intervals.csv", index=False)
-        self.variance.to_csv(d / "variance.csv", index=False)
-        self.judges.to_csv(d / "judges.csv", index=False)
+        def csv(frame: pd.DataFrame, name: str) -> None:
+            csv_frame(frame, escape=escape_csv).to_csv(d / name, index=False)
+
+        csv(self.intervals, "intervals.csv")
+        csv(self.variance, "variance.csv")
+        csv(self.judges, "judges.csv")
         (d / "design.json").write_text(json.dumps(_jsonable(self.design), indent=2,
                                                   default=str))
         (d / "design.md").write_text(design_markdown(self))
         if self.prior_sensitivity is not None:
-            self.prior_sensitivity.to_csv(d / "prior_sensitivity.csv", index=False)
+            csv(self.prior_sensitivity, "prior_sensitivity.csv")
         if self.reliability is not None:
             from evalmix.report.reliability import reliability_frame
 
-            reliability_frame(dict(self.reliability)).to_csv(d / "reliability.csv",
-                                                             index=False)
+            csv(reliability_frame(dict(self.reliability)), "reliability.csv")
         if self.leaderboard is not None:
-            self.leaderboard.to_csv(d / "leaderboard.csv", index=False)
+            csv(self.leaderboard, "leaderboard.csv")
             if self.leaderboard_pairs is not None:
-                self.leaderboard_pairs.to_csv(d / "leaderboard_pairs.csv", index=False)
+                csv(self.leaderboard_pairs, "leaderboard_pairs.csv")
         if self.humans is not None:
             for name, frame in self.humans.frames().items():
-                frame.to_csv(d / name, index=False)
+                csv(frame, name)
         summary = dict(self.summary)
         summary["headline"] = self.headline
         summary["warnings"] = list(self.warnings)
@@ -429,6 +438,6 @@ class Report:
             lines += ["", show.to_string(index=False, float_format=lambda v: f"{v:.3f}")]
         if self.warnings:
             lines += ["", *("warning: " + w for w in self.warnings)]
-        return "\n".join(lines)
+        return terminal("\n".join(lines))
 
     __repr__ = __str__
