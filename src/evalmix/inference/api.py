@@ -3,7 +3,9 @@
 Every estimand is a coefficient of a regression (:mod:`evalmix.inference.estimands`),
 so every method is one function of ``(X, y, clusters)``:
 
-* ``naive`` / ``wilson``: rows independent (HC1 SE, normal critical value / Wilson score).
+* ``naive`` / ``wilson`` / ``clopper_pearson``: rows independent (HC1 SE, normal critical
+  value / Wilson score / Clopper-Pearson exact); the last two are defined at a proportion
+  of 0 or 1, where no standard error can be estimated.
 * ``CR0``, ``CR1``, ``CR3``: sandwich with ``t(G - 1)`` critical values; ``CR2``: with
   clubSandwich's Satterthwaite degrees of freedom. A list of cluster roles gives the
   multiway (Cameron-Gelbach-Miller) CR0/CR1 variance with ``t(min G - 1)``.
@@ -36,7 +38,13 @@ from evalmix.errors import (
 from evalmix.families import Regression
 from evalmix.inference.bootstrap import CI_TYPES
 from evalmix.inference.estimands import ESTIMANDS, LinearProblem, build_problem, fit_problem
-from evalmix.inference.naive import naive_se, wilson_interval
+from evalmix.inference.naive import (
+    binomial_pvalue,
+    clopper_pearson_interval,
+    naive_se,
+    wilson_interval,
+    wilson_pvalue,
+)
 from evalmix.inference.result import IntervalResult
 from evalmix.inference.sandwich import (
     FEW_CLUSTERS,
@@ -56,7 +64,13 @@ if TYPE_CHECKING:
 
 __all__ = ["interval", "METHODS", "FEW_CLUSTERS", "MIN_BOOTSTRAP_CLUSTERS"]
 
-Method = Literal["naive", "wilson", "CR0", "CR1", "CR2", "CR3", "bootstrap", "wild"]
+Method = Literal["naive", "wilson", "clopper_pearson", "CR0", "CR1", "CR2", "CR3",
+                 "bootstrap", "wild"]
+#: rows independent: no cluster argument
+_INDEPENDENT = ("naive", "wilson", "clopper_pearson")
+#: intervals for a proportion from the estimate and n alone (defined at 0 and 1)
+_PROPORTION_CI = {"wilson": (wilson_interval, wilson_pvalue),
+                  "clopper_pearson": (clopper_pearson_interval, binomial_pvalue)}
 METHODS: tuple[str, ...] = get_args(Method)
 DEFAULT_REPS = {"bootstrap": 2000, "wild": 9999}
 
@@ -123,9 +137,9 @@ def interval(
         with one ``model_a`` in every row (a baseline, as AlpacaEval and MT-Bench files
         have) must name the model with ``model=`` (or ``contrast=``): unnamed, it would
         be the baseline's, where the report shows each evaluated model's.
-    method : {"naive", "wilson", "CR0", "CR1", "CR2", "CR3", "bootstrap", "wild"}
-        Interval method: normal, Wilson score, cluster-robust sandwich with t
-        reference, pairs cluster bootstrap, or wild cluster bootstrap.
+    method : {"naive", "wilson", "clopper_pearson", "CR0", "CR1", "CR2", "CR3", "bootstrap", "wild"}
+        Interval method: normal, Wilson score, Clopper-Pearson exact, cluster-robust
+        sandwich with t reference, pairs cluster bootstrap, or wild cluster bootstrap.
     cluster : None, a role, or a list of roles
         Cluster factor(s) by role name (see ``table.clusters``); a list gives multiway
         clustering (CR0/CR1 only), reported as ``"a+b"``.
@@ -206,7 +220,7 @@ def interval(
     if len(set(roles)) != len(roles):
         raise InvalidOptionError(f"cluster={cluster!r} names a role twice")
     table.check_pairs_within(roles)
-    if method in ("naive", "wilson") and roles:
+    if method in _INDEPENDENT and roles:
         raise InvalidOptionError(
             f"method={method!r} treats rows as independent; leave cluster=None, or use "
             "'CR2', 'CR1', 'bootstrap' or 'wild' to account for clustering"
@@ -261,18 +275,19 @@ def _interval(table: EvalTable, problem: LinearProblem, *, method: str,
         r = _t_result(problem, est, se, np.inf, level, null_value, ci_type="normal")
         return IntervalResult(cluster="", n_clusters=problem.n_obs, details=details,
                               **common, **r)
-    if method == "wilson":
+    if method in _PROPORTION_CI:
         if problem.estimand not in ("mean", "win_rate", "controlled_win_rate"):
             raise InvalidOptionError(
-                f"method='wilson' is an interval for a proportion (mean or win rate); "
+                f"method={method!r} is an interval for a proportion (mean or win rate); "
                 f"{problem.estimand!r} is not one. Use 'naive' or a cluster method"
             )
         if np.any((problem.y < 0) | (problem.y > 1)):
-            raise InvalidOptionError("method='wilson' needs outcomes in [0, 1]")
-        lo, hi = wilson_interval(est, problem.n_obs, level)
+            raise InvalidOptionError(f"method={method!r} needs outcomes in [0, 1]")
+        bounds, pvalue = _PROPORTION_CI[method]
+        lo, hi = bounds(est, problem.n_obs, level)
         se = naive_se(problem.X, f.resid, target=k)
-        r = _t_result(problem, est, se, np.inf, level, null_value, ci_type="wilson")
-        r.update(lo=lo, hi=hi)
+        r = _t_result(problem, est, se, np.inf, level, null_value, ci_type=method)
+        r.update(lo=lo, hi=hi, p_value=pvalue(est, problem.n_obs, null_value))
         return IntervalResult(cluster="", n_clusters=problem.n_obs, details=details,
                               **common, **r)
 
@@ -397,7 +412,9 @@ def _not_estimable(res: IntervalResult, problem: LinearProblem,
                 "row)")
     if problem.estimand in _PROPORTIONS and problem.family == "gaussian" and (
             np.all(problem.y == problem.y[0])):
-        return f"every outcome is {problem.y[0]:g}: there is no variation to estimate from"
+        return (f"every outcome is {problem.y[0]:g}: there is no variation to estimate "
+                "from (method='wilson' and 'clopper_pearson' give the interval of a "
+                "proportion of 0 or 1 from independent rows)")
     if np.isfinite(res.se) and res.se <= SE_REL_TOL * max(1.0, abs(res.estimate)):
         return ("zero standard error: the outcome does not vary between clusters (e.g. all "
                 "ties, or every cluster has the same mean)")
@@ -407,6 +424,14 @@ def _not_estimable(res: IntervalResult, problem: LinearProblem,
 def _finalise(res: IntervalResult, problem: LinearProblem, codes_list: list[np.ndarray],
               roles: tuple[str, ...], *, bounded: bool) -> IntervalResult:
     """Bounds that respect the estimand's range, and refusal of degenerate intervals."""
+    if res.ci_type in _PROPORTION_CI:
+        y = problem.y
+        if y.size and np.all(y == y[0]) and y[0] in (0, 1):
+            what = {"wilson": "Wilson", "clopper_pearson": "Clopper-Pearson"}[res.ci_type]
+            return replace(res, note=(
+                f"every outcome is {y[0]:g} ({problem.n_obs} of {problem.n_obs}): the "
+                f"{what} interval is defined there and is the honest answer for independent "
+                "rows; the cluster-robust rows are not estimable"))
     note = _not_estimable(res, problem, codes_list, roles)
     if note:
         warnings.warn(
