@@ -7,7 +7,6 @@ A report holds tidy frames only; rendering (plots, HTML, Markdown) lives in
 from __future__ import annotations
 
 import base64
-import errno
 import json
 import math
 import os
@@ -22,7 +21,13 @@ import numpy as np
 import pandas as pd
 
 from evalmix._escape import csv_frame, terminal
-from evalmix.errors import EvalmixError, check_out_dir
+from evalmix.report.folder import (
+    PARTIAL_MARKER,
+    REPORT_MARKER,
+    check_report_dir,
+    swap_in,
+    write_manifest,
+)
 from evalmix.tidy import tidy_rows
 
 if TYPE_CHECKING:
@@ -50,70 +55,8 @@ def _jsonable(obj: Any) -> Any:
     return obj
 
 
-#: written last into a report folder; marks it as a complete evalmix report
-REPORT_MARKER = ".evalmix-report"
-
-
-def check_report_dir(out: str | Path) -> Path:
-    """Check that ``out`` can take a report, before the analysis starts.
-
-    ``out`` may not exist yet, be an empty folder, or hold an earlier evalmix report
-    (which :meth:`Report.write` replaces whole); anything else (a file, a folder of other
-    files, a place that cannot be written) raises :class:`~evalmix.errors.EvalmixError`.
-    """
-    d = check_out_dir(out)
-    try:
-        foreign = d.is_dir() and not _is_report_dir(d)
-    except FileNotFoundError:  # another writer is swapping its report in right now
-        foreign = False
-    if foreign:
-        raise EvalmixError(
-            f"--out {str(d)!r} already holds files that are not an evalmix report; writing "
-            "the report there would replace them. Choose a new or empty folder")
-    return d
-
-
 #: Title of the report section for many-model tables.
 LEADERBOARD_TITLE = "Leaderboard: per-model intervals, every model pair, rank ranges"
-
-#: the names :meth:`Report.write` puts in a report folder
-REPORT_FILES = frozenset({
-    "intervals.csv", "variance.csv", "judges.csv", "design.json", "design.md",
-    "report.html", "report.md", "summary.json", "prior_sensitivity.csv", "plots",
-    "leaderboard.csv", "leaderboard_pairs.csv", "reliability.csv",
-    "humans_agreement.csv", "humans_alt_test.csv", "humans_anchored.csv",
-    REPORT_MARKER})
-
-
-def _is_report_dir(d: Path) -> bool:
-    """Empty, marked as a report, or holding only names a report has (one written
-    before the marker existed)."""
-    names = {p.name for p in d.iterdir()}
-    return REPORT_MARKER in names or names <= REPORT_FILES
-
-
-def _swap_into_place(tmp: Path, out: Path) -> None:
-    """Rename the finished folder ``tmp`` to ``out``; an earlier report at ``out`` is
-    moved aside first and deleted after. Retries when another writer renames in between,
-    so ``out`` is always one writer's complete report (or briefly absent)."""
-    for _ in range(100):
-        try:
-            os.rename(tmp, out)
-            return
-        except OSError as e:
-            if e.errno not in (errno.ENOTEMPTY, errno.EEXIST):
-                raise
-            if not out.is_dir():
-                continue   # another writer moved it away since: rename again
-        graveyard = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.old-"))
-        try:
-            os.rename(out, graveyard / "report")
-        except FileNotFoundError:  # another writer moved it first
-            pass
-        finally:
-            shutil.rmtree(graveyard, ignore_errors=True)
-    raise EvalmixError(f"could not rename the report into {str(out)!r}: other writers kept "
-                       "replacing it")
 
 
 @dataclass(frozen=True, eq=False)
@@ -310,7 +253,9 @@ class Report:
         and renamed into place, replacing an earlier report there as a whole: an
         interrupted write leaves the old report (or nothing), stale files of the old
         report do not survive, and two writers never mix their files. An existing
-        ``out`` must be empty or an evalmix report (see :func:`check_report_dir`).
+        ``out`` must be empty or an evalmix report (see
+        :func:`~evalmix.report.folder.check_report_dir`); files in it that evalmix did
+        not write (listed in its manifest, ``.evalmix-report``) are kept.
 
         Text cells of the CSV files that a spreadsheet would run as a formula (starting
         with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return) get a leading ``'``
@@ -330,11 +275,8 @@ class Report:
             os.umask(umask)
             tmp.chmod(0o777 & ~umask)  # mkdtemp makes it private; a report folder is not
             self._write_files(tmp, figures=complete, escape_csv=escape_csv)
-            if complete:
-                (tmp / REPORT_MARKER).write_text(
-                    json.dumps({"evalmix_report": True, "files": sorted(
-                        str(f.relative_to(tmp)) for f in tmp.rglob("*") if f.is_file())}))
-            _swap_into_place(tmp, d)
+            write_manifest(tmp, REPORT_MARKER if complete else PARTIAL_MARKER)
+            swap_in(tmp, d, out)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
@@ -348,7 +290,7 @@ class Report:
             names += list(self.humans.frames())
         if self.reliability is not None:
             names.append("reliability.csv")
-        return {name: d / name for name in names}
+        return {name: Path(out) / name for name in names}
 
     def _extra_figures(self) -> list[tuple[str, Any]]:
         """Figures of the report's sections beyond :func:`~evalmix.report.plots.
