@@ -8,6 +8,7 @@ leave loky workers behind.
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import signal
@@ -67,6 +68,11 @@ def test_stale_files_of_an_older_report_do_not_survive(small_report, tmp_path, m
     (out / "plots").mkdir(exist_ok=True)
     (out / "plots" / "forest_old_contrast.png").write_bytes(b"old")
     (out / "prior_sensitivity.csv").write_text("term\nold\n")
+    # an older report that wrote these: they are in its manifest (a user's file is kept,
+    # tests/test_report_folder.py)
+    marker = json.loads((out / REPORT_MARKER).read_text())
+    marker["files"] += ["plots/forest_old_contrast.png", "prior_sensitivity.csv"]
+    (out / REPORT_MARKER).write_text(json.dumps(marker))
     small_report.write(out)
     assert not (out / "plots" / "forest_old_contrast.png").exists()
     assert not (out / "prior_sensitivity.csv").exists()

@@ -4,9 +4,12 @@ interpreting it: what the columns mean is :mod:`evalmix.data.read`'s business.""
 from __future__ import annotations
 
 import codecs
+import gzip
 import json
 import os
+import sys
 import tomllib
+import zlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -92,13 +95,25 @@ def load_frame(
             f"the file {str(path)!r} is empty (no header, 0 rows); check the file"
         ]) from exc
     except UnicodeDecodeError as exc:
-        bad = exc.object[exc.start:exc.start + 1].hex()
+        # readers decode in chunks: exc.start is within a chunk, so find the byte again
+        offset, line, bad = _bad_byte(path, encoding or "utf-8")
+        where = (f"byte 0x{bad} at byte offset {offset:,} (line {line:,})"
+                 if offset >= 0 else f"byte 0x{exc.object[exc.start:exc.start + 1].hex()}")
         raise EvalmixError(
-            f"could not read {str(path)!r} as {encoding or 'utf-8'}: byte 0x{bad} at "
-            f"position {exc.start} is not valid there. The file is probably latin-1 or "
-            "cp1252 (common for spreadsheet exports): pass encoding='latin-1' "
-            "(CLI: --encoding latin-1), or save the file as UTF-8"
+            f"could not read {str(path)!r} as {encoding or 'utf-8'}: {where} is not valid "
+            "there. The file is probably latin-1 or cp1252 (common for spreadsheet "
+            "exports): pass encoding='latin-1' (CLI: --encoding latin-1), or save the file "
+            "as UTF-8"
         ) from exc
+    except RecursionError:
+        raise EvalmixError(
+            f"{str(path)!r} holds JSON nested too deeply to read (more than "
+            f"{sys.getrecursionlimit():,} levels); a table needs one record per row: "
+            "flatten it, or load it yourself and pass the DataFrame") from None
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise EvalmixError(
+            f"{str(path)!r} is a truncated or damaged compressed file ({exc}); download or "
+            "compress it again") from None
     except (ValueError, OSError, pd.errors.ParserError, ImportError) as exc:
         raise EvalmixError(
             f"could not read {str(path)!r} ({type(exc).__name__}: {exc}); check that the "
@@ -159,24 +174,64 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _open_text(path: Path, encoding: str | None):
-    import gzip
+def _open_binary(path: Path):
+    return gzip.open(path, "rb") if path.name.lower().endswith(".gz") else path.open("rb")
 
+
+def _bad_byte(path: Path, encoding: str) -> tuple[int, int, str]:
+    """Byte offset, line number and hex of the first byte of ``path`` (decompressed) that
+    is not valid ``encoding``; offset -1 when none is found."""
+    decoder = codecs.getincrementaldecoder(encoding)(errors="strict")
+    fed = lines = 0
+    try:
+        with _open_binary(path) as fh:
+            while chunk := fh.read(1 << 20):
+                pending = len(decoder.getstate()[0])
+                try:
+                    decoder.decode(chunk)
+                except UnicodeDecodeError as exc:
+                    offset = fed - pending + exc.start
+                    seen = chunk[: max(offset - fed, 0)]
+                    return offset, lines + seen.count(b"\n") + 1, \
+                        exc.object[exc.start:exc.start + 1].hex()
+                fed += len(chunk)
+                lines += chunk.count(b"\n")
+    except (OSError, EOFError, zlib.error):
+        pass
+    return -1, 0, ""
+
+
+def _open_text(path: Path, encoding: str | None):
     # utf-8-sig: UTF-8 that skips a byte-order mark (as pandas does for CSV)
     if path.name.lower().endswith(".gz"):
         return gzip.open(path, "rt", encoding=encoding or "utf-8-sig")
     return path.open(encoding=encoding or "utf-8-sig")
 
 
+#: the longest line of a JSON Lines file read (characters): one record, however long its
+#: transcript, is far shorter; a longer line is a file of another kind
+MAX_LINE = 256 * 2**20
+
+
 def _read_json_lines(path: Path, encoding: str | None) -> pd.DataFrame:
     records: list[dict[str, Any]] = []
     with _open_text(path, encoding) as fh:
-        for lineno, line in enumerate(fh, start=1):
+        for lineno, line in enumerate(iter(lambda: fh.readline(MAX_LINE + 1), ""), start=1):
+            if len(line) > MAX_LINE:
+                raise EvalmixError(
+                    f"line {lineno} of {str(path)!r} is longer than {MAX_LINE:,} characters "
+                    "(one JSON record per line is expected); check that the file is JSON "
+                    "Lines, or load it yourself and pass the DataFrame")
             text = line.strip()
             if not text:
                 continue
             try:
                 rec = json.loads(text, object_pairs_hook=_unique_keys)
+            except RecursionError:
+                raise EvalmixError(
+                    f"line {lineno} of {str(path)!r} holds JSON nested too deeply to read "
+                    f"(more than {sys.getrecursionlimit():,} levels); a table needs one "
+                    "flat record per line: fix or remove that line") from None
             except json.JSONDecodeError as exc:
                 raise _BadJsonLine(
                     f"line {lineno} of {str(path)!r} is not valid JSON ({exc.msg} at "

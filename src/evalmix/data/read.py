@@ -235,6 +235,32 @@ def read(
     return table.with_sampled(spec.get("sampled"), strata=spec.get("strata"))
 
 
+#: what pandas' type inference says about columns of one value per cell
+_SCALAR_KINDS = frozenset({"string", "integer", "floating", "boolean", "empty", "decimal",
+                           "mixed-integer-float", "categorical", "datetime", "date",
+                           "timedelta", "time", "period", "complex", "integer-na"})
+
+
+def _non_scalar(values: pd.Series | None, column: str, source: str) -> str:
+    """A problem when a role column holds lists, arrays or records (a Parquet list or
+    struct column, nested JSON) instead of one value per cell; "" otherwise."""
+    if values is None or values.dtype != object or \
+            pd.api.types.infer_dtype(values, skipna=True) in _SCALAR_KINDS:
+        return ""
+    bad = values.map(lambda v: isinstance(v, list | tuple | dict | set | np.ndarray))
+    if not bad.any():
+        return ""
+    row = int(np.flatnonzero(bad.to_numpy())[0])
+    v = values.iloc[row]
+    what = "records (structs)" if isinstance(v, dict) else "lists"
+    fix = (f"df[{column!r}] = df[{column!r}].str[{next(iter(v), 'KEY')!r}]"
+           if isinstance(v, dict) else f"df[{column!r}] = df[{column!r}].str[0]")
+    return (f"column {column!r} of {source} holds {what}, not one value per cell "
+            f"({int(bad.sum())} rows; row {row}: {repr(v)[:60]}); evalmix needs one label "
+            f"or number per cell. Fix: pick one part, e.g. {fix}, or flatten the column "
+            "with pandas.json_normalize, and pass the DataFrame")
+
+
 def _interaction_roles(clusters: Mapping[str, str]) -> dict[str, tuple[str, ...]]:
     """Roles whose value joins other roles with ':' (interaction cells) -> their parts."""
     out: dict[str, tuple[str, ...]] = {}
@@ -373,6 +399,10 @@ def _validate(
         if name is None or name not in colmap:
             return None
         return frame[colmap[name]]
+
+    nested = [p for c in dict.fromkeys(used) if (p := _non_scalar(col(c), c, source))]
+    if nested:
+        raise InvalidTableError(problems + nested)
 
     # ---- id columns: NaN/empty, mixed types, single level
     labels: dict[str, np.ndarray] = {}

@@ -84,8 +84,8 @@ def report_files(d: Path) -> set[str] | None:
             except (OSError, ValueError, AttributeError):
                 files = None
             if not isinstance(files, list):  # unreadable: only the names evalmix writes
-                files = [str(p.relative_to(d)) for p in d.rglob("*")
-                         if p.relative_to(d).parts[0] in REPORT_FILES]
+                files = [str(p.relative_to(d)) + ("/" if p.is_dir() else "")
+                         for p in d.rglob("*") if p.relative_to(d).parts[0] in REPORT_FILES]
             return {str(f) for f in files} | set(_MARKERS)
     return None
 
@@ -151,8 +151,10 @@ def check_report_dir(out: str | os.PathLike[str]) -> Path:
 
 
 def write_manifest(tmp: Path, marker: str) -> None:
-    """Write ``marker`` into the finished folder ``tmp``, listing every file in it."""
-    files = sorted(str(f.relative_to(tmp)) for f in tmp.rglob("*") if f.is_file())
+    """Write ``marker`` into the finished folder ``tmp``, listing every file and folder
+    in it (folders end in ``/``)."""
+    files = sorted(str(f.relative_to(tmp)) + ("/" if f.is_dir() else "")
+                   for f in tmp.rglob("*"))
     (tmp / marker).write_text(json.dumps({"evalmix_report": True,
                                           "complete": marker == REPORT_MARKER,
                                           "files": files}))

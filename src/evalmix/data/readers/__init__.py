@@ -48,7 +48,8 @@ _READERS: dict[str, Callable[..., EvalTable]] = {"inspect": read_inspect, "lm_ev
 def _first_record(path: Path) -> dict[str, Any] | None:
     """The first JSON object of a JSON (array or object) or JSON Lines file, read
     without loading the whole file when it is JSON Lines."""
-    with path.open("r", encoding="utf-8", errors="replace") as fh:
+    # utf-8-sig: a byte-order mark is not part of the first record
+    with path.open("r", encoding="utf-8-sig", errors="replace") as fh:
         head = fh.read(1 << 16)
     text = head.lstrip()
     if not text:
@@ -59,14 +60,16 @@ def _first_record(path: Path) -> dict[str, Any] | None:
             obj = json.loads(line)
         except json.JSONDecodeError:
             try:
-                obj = json.loads(path.read_text(encoding="utf-8"))
-            except (json.JSONDecodeError, UnicodeDecodeError):
+                obj = json.loads(path.read_text(encoding="utf-8-sig"))
+            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
                 return None
+        except RecursionError:
+            return None
         return obj if isinstance(obj, dict) else None
     if text[0] == "[":
         try:
-            obj = json.loads(path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError):
+            obj = json.loads(path.read_text(encoding="utf-8-sig"))
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
             return None
         return obj[0] if isinstance(obj, list) and obj and isinstance(obj[0], dict) else None
     return None
@@ -139,4 +142,9 @@ def read_log(source: str | os.PathLike[str], *, format: Format = "auto",
     kind = detect_format(source) if format == "auto" else format
     if kind == "table":
         return read(source, **kwargs)
-    return _READERS[kind](source, **kwargs)
+    try:
+        return _READERS[kind](source, **kwargs)
+    except RecursionError:
+        raise EvalmixError(
+            f"{str(source)!r} holds JSON nested too deeply to read as a {kind} log; check "
+            "that it is one, or name the format with --format") from None
