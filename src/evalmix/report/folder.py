@@ -100,7 +100,7 @@ def _user_files(d: Path, ours: set[str]) -> list[str]:
             path = str(rel / name)
             if path not in ours:
                 out.append(path)
-        if not dirs and not files and rel != Path("."):
+        if not dirs and not files and rel != Path(".") and str(rel) + "/" not in ours:
             out.append(str(rel) + "/")
     return sorted(out)
 
