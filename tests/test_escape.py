@@ -336,3 +336,19 @@ def test_cli_prints_no_control_bytes(tmp_path, capsys):
                  "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err
     assert code == 2 and "\x1b" not in err and "\\x1b[2Jscore" in err
+
+
+def test_cli_warnings_carry_no_control_bytes(monkeypatch, capsys):
+    """The CLI prints each warning as one line with control characters escaped."""
+    from evalmix import cli
+
+    def run(args):
+        warnings.warn("model '\x1b]0;owned\x07' is odd", UserWarning, stacklevel=1)
+        return 0
+
+    monkeypatch.setattr(cli.report, "run_report", run)
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        assert cli.main(["report", "x.csv", "--out", "o"]) == 0
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "model '\\x1b]0;owned\\x07' is odd" in err

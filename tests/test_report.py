@@ -388,8 +388,10 @@ def test_sensitivity_none_switches_the_refit_off(judges3_table, bayes_report, tm
     assert "prior_sensitivity" not in rep.summary["models"]["bayes"]
     assert "prior_sensitivity" not in rep.to_dict()
     assert "Prior sensitivity" not in rep.to_markdown()
-    # writing the same report without the table: no file (a stale one is removed)
-    (tmp_path / "prior_sensitivity.csv").write_text("term\nold\n")
+    # writing the same report without the table over one with it: no file (the stale
+    # one, in the earlier report's manifest, is removed)
+    bayes_report.write(tmp_path)
+    assert (tmp_path / "prior_sensitivity.csv").is_file()
     paths = replace(bayes_report, prior_sensitivity=None).write(tmp_path)
     assert "prior_sensitivity.csv" not in paths
     assert not (tmp_path / "prior_sensitivity.csv").exists()

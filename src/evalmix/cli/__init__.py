@@ -48,7 +48,7 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
                   lineno: int, file: object = None, line: str | None = None) -> None:
     """A warning as one line, ``evalmix: warning: ...``: no file name, line number or
     source line of evalmix's own code (Python's default shows all three)."""
-    print(f"evalmix: warning: {' '.join(str(message).split())}", file=sys.stderr)
+    print(terminal(f"evalmix: warning: {' '.join(str(message).split())}"), file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -20,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 
+from evalmix._escape import csv_frame, terminal
 from evalmix.cli._common import (
     add_command,
     finite_float,
@@ -31,8 +31,6 @@ from evalmix.errors import EvalmixWarning
 
 __all__ = ["add_parser", "run_agreement"]
 
-_FORMULA = re.compile(r"^[=+\-@\t\r]")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def add_parser(subparsers: Any) -> list[str]:
@@ -67,19 +65,12 @@ def add_parser(subparsers: Any) -> list[str]:
     return ["agreement"]
 
 
-def _safe_cell(value: Any) -> Any:
-    """A CSV cell that never runs as a spreadsheet formula (OWASP CSV injection)."""
-    if isinstance(value, str) and _FORMULA.match(value):
-        return "'" + value
-    return value
-
-
 def _write(frames: dict[str, pd.DataFrame], text: str, out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.tmp-"))
     try:
         for name, frame in frames.items():
-            frame.map(_safe_cell).to_csv(tmp / name, index=False)
+            csv_frame(frame).to_csv(tmp / name, index=False)
         (tmp / "summary.txt").write_text(text + "\n", encoding="utf-8")
         stop_if_interrupted()
         if out.exists():
@@ -103,7 +94,7 @@ def run_agreement(args: argparse.Namespace) -> int:
         res, ratings, alt = _compute(args)
     for w in caught:
         if issubclass(w.category, EvalmixWarning):
-            print(_CONTROL.sub("?", f"evalmix: warning: {' '.join(str(w.message).split())}"),
+            print(terminal(f"evalmix: warning: {' '.join(str(w.message).split())}"),
                   file=sys.stderr)
     frames = {"agreement.csv": res.tidy()}
     text = str(res)
@@ -122,7 +113,7 @@ def run_agreement(args: argparse.Namespace) -> int:
                 f"{best['estimate']:.1%} (human ceiling {best['human_ceiling']:.1%})")
     line = (f"evalmix agreement: {len(res.table)} rows for {len(ratings.raters)} raters "
             f"written to {out}{head}")
-    print(_CONTROL.sub("?", line))
+    print(terminal(line))
     return 0
 
 

@@ -18,15 +18,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
+from evalmix._escape import csv_frame, terminal
 from evalmix.cli._common import add_command, finite_float, nonnegative_int, positive_int
 from evalmix.errors import InvalidOptionError
 
 __all__ = ["add_parser", "run_dstudy"]
 
 #: Leading characters that make a spreadsheet read a CSV cell as a formula.
-_FORMULA = ("=", "+", "-", "@", "\t", "\r")
 
 
 def add_parser(subparsers: Any) -> list[str]:
@@ -105,18 +103,6 @@ def _number(text: str, what: str) -> float:
         raise InvalidOptionError(f"{what}: {text!r} is not a number") from None
 
 
-def _safe_csv(frame: pd.DataFrame) -> pd.DataFrame:
-    """Text cells that a spreadsheet would run as formulas get a leading quote."""
-    out = frame.copy()
-    for c in out.columns:
-        if out[c].dtype == object or pd.api.types.is_string_dtype(out[c]):
-            out[c] = out[c].map(lambda v: "'" + v if isinstance(v, str) and v.startswith(
-                _FORMULA) else v)
-    out.columns = ["'" + c if isinstance(c, str) and c.startswith(_FORMULA) else c
-                   for c in out.columns]
-    return out
-
-
 def _atomic(path: Path, write: Any) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.tmp-",
                                suffix=path.suffix)
@@ -174,7 +160,7 @@ def run_dstudy(args: argparse.Namespace) -> int:
     files = {"components.csv": g.components(), "facets.csv": g.facets(),
              "dstudy.csv": d.table}
     for name, frame in files.items():
-        _atomic(out / name, lambda p, f=frame: _safe_csv(f).to_csv(p, index=False))
+        _atomic(out / name, lambda p, f=frame: csv_frame(f).to_csv(p, index=False))
     _atomic(out / "dstudy.png", d.plot)
     summary = {"object": g.design.object, "facets": list(g.design.facets),
                "nesting": {k: list(v) for k, v in g.design.nesting.items()},
@@ -186,7 +172,7 @@ def run_dstudy(args: argparse.Namespace) -> int:
                "criterion": d.criterion}
     _atomic(out / "summary.json",
             lambda p: p.write_text(json.dumps(summary, indent=2, default=str)))
-    print(d)
+    print(terminal(str(d)))
     print(f"evalmix plan dstudy: wrote {len(files) + 2} files to {out}/ "
           f"(open {out / 'dstudy.png'})")
     return 0
