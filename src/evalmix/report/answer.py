@@ -15,12 +15,12 @@ answer, the headline table and ``intervals.csv`` show one interval per quantity.
 
 from __future__ import annotations
 
-import html as _html
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
+from evalmix._escape import html_text, md_text
 from evalmix._markdown import markdown_table
 
 if TYPE_CHECKING:
@@ -253,7 +253,7 @@ def _cell_class(column: str) -> str:
 def answer_html(rep: Report) -> str:
     """The page's opening: title, the answer sentence, the roles sentence, the ranked
     table (``id='answer'``)."""
-    esc = _html.escape
+    esc = html_text
     a = answer_frame(rep)
     view, note = _display(rep, a)
     parts = [f"<h1>{esc(_title(rep))}</h1>",
@@ -278,9 +278,10 @@ def answer_markdown(rep: Report) -> list[str]:
     """The opening lines of report.md: title, the two sentences, the ranked table."""
     a = answer_frame(rep)
     view, note = _display(rep, a)
-    out = [f"# {_title(rep)}", "", answer_sentence(rep), "", roles_sentence(rep), ""]
+    out = [f"# {_title(rep)}", "", md_text(answer_sentence(rep)), "",
+           md_text(roles_sentence(rep)), ""]
     if not view.empty:
         out += [markdown_table(view, cell=str), ""]
     if note:
-        out += [note, ""]
+        out += [md_text(note), ""]
     return out
