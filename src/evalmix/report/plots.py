@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import pandas as pd
 
-from evalmix._escape import literal_text
+from evalmix._escape import literal_text, plot_text
 from evalmix.errors import EvalmixWarning
 
 if TYPE_CHECKING:
@@ -157,8 +157,10 @@ def forest(rows: pd.DataFrame, *, title: str, recommended: tuple[str, str] | Non
     # wrapped at the figure's edge, the flag on a line of its own: a long contrast name
     # ran off the image ("[FRAGILE: methods disagre")
     head = f"{title}" + ("\n[FRAGILE: methods disagree]" if fragile else "")
-    ax.set_title(head, fontsize=10, color=_FRAGILE if fragile else "black", loc="left",
-                 wrap=True)
+    # wrapping measures a line as TeX when it holds two '$' whatever parse_math says:
+    # the title keeps mathtext on with every '$' escaped, so it is literal either way
+    ax.set_title(plot_text(head), fontsize=10, color=_FRAGILE if fragile else "black",
+                 loc="left", wrap=True, parse_math=True)
     ax.set_xlabel("dashed: null   * recommended   blue: excludes the null   grey: "
                   "contains it   green: model-based", fontsize=7.5)
     if fragile:
