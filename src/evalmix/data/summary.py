@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from evalmix._escape import md_code, md_text
 from evalmix._markdown import markdown_table
 
 if TYPE_CHECKING:
@@ -112,10 +113,10 @@ class DesignSummary:
 
     def to_markdown(self) -> str:
         lines = ["## Design summary", ""]
-        lines.append(f"- Source: `{self.source}`")
+        lines.append(f"- Source: {md_code(self.source)}")
         lines.append(f"- Kind: {self.kind} ({self.outcome_type} outcome"
                      + (f", ties: {self.ties}" if self.kind == "pairwise" else "") + ")")
-        lines += [f"- Outcome type: {note}" for note in self.outcome_notes]
+        lines += [f"- Outcome type: {md_text(note)}" for note in self.outcome_notes]
         lines.append(f"- Rows: {self.n_raw:,} read, {self.n_obs:,} used")
         if self.dropped:
             parts = ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in self.dropped.items())
@@ -151,7 +152,7 @@ class DesignSummary:
         r = self.replicates
         if r:
             lines.append(
-                f"- Replicates (`{r['column']}`, nested within the item): {r['levels']} "
+                f"- Replicates ({md_code(r['column'])}, nested within the item): {r['levels']} "
                 f"runs; {r['cells_with_replicates']:,} of {r['cells']:,} cells repeated, "
                 f"all runs agree in {r['agreement']:.1%} of them (within-cell SD "
                 f"{r['within_sd']:.3g})"
