@@ -45,3 +45,23 @@ def shared_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def mtbench_path(shared_data: Path) -> Path:
     return shared_data / SHARED_FILES["mtbench_position_bias"]
+
+
+def mc_band(expected: float, reps: int, checks: int = 1, *,
+            fwer: float = 0.01) -> tuple[float, float]:
+    """Monte Carlo band of a simulated coverage (or any proportion) around ``expected``.
+
+    ``expected +- z * sqrt(expected (1 - expected) / reps)`` with ``z`` the Bonferroni
+    quantile for ``checks`` two-sided checks at family-wise error ``fwer``: a study whose
+    intervals cover exactly ``expected`` fails one of its ``checks`` with probability at
+    most ``fwer``.
+
+    >>> lo, hi = mc_band(0.95, 5000, 50)
+    >>> round(lo, 4), round(hi, 4)
+    (0.9385, 0.9615)
+    """
+    from scipy import stats
+
+    z = float(stats.norm.isf(fwer / (2 * checks)))
+    half = z * (expected * (1 - expected) / reps) ** 0.5
+    return expected - half, expected + half

@@ -180,6 +180,7 @@ def _wait_for_the_fit(proc: subprocess.Popen, out: Path, *, forked: bool) -> Non
     assert proc.poll() is None, proc.communicate()
 
 
+@pytest.mark.mcmc
 @pytest.mark.parametrize("timeout", ["0", "600"])  # in this process / in a forked child
 def test_sigint_during_mcmc_keeps_only_the_design_based_report(tmp_path, timeout):
     """The design-based results are written before the fit starts (issue 14); the

@@ -167,9 +167,13 @@ def workdir(tmp_path, monkeypatch):
 
 
 PYTHON_PAGES = [p for p in PAGES if _blocks(p, "python")]
+#: pages whose examples sample (the MCMC rows of SMALLER): marked ``mcmc``
+MCMC_PAGES = {where for where, _, _, why in SMALLER if why.startswith("MCMC")}
 
 
-@pytest.mark.parametrize("page", PYTHON_PAGES, ids=_rel)
+@pytest.mark.parametrize("page", [
+    pytest.param(p, marks=pytest.mark.mcmc) if _rel(p) in MCMC_PAGES else p
+    for p in PYTHON_PAGES], ids=_rel)
 def test_python_blocks_run(page, workdir):
     with warnings.catch_warnings(), redirect_stdout(io.StringIO()):
         warnings.simplefilter("ignore")

@@ -67,7 +67,7 @@ def test_a_distant_deadline_changes_nothing():
     (_binary, ["naive", "CR2", "glmm_laplace"], None, "glmm_laplace"),
     (_numeric, ["naive", "CR2", "mixedlm"], None, "mixedlm"),
     (_binary, ["naive", "CR2", "glmm_vb"], None, "glmm_vb"),
-    (_binary, ["naive", "CR2", "bayes"], "bayes", "bayes"),
+    pytest.param(_binary, ["naive", "CR2", "bayes"], "bayes", "bayes", marks=pytest.mark.mcmc),
 ])
 def test_a_report_with_a_stopped_fit_finishes_and_marks_its_rows(tmp_path, table_of, methods,
                                                                  backend, method):

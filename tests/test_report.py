@@ -346,6 +346,7 @@ def test_few_level_factors_follow_the_table_and_fixed(judges3_table):
                                                                      "author": 3}
 
 
+@pytest.mark.mcmc
 def test_three_judges_get_a_prior_sensitivity_table(bayes_report, tmp_path):
     s = bayes_report.prior_sensitivity
     assert s is not None
@@ -377,6 +378,7 @@ def test_three_judges_get_a_prior_sensitivity_table(bayes_report, tmp_path):
     assert "<h2>Prior sensitivity (Bayesian model)</h2>" in (tmp_path / "report.html").read_text()
 
 
+@pytest.mark.mcmc
 def test_sensitivity_none_switches_the_refit_off(judges3_table, bayes_report, tmp_path):
     from dataclasses import replace
 

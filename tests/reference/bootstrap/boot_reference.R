@@ -3,9 +3,10 @@
 # replicates are identical. Statistics: the mean (ratio of cluster sums) and the OLS
 # slope of y on x; their per-replicate variances are CR1 (sandwich::vcovCL HC1) on the
 # explicitly expanded resample (each drawn copy of a cluster is its own cluster).
-# Run from the repository root: Rscript tests/reference/bootstrap/boot_reference.R
+# Run: Rscript tests/reference/bootstrap/boot_reference.R (from any folder)
 suppressPackageStartupMessages({library(boot); library(sandwich); library(jsonlite)})
-here <- "tests/reference/bootstrap"
+here <- local({a <- commandArgs(FALSE); dirname(normalizePath(sub("--file=", "", a[grep("--file=", a)])))})
+setwd(here)  # reads and writes beside this script, from any folder
 d <- read.csv(file.path(here, "data.csv"))
 W <- as.matrix(read.csv(file.path(here, "weights.csv")))
 G <- ncol(W); B <- nrow(W)

@@ -1,8 +1,10 @@
 # Pairwise differences of condition means, y ~ 0 + condition, clustered by item:
 # CR2 (clubSandwich::vcovCR) with Satterthwaite df from linear_contrast(), CR1
-# (sandwich::vcovCL HC1) and CR3 (clubSandwich). Run from the repository root.
+# (sandwich::vcovCL HC1) and CR3 (clubSandwich).
+# Run: Rscript tests/reference/bootstrap/compare_reference.R (from any folder)
 suppressPackageStartupMessages({library(clubSandwich); library(sandwich); library(jsonlite)})
-here <- "tests/reference/bootstrap"
+here <- local({a <- commandArgs(FALSE); dirname(normalizePath(sub("--file=", "", a[grep("--file=", a)])))})
+setwd(here)  # reads and writes beside this script, from any folder
 d <- read.csv(file.path(here, "compare_scores.csv"))
 d$condition <- factor(d$condition)
 fit <- lm(y ~ 0 + condition, data = d)

@@ -1,6 +1,6 @@
 """Seeded scores table for the compare_all reference (clubSandwich CR2, pairwise contrasts).
 
-Run from the repository root, then: Rscript tests/reference/bootstrap/compare_reference.R
+Run (from any folder), then: Rscript tests/reference/bootstrap/compare_reference.R
 """
 from pathlib import Path
 

@@ -1,6 +1,6 @@
 """Seeded clustered dataset + cluster resampling counts for the R boot reference.
 
-Run from the repository root: .venv/bin/python tests/reference/bootstrap/make_data.py
+Run (from any folder): .venv/bin/python tests/reference/bootstrap/make_data.py
 then: Rscript tests/reference/bootstrap/boot_reference.R
 """
 from pathlib import Path

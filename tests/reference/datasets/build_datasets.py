@@ -1,6 +1,6 @@
 """Rebuild the bundled datasets (src/evalmix/datasets/*.parquet) from ../shared/data.
 
-Run from the repository root: ``python tests/reference/datasets/build_datasets.py``.
+Run (from any folder): ``python tests/reference/datasets/build_datasets.py``.
 Each CSV is read with pandas' defaults (so ``evalmix.datasets.load(name)`` equals
 ``pandas.read_csv`` of the shared file) and written as zstd-compressed Parquet; the
 frame hashes go to ``hashes.json`` so the equality test also runs without ../shared.

@@ -1,8 +1,9 @@
 # One-way ANOVA ICC with its F-based interval, computed by hand from aov(); lme4 REML
 # variance ratio for the balanced set (equal to the ANOVA ICC there when positive).
-# Run from the repository root: Rscript tests/reference/design/icc_reference.R
+# Run: Rscript tests/reference/design/icc_reference.R (from any folder)
 suppressPackageStartupMessages({library(lme4); library(jsonlite)})
-here <- "tests/reference/design"
+here <- local({a <- commandArgs(FALSE); dirname(normalizePath(sub("--file=", "", a[grep("--file=", a)])))})
+setwd(here)  # reads and writes beside this script, from any folder
 icc_aov <- function(d, level = 0.95) {
   d$cluster <- factor(d$cluster)
   tab <- summary(aov(y ~ cluster, data = d))[[1]]

@@ -6,8 +6,10 @@
 # and 3 judges (claude-3-sonnet-20240229, gpt-3.5-turbo-0125 with 22 of the unparsed
 # verdicts, gpt-4-0613: 23 dropped), the fast test's. Writes reference_reml_jtj.csv and
 # sessionInfo_reml_jtj.txt.
-#   cd tests/reference/gtheory && Rscript reml_jtj.R     (~15 s; needs ../shared)
+#   Rscript tests/reference/gtheory/reml_jtj.R (from any folder; ~15 s; needs ../shared)
 suppressPackageStartupMessages(library(lme4))
+here <- local({a <- commandArgs(FALSE); dirname(normalizePath(sub("--file=", "", a[grep("--file=", a)])))})
+setwd(here)  # reads and writes beside this script, from any folder
 path <- "../../../../shared/data/judging_the_judges/jtj_MTBench_repetition.csv"
 raw <- read.csv(path, stringsAsFactors = FALSE)
 raw <- raw[!is.na(raw$outcome) & raw$outcome != "", ]

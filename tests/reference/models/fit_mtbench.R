@@ -1,8 +1,10 @@
 # Frozen glmer reference on real data: the MT-Bench AB/BA judge table in ../shared/data.
 # Recodes the raw CSV itself (independent of evalmix's coding) and fits evalmix's default
 # model for it. Writes reference_mtbench.csv and sessionInfo_mtbench.txt.
-#   cd tests/reference/models && Rscript fit_mtbench.R     (~1 min; needs ../shared)
+#   Rscript tests/reference/models/fit_mtbench.R (from any folder; ~1 min; needs ../shared)
 suppressPackageStartupMessages(library(lme4))
+here <- local({a <- commandArgs(FALSE); dirname(normalizePath(sub("--file=", "", a[grep("--file=", a)])))})
+setwd(here)  # reads and writes beside this script, from any folder
 path <- "../../../../shared/data/judging_the_judges/jtj_MTBench_position_bias.csv"
 d <- read.csv(path, stringsAsFactors = FALSE)
 d <- d[!is.na(d$outcome) & d$outcome != "", ]

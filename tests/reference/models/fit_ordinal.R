@@ -1,9 +1,11 @@
 ## Frozen reference for the ordinal (cumulative logit) model of score tables.
-## Run from this folder:  Rscript fit_ordinal.R   (needs r-cran-ordinal)
+## Run: Rscript tests/reference/models/fit_ordinal.R (from any folder; needs r-cran-ordinal)
 ## Reads ordinal_scores.csv (make_ordinal_scores.py); writes reference_ordinal.csv:
 ##   kind (threshold | fixed | sd), term, estimate, se
 ## clmm: logit P(Y <= k) = theta_k - x'beta - u_item - u_judge (Laplace approximation).
 suppressPackageStartupMessages(library(ordinal))
+here <- local({a <- commandArgs(FALSE); dirname(normalizePath(sub("--file=", "", a[grep("--file=", a)])))})
+setwd(here)  # reads and writes beside this script, from any folder
 options(digits = 12)
 d <- read.csv("ordinal_scores.csv")
 d$score <- factor(d$score, ordered = TRUE)

@@ -1,6 +1,6 @@
 # Frozen glmer references on real data: PandaLM's test-set judgments in ../shared/data
 # (Bradley-Terry, 170 items nested in 50 apps, 5 judges). Recodes the raw CSV itself.
-#   cd tests/reference/models && Rscript fit_pandalm.R      (~15 s; needs ../shared)
+#   Rscript tests/reference/models/fit_pandalm.R (from any folder; ~15 s; needs ../shared)
 # Writes reference_pandalm.csv (model, kind, term, estimate, se) and
 # sessionInfo_pandalm.txt. Models:
 #   item_agq15:    y ~ 0 + abilities + (1 | item), adaptive Gauss-Hermite, 15 nodes
@@ -8,6 +8,8 @@
 #   item_laplace:  the same model, Laplace (nAGQ = 1)
 #   default_laplace: evalmix's default, + (1 | app) + (1 | judge), Laplace
 suppressPackageStartupMessages(library(lme4))
+here <- local({a <- commandArgs(FALSE); dirname(normalizePath(sub("--file=", "", a[grep("--file=", a)])))})
+setwd(here)  # reads and writes beside this script, from any folder
 path <- "../../../../shared/data/pandalm/pandalm_testset_judgments.csv"
 d <- read.csv(path, stringsAsFactors = FALSE)
 d <- d[!is.na(d$outcome) & d$outcome != "", ]

@@ -1,5 +1,5 @@
 ## Frozen R references for evalmix's model back ends (issue 4).
-## Run from this folder:  Rscript fit_reference.R
+## Run: Rscript tests/reference/models/fit_reference.R (from any folder)
 ## Reads crossed_binary.csv (made by make_crossed_binary.py), writes:
 ##   penicillin.csv, cbpp.csv                      data exported from lme4
 ##   reference_fixed.csv    dataset, software, model, term, estimate, se
@@ -9,6 +9,8 @@
 ##                          (ranef(condVar = TRUE): conditional modes and conditional SDs)
 ##   sessionInfo.txt
 suppressPackageStartupMessages({library(lme4); library(glmmTMB)})
+here <- local({a <- commandArgs(FALSE); dirname(normalizePath(sub("--file=", "", a[grep("--file=", a)])))})
+setwd(here)  # reads and writes beside this script, from any folder
 options(digits = 12)
 
 fixed_rows <- list(); vc_rows <- list(); fit_rows <- list(); re_rows <- list()

@@ -1,9 +1,10 @@
 # Reference fits for the sparse REML / Laplace back ends (issue 14, item 4).
-# Data: sparse_design.csv from make_sparse_design.py (seeded). Run from the repository root:
+# Data: sparse_design.csv from make_sparse_design.py (seeded). Run (from any folder):
 #   Rscript tests/reference/models/fit_sparse.R
 # Writes tests/reference/models/reference_sparse.csv and sessionInfo_sparse.txt.
 suppressPackageStartupMessages({library(lme4); library(glmmTMB)})
-here <- "tests/reference/models"
+here <- local({a <- commandArgs(FALSE); dirname(normalizePath(sub("--file=", "", a[grep("--file=", a)])))})
+setwd(here)  # reads and writes beside this script, from any folder
 d <- read.csv(file.path(here, "sparse_design.csv"))
 for (c in c("item", "model", "judge", "item_model")) d[[c]] <- factor(d[[c]])
 rows <- list()

@@ -1,6 +1,6 @@
 """Generate the seeded crossed binary dataset used as a frozen reference.
 
-Run from the repository root:  .venv/bin/python tests/reference/models/make_crossed_binary.py
+Run (from any folder):  .venv/bin/python tests/reference/models/make_crossed_binary.py
 Writes tests/reference/models/crossed_binary.csv (6,480 rows). R then fits it
 (fit_reference.R). The CSV is frozen: tests read it, they do not regenerate it.
 """

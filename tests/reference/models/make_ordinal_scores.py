@@ -3,8 +3,10 @@
 50 items x 5 judges x 3 models, one 1-6 score each (750 rows). Latent logistic model:
 P(score <= k) = logistic(c_k - eta), eta = model effect + u_item + u_judge, cut points
 (-2, -1, 0, 1, 2), model effects (0, 0.5, 1.0), item SD 1.0, judge SD 0.5.
-Run: python make_ordinal_scores.py  (then Rscript fit_ordinal.R)
+Run: python tests/reference/models/make_ordinal_scores.py (from any folder; then fit_ordinal.R)
 """
+
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -23,4 +25,4 @@ for i in range(items):
             latent = eta + rng.logistic()
             score = 1 + int(np.sum(latent > cuts))
             rows.append({"item": f"q{i:02d}", "judge": f"j{j}", "model": m, "score": score})
-pd.DataFrame(rows).to_csv("ordinal_scores.csv", index=False)
+pd.DataFrame(rows).to_csv(Path(__file__).with_name("ordinal_scores.csv"), index=False)

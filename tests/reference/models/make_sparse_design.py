@@ -1,6 +1,6 @@
 """Seeded data for the sparse-back-end reference fits (fit_sparse.R).
 
-Run from the repository root:  .venv/bin/python tests/reference/models/make_sparse_design.py
+Run (from any folder):  .venv/bin/python tests/reference/models/make_sparse_design.py
 60 items x 4 models x 4 judges x 2 presentation orders = 1,920 rows; an item:model
 interaction factor (240 levels), a judge-specific position slope.
 """

@@ -1,8 +1,8 @@
 # Frozen reference for evalmix.plan._cells CR2 (intercept-only) SE and Satterthwaite df.
-# Run: Rscript tests/reference/plan/cr2_intercept.R  (writes cr2_intercept.csv beside it)
+# Run: Rscript tests/reference/plan/cr2_intercept.R (from any folder; writes beside it)
 suppressMessages({library(clubSandwich); library(sandwich)})
-args <- commandArgs(trailingOnly = FALSE)
-here <- dirname(normalizePath(sub("--file=", "", args[grep("--file=", args)])))
+here <- local({a <- commandArgs(FALSE); dirname(normalizePath(sub("--file=", "", a[grep("--file=", a)])))})
+setwd(here)  # reads and writes beside this script, from any folder
 sizes <- c(1, 2, 3, 5, 8, 13, 2, 4, 30, 6)
 set.seed(20261130)
 cl <- rep(seq_along(sizes), sizes)

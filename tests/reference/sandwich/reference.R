@@ -1,9 +1,12 @@
 # Frozen reference values for tests/test_sandwich.py.
-# Run from this folder: Rscript reference.R  (writes reference.csv and sessionInfo.txt)
+# Run: Rscript tests/reference/sandwich/reference.R (from any folder; writes reference.csv
+# and sessionInfo.txt beside it)
 # CR0/CR1 and two-way CR1: sandwich::vcovCL (CR1 = type "HC1": G/(G-1) * (N-1)/(N-k);
 #   CR0 = type "HC0", cadjust = FALSE; two-way: cluster = ~a + b, multi0 = FALSE, fix = TRUE).
 # CR2, CR3 and Satterthwaite df: clubSandwich::vcovCR + coef_test(test = "Satterthwaite").
 suppressPackageStartupMessages({library(sandwich); library(clubSandwich)})
+here <- local({a <- commandArgs(FALSE); dirname(normalizePath(sub("--file=", "", a[grep("--file=", a)])))})
+setwd(here)  # reads and writes beside this script, from any folder
 d <- read.csv("data.csv", stringsAsFactors = TRUE)
 fits <- list(
   mean = lm(y ~ 1, data = d),
