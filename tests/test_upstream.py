@@ -192,6 +192,12 @@ def test_arena_hard_judgments_nulls_baseline_and_labels(tmp_path):
     assert sorted(t.data["verdict"]) == ["a", "b", "tie"] and t.dropped["na_outcome"] == 1
     up = upstream(f, baseline="base", rounds=5).rows
     assert up.iloc[0]["n_rows"] == 2 and up.iloc[0]["sample_mean"] == 0.75  # q1 dropped
+    # the baseline judged against itself: skipped with a note naming the file
+    base = tmp_path / "j" / "base.jsonl"
+    base.write_text(json.dumps({**ok, "model": "base"}) + "\n")
+    t, msgs = caught(read_arena_hard, f.parent, baseline="base")
+    assert t.n_obs == 3 and any("base.jsonl" in m and "with itself" in m for m in msgs)
+    base.unlink()
     f.write_text(json.dumps({**ok, "games": [{"score": "A>?B"}, {"score": "A=B"}]}) + "\n")
     with pytest.raises(EvalmixError, match=r"m.jsonl.*game 1 of question 'q2' has score"):
         read_arena_hard(f, baseline="base")

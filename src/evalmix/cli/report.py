@@ -59,7 +59,7 @@ def add_parser(subparsers: Any) -> list[str]:
     rp = add_command(subparsers, "report")
     rp.add_argument("data", metavar="DATA",
                     help="CSV/TSV/Parquet/JSONL table, or an eval log file or folder "
-                         "(Inspect, lm-eval, AlpacaEval, Arena/FastChat; see --format)")
+                         "(Inspect, lm-eval, AlpacaEval, Arena/FastChat, arena-hard; see --format)")
     rp.add_argument("--format", default="auto", choices=FORMATS,
                     help="input format (default auto: a table when --outcome or --roles is "
                          "given, else detected from the file type and content)")

@@ -41,7 +41,7 @@ from evalmix.data.readers._common import (
     load_records,
 )
 from evalmix.data.table import EvalTable
-from evalmix.errors import DroppedRowsWarning, EvalmixError
+from evalmix.errors import DroppedRowsWarning, EvalmixError, EvalmixWarning
 
 __all__ = ["read_arena_hard", "judgment_frame", "arena_hard_battles", "STRONG",
            "is_arena_hard_battles"]
@@ -125,7 +125,16 @@ def read_arena_hard(source: Source, *, baseline: str | None = None, **read_kwarg
 def judgment_frame(source: Source, baseline: str | None = None) -> pd.DataFrame:
     """The games of arena-hard judgment files, one row each, in file order."""
     paths = as_paths(source, ("*.jsonl",), "arena-hard judgment files")
-    rows = [row for p in paths for row in _game_rows(p, load_records(p), baseline)]
+    rows = []
+    for p in paths:
+        part = _game_rows(p, load_records(p), baseline)
+        own = [r for r in part if r["model_a"] == r["model_b"]]
+        if own:
+            warnings.warn(
+                f"skipped {len(own) // 2 or 1} records of {str(p)!r} that compare "
+                f"{own[0]['model_a']!r} with itself (the baseline)", EvalmixWarning,
+                stacklevel=3)
+        rows += [r for r in part if r["model_a"] != r["model_b"]]
     if not rows:
         raise EvalmixError(f"the arena-hard judgments {label(paths)} hold no records")
     frame = pd.DataFrame(rows)
