@@ -58,6 +58,14 @@ def test_alpaca_eval_folder_defaults_give_the_leaderboard():
     assert models == ["falcon-40b-instruct", "ghost-7b-alpha", "phi-2"]
     for m in models:
         assert 100 * win_rate(t, m) == pytest.approx(board.loc[m, "win_rate"], abs=1e-10)
+    # the recommended cluster is the instruction (the subsets are a stratum); its CR2
+    # SE is the leaderboard's within 1.0-1.3x
+    assert t.sampled == ("item",) and t.roles.strata == ("item_group",)
+    import evalmix
+
+    for m in models:
+        se = evalmix.interval(t, "win_rate", model=m, cluster="item").se
+        assert 1.0 - 1e-9 <= 100 * se / board.loc[m, "standard_error"] <= 1.3
     # scoring failures as draws (evalmix's old default) misses the leaderboard
     tied, _ = caught(read_log, AE / "results", failures="tie")
     assert abs(100 * win_rate(tied, "ghost-7b-alpha") - board.loc["ghost-7b-alpha",
