@@ -88,6 +88,8 @@ def test_alpaca_eval_upstream_equals_alpaca_evals_own_code_and_board():
     t, _ = caught(read_log, AE / "results")
     assert t.source == f"{AE / 'results'} (4 files)"  # 6 less 2 copies
     assert caught(upstream_line, t)[0] == line
+    assert caught(upstream_line, t.source)[0] == line   # a report's design["source"]
+    assert upstream_line(UP / "no such folder (3 files)") is None
 
 
 def test_alpaca_eval_self_files_and_errors_name_the_file(tmp_path):

@@ -319,13 +319,16 @@ def upstream_line(source: str | os.PathLike[str] | EvalTable, format: str = "aut
     """:func:`upstream` as one line of text for the report (``None`` when there is no
     upstream headline for the format, or the files cannot be read the tool's way).
 
-    ``source`` may be the table a reader returned: its ``source`` (the file, or the
-    folder holding the files read) is read again.
+    ``source`` may be the table a reader returned, or its ``source`` label (a report's
+    ``design["source"]``): the file, or the folder holding the files read, is read
+    again.
     """
-    if isinstance(source, EvalTable):
-        source = re.sub(r" \(\d+ files\)$", "", source.source)
-        if not os.path.exists(source):
+    text = source.source if isinstance(source, EvalTable) else os.fspath(source)
+    if not os.path.exists(text):   # a table's source: "folder (N files)"
+        text = re.sub(r" \(\d+ files\)$", "", text)
+        if not os.path.exists(text):
             return None
+    source = text
     try:
         up = upstream(source, format, **options)
     except EvalmixError:
