@@ -57,9 +57,12 @@ def test_a_model_spec_is_accepted_and_spec_options_beside_it_refused(table):
         evalmix.fit(spec, backend="statsmodels", slopes=("judge",))
     with pytest.raises(InvalidOptionError, match="strata"):
         evalmix.fit(spec, backend="statsmodels", strata="judge")
-    # an empty list is the default (no slopes), not an option set beside the spec
-    c = _quiet(evalmix.fit, spec, backend="statsmodels", slopes=[], fixed=[], seed=3)
+    # None is the default (the maximal model), an empty list is an option (no slopes);
+    # an empty fixed=[] is the default
+    c = _quiet(evalmix.fit, spec, backend="statsmodels", slopes=None, fixed=[], seed=3)
     assert c.formula == a.formula
+    with pytest.raises(InvalidOptionError, match="slopes"):
+        evalmix.fit(spec, backend="statsmodels", slopes=[])
 
 
 @pytest.mark.mcmc
@@ -69,7 +72,7 @@ def test_random_passes_through_fit(table, backend):
     one before)."""
     opts = TINY if backend == "bayes" else {}
     f = _quiet(evalmix.fit, table, backend=backend, random=["scenario"],
-               judge_position=False, seed=1, **opts)
+               judge_position=False, slopes=(), seed=1, **opts)
     assert f.formula == "y ~ 1 + condition + position + (1|scenario)"
     assert f.variance["factor"].tolist() == ["scenario", "Residual"]
 
@@ -79,8 +82,9 @@ def test_both_backends_spell_terms_alike():
     """The same design gives the same (term, scale) keys on both back ends, so the report
     finds the same rows (compare/model_rows.py looks them up by exact term)."""
     t = pairwise_judges(8, 3, 3, 3, tie_threshold=0, seed=1).table()
-    fb = _quiet(evalmix.fit, t, random=["scenario", "judge"], seed=1, **TINY)
-    fs = _quiet(evalmix.fit, t, backend="statsmodels", random=["scenario", "judge"], seed=1)
+    fb = _quiet(evalmix.fit, t, random=["scenario", "judge"], slopes=(), seed=1, **TINY)
+    fs = _quiet(evalmix.fit, t, backend="statsmodels", random=["scenario", "judge"],
+                slopes=(), seed=1)
     keys = [set(zip(f.fixed_effects["term"], f.fixed_effects["scale"], strict=True))
             for f in (fb, fs)]
     assert keys[0] == keys[1]
@@ -96,7 +100,8 @@ def test_strata_drop_the_stratifying_factor(table, backend):
     """Within a judge, ``(1|judge)`` has one level: it is left out, not fitted (statsmodels
     raised) nor reported from its prior (Bayesian back end)."""
     opts = TINY if backend == "bayes" else {}
-    f = _quiet(evalmix.fit, table, backend=backend, strata="judge", seed=1, **opts)
+    f = _quiet(evalmix.fit, table, backend=backend, strata="judge", slopes=(), seed=1,
+               **opts)
     assert set(f.strata) == {"judge1", "judge2"}
     for lev, sub in f.strata.items():
         assert "judge" not in sub.formula, sub.formula

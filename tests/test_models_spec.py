@@ -90,7 +90,11 @@ def test_formula_parser_subset():
     assert not p.intercept and p.fixed == (("condition", "judge"),)
     assert p.random[0] == (("position",), ("judge",), True)
     assert p.random[1] == ((), ("judge", "item"), True)
-    for bad, word in [("y ~ a*b", "'\\*'"), ("y ~ (1 + condition|judge)", "correlated"),
+    p = parse_formula("y ~ condition + (1 + condition|judge) + (1 + position||scenario)")
+    assert p.random[0] == (("condition",), ("judge",), True)
+    assert p.correlated == (True, False)
+    for bad, word in [("y ~ a*b", "'\\*'"),
+                      ("y ~ (1 + condition|judge) + (1 + position|judge)", "second correlated"),
                       ("y ~ (1|a/b)", "'/'"), ("y ~ log(x)", "log\\(x\\)"),
                       ("cbind(a, b) ~ x", "response"), ("y ~ x - z", "removing")]:
         with pytest.raises(EvalmixError, match=word):

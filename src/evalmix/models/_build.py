@@ -20,6 +20,7 @@ import pandas as pd
 from evalmix.errors import EvalmixError, InvalidOptionError, check_keywords
 from evalmix.families import family_name
 from evalmix.models._formula import parse_formula
+from evalmix.models._maximal import maximal_slopes
 from evalmix.models._spec_types import ModelSpec, RandomTerm, _readonly
 
 
@@ -196,7 +197,7 @@ class _SpecOptions:
     defaults: the one place they are listed."""
 
     formula: str | None = None
-    slopes: Iterable[str] = ()
+    slopes: Iterable[str] | None = None
     position: bool = True
     judge_position: bool = True
     fixed: Iterable[str] = ()
@@ -211,7 +212,7 @@ class SpecOptions(TypedDict, total=False):
     documents them; :func:`evalmix.fit` takes the same ones but ``judge``)."""
 
     formula: str | None
-    slopes: Iterable[str]
+    slopes: Iterable[str] | None
     position: bool
     judge_position: bool
     fixed: Iterable[str]
@@ -241,9 +242,12 @@ def build_spec(table, **options: Unpack[SpecOptions]) -> ModelSpec:
     formula : str, optional
         lme4-syntax formula (supported subset, see :mod:`evalmix.models.spec`). When given,
         ``slopes``, ``position``, ``judge_position``, ``fixed`` and ``random`` are ignored.
-    slopes : iterable of str
+    slopes : iterable of str, optional
         Factors that get random condition slopes ``(0 + condition|f)``, e.g.
-        ``("judge",)``; ``"term|factor"`` gives ``(0 + term|factor)``.
+        ``("judge",)``; ``"term|factor"`` gives ``(0 + term|factor)``. None (the default):
+        the maximal model, a condition slope for every sampled factor whose levels see
+        more than one condition (:func:`evalmix.models._maximal.maximal_slopes`; factors
+        left out are named in the spec's notes). ``()``: no slopes.
     position : bool
         Add the position (first-shown) term when the table knows the order.
     judge_position : bool
@@ -279,12 +283,22 @@ def build_spec(table, **options: Unpack[SpecOptions]) -> ModelSpec:
     o = _SpecOptions(**check_keywords("build_spec", options, SPEC_DEFAULTS))
     cols = _Columns(table, reference=o.reference)
     formula = o.formula
-    if formula is None:
-        formula = _default_formula(table, cols, slopes=tuple(o.slopes), position=o.position,
-                                   judge_position=o.judge_position, fixed=tuple(o.fixed),
-                                   random=o.random, judge=o.judge)
-    parsed = parse_formula(formula)
+    maximal: tuple[str, ...] = ()
+    notes: list[str] = []
     y, family, response, cats = _response(table, cols.design, o.family)
+    if formula is None:
+        if o.slopes is None:
+            rand = _random_roles(table, tuple(o.fixed), o.random)
+            maximal, why = maximal_slopes(table, rand, cols.design)
+            notes += why
+        formula = _default_formula(table, cols,
+                                   slopes=maximal if o.slopes is None else tuple(o.slopes),
+                                   position=o.position,
+                                   judge_position=o.judge_position, fixed=tuple(o.fixed),
+                                   random=o.random, judge=o.judge,
+                                   correlated=maximal if family in ("bernoulli", "binomial")
+                                   else ())
+    parsed = parse_formula(formula)
 
     names: list[str] = []
     xcols: list[np.ndarray] = []
@@ -314,15 +328,16 @@ def build_spec(table, **options: Unpack[SpecOptions]) -> ModelSpec:
                            "(a term is constant or duplicates others); drop a term")
 
     rterms: list[RandomTerm] = []
-    for lhs, groups, r_int in parsed.random:
+    for (lhs, groups, r_int), corr in zip(parsed.random, parsed.correlated, strict=True):
         gname, codes, levels = cols.group(groups)
         if r_int:
             rterms.append(RandomTerm(gname, "1", _readonly(codes), levels,
-                                     _readonly(np.ones(table.n_obs))))
+                                     _readonly(np.ones(table.n_obs)), corr))
         for lhs_name in lhs:
             nn, cc = cols.term((lhs_name,))
             for n, c in zip(nn, cc, strict=True):
-                rterms.append(RandomTerm(gname, n, _readonly(codes), levels, _readonly(c)))
+                rterms.append(RandomTerm(gname, n, _readonly(codes), levels, _readonly(c),
+                                         corr))
     seen = set()
     for r in rterms:
         if r.name in seen:
@@ -342,7 +357,6 @@ def build_spec(table, **options: Unpack[SpecOptions]) -> ModelSpec:
                 w = np.zeros(len(names))
                 w[names.index(b)], w[names.index(a)] = 1.0, -1.0
                 contrasts.append((f"{b} - {a}", tuple(w)))
-    notes = []
     if cols.design == "bradley-terry" and any(r.is_intercept for r in rterms):
         notes.append("Bradley-Terry design with random intercepts: they are oriented "
                      "'model_a vs model_b' and only meaningful when that orientation is "
@@ -353,19 +367,27 @@ def build_spec(table, **options: Unpack[SpecOptions]) -> ModelSpec:
         response=response, y=_readonly(y), X=_readonly(X.astype(float)),
         fixed_names=tuple(names), random=tuple(rterms), design=cols.design,
         categories=cats, reference=cols.reference, contrasts=tuple(contrasts),
-        condition_terms=tuple(cond_terms),
+        condition_terms=tuple(cond_terms), maximal=maximal,
         ties=table.ties if table.kind == "pairwise" else None, notes=tuple(notes),
     )
 
 
-def _default_formula(table, cols: _Columns, *, slopes: tuple[str, ...], position: bool,
-                     judge_position: bool, fixed: tuple[str, ...],
-                     random: Iterable[str] | None, judge: str) -> str:
+def _random_roles(table, fixed: tuple[str, ...], random: Iterable[str] | None
+                  ) -> list[str]:
+    """The roles with random intercepts in the default model."""
     clusters = tuple(table.clusters)
     for f in fixed:
         if f not in clusters:
             raise InvalidOptionError(f"fixed={f!r} is not a cluster role ({', '.join(clusters)})")
-    rand = [c for c in clusters if c not in fixed] if random is None else list(random)
+    return [c for c in clusters if c not in fixed] if random is None else list(random)
+
+
+def _default_formula(table, cols: _Columns, *, slopes: tuple[str, ...], position: bool,
+                     judge_position: bool, fixed: tuple[str, ...],
+                     random: Iterable[str] | None, judge: str,
+                     correlated: tuple[str, ...] = ()) -> str:
+    clusters = tuple(table.clusters)
+    rand = _random_roles(table, fixed, random)
     has_cond = table.kind == "pairwise" or table.has_condition
     has_pos = (table.has_order if table.kind == "pairwise"
                else "position" in table.data.columns)
@@ -376,7 +398,8 @@ def _default_formula(table, cols: _Columns, *, slopes: tuple[str, ...], position
     if position and has_pos:
         terms.append("position")
     terms += list(fixed)
-    rterms = [f"(1|{c})" for c in rand]
+    # lme4's (1 + condition|f): intercept and condition slopes correlated
+    rterms = [f"(1 + condition|{c})" if c in correlated else f"(1|{c})" for c in rand]
     if (position and judge_position and has_pos and table.kind == "pairwise"
             and judge in clusters):
         rterms.append(f"(0 + position|{judge})")
@@ -390,6 +413,8 @@ def _default_formula(table, cols: _Columns, *, slopes: tuple[str, ...], position
         if term == "condition" and not has_cond:
             raise EvalmixError("condition slopes need a condition (or pairwise) table")
         r = f"(0 + {term}|{fac})"
+        if term == "condition" and fac in correlated:
+            continue
         if r not in rterms:
             rterms.append(r)
     return "y ~ " + " + ".join(terms + rterms)

@@ -23,6 +23,8 @@ class ParsedFormula:
     fixed: tuple[tuple[str, ...], ...]          # each term: tuple of names (interaction)
     random: tuple[tuple[tuple[str, ...], tuple[str, ...], bool], ...]
     # random: (lhs terms as single names ("1" for intercept), group names, intercept?)
+    correlated: tuple[bool, ...] = ()
+    # one per random term: lme4's (1 + x | g), intercept and slopes correlated
 
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
@@ -89,6 +91,7 @@ def parse_formula(formula: str) -> ParsedFormula:
     intercept = True
     fixed: list[tuple[str, ...]] = []
     random: list[tuple[tuple[str, ...], tuple[str, ...], bool]] = []
+    correlated: list[bool] = []
     rhs = re.sub(r"-\s*1\b", "+ -1", rhs).strip()
     if rhs.startswith("+"):
         rhs = rhs[1:]
@@ -120,15 +123,16 @@ def parse_formula(formula: str) -> ParsedFormula:
                     r_int = True
                 else:
                     names.append(_check_name(t, formula))
-            if r_int and names and not double:
+            corr = bool(r_int and names and not double)
+            if corr and any(c and rg == g for (_, rg, _), c in zip(random, correlated,
+                                                                   strict=True)):
                 raise _unsupported(
-                    f"the correlated random term {term!r}", formula,
-                    f"write ({'1 + ' + ' + '.join(names)}||{group}) or "
-                    f"(1|{group}) + (0 + {' + '.join(names)}|{group}) for independent "
-                    "intercept and slopes (correlations are not modelled)")
+                    f"a second correlated term for {group!r} ({term!r})", formula,
+                    f"put all of {group}'s correlated effects in one (1 + ...|{group})")
             if not r_int and not names:
                 raise InvalidOptionError(f"formula {formula!r}: random term {term!r} has no effect")
             random.append((tuple(names), g, r_int))
+            correlated.append(corr)
         else:
             fixed.append(tuple(_check_name(n.strip(), formula) for n in term.split(":")))
-    return ParsedFormula(lhs, intercept, tuple(fixed), tuple(random))
+    return ParsedFormula(lhs, intercept, tuple(fixed), tuple(random), tuple(correlated))

@@ -34,8 +34,10 @@ from evalmix.models._crossed import (
     _check_arrays,
     _z,
 )
+from evalmix.models._laplace_corr import fit_correlated
 from evalmix.models._pls import CrossedDesign
 from evalmix.models._reml import joint_cov, slope_levels
+from evalmix.models._theta import ThetaMap
 from evalmix.models.spec import RandomTerm
 
 __all__ = ["LaplaceResults", "fit_laplace_arrays"]
@@ -122,6 +124,10 @@ class _LaplaceDeviance:
         from scipy.special import gammaln
 
         self.y, self.m, self.X = y, trials, X
+        # correlated terms: theta is lme4's (Cholesky entries), Z Lambda is set into the
+        # design's covariates and the factor is taken with unit scaling (_theta.py)
+        self.tmap = ThetaMap(terms)
+        self._theta_set: np.ndarray | None = None
         # indicator columns (e.g. 99 model effects) make X mostly zeros: keep it sparse
         self.Xop = (sparse.csr_array(X) if np.count_nonzero(X) < _SPARSE_X * X.size
                     else X)
@@ -133,6 +139,20 @@ class _LaplaceDeviance:
         self.const = float(np.sum(gammaln(trials + 1) - gammaln(k + 1)
                                   - gammaln(trials - k + 1)))
         self.last: tuple | None = None
+        self.offsets = np.concatenate([[0], np.cumsum([t.n_levels for t in terms])]
+                                      ).astype(np.int64)
+        self.codes = [np.asarray(t.codes, dtype=np.int64) for t in terms]
+
+    def lam(self, theta: np.ndarray) -> np.ndarray:
+        """Per-column scaling of ``Z``: ``theta`` per column for independent terms; ones
+        when terms are correlated (then ``Z Lambda(theta)`` is set into the design)."""
+        if self.tmap.diagonal:
+            return theta[self.comp]
+        if self._theta_set is None or not np.array_equal(theta, self._theta_set):
+            self.xs = self.tmap.covariates(theta)
+            self.design.set_covariates(self.xs)
+            self._theta_set = np.array(theta, dtype=float)
+        return np.ones(self.q)
 
     def _eval(self, eta: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
         """Log-likelihood, ``mu`` and IRLS weights ``m mu (1 - mu)`` from one ``exp``
@@ -158,7 +178,7 @@ class _LaplaceDeviance:
         penalised IRLS: Newton steps on ``log p(y | eta) - |u|^2 / 2`` with step halving.
         Leaves the factor at the optimum in ``self.last``; returns ``(u, beta)``."""
         des = self.design
-        lam = theta[self.comp]
+        lam = self.lam(theta)
         u, beta = self.u.copy(), np.asarray(beta, dtype=float).copy()
         X = self.Xop
 
@@ -228,6 +248,8 @@ class _LaplaceDeviance:
         theta = np.asarray(theta, dtype=float)
         f = self(theta, beta)
         assert self.last is not None
+        if not self.tmap.diagonal:
+            return f, self._gradient_blocks()
         _, lam, u, _, _, F, _, mu, w = self.last
         des = self.design
         r = self.m * (self.y - mu)
@@ -243,6 +265,29 @@ class _LaplaceDeviance:
         g_theta = np.bincount(self.comp, weights=per_col, minlength=theta.size)
         g_beta = self.Xop.T @ (gs - 2 * r)
         return f, np.concatenate([g_theta, g_beta])
+
+
+    def _gradient_blocks(self) -> np.ndarray:
+        """The gradient of :meth:`gradient` when terms are correlated, in lme4's theta:
+        ``dD/dL_ab = sum_i z_ia Q_ib`` with, per row and term, ``Q = -2 r u + 2 w m +
+        (g - w s) u + r v`` (``m = A^-1 z~_i`` at the term's column, ``z~`` the rows of
+        ``Z Lambda``; ``u``, ``v`` at the row's level; the rest as in :meth:`gradient`)."""
+        assert self.last is not None
+        _, _, u, _, _, F, _, mu, w = self.last
+        des = self.design
+        r = self.m * (self.y - mu)
+        ms = F.row_solves()
+        h = sum(x * mt for x, mt in zip(self.xs, ms, strict=True))
+        g = h * w * (1 - 2 * mu)
+        v = F.solve(des.zt(g))
+        gs = g - w * des.zu(v)
+        q = []
+        for j, mt in enumerate(ms):
+            idx = self.offsets[j] + self.codes[j]
+            q.append(-2 * r * u[idx] + 2 * w * mt + gs * u[idx] + r * v[idx])
+        g_theta = self.tmap.gradient(q)
+        g_beta = self.Xop.T @ (gs - 2 * r)
+        return np.concatenate([g_theta, g_beta])
 
 
 def fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
@@ -328,6 +373,11 @@ def _fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     dev = _LaplaceDeviance(y, m, X, terms, deadline)
     if not binomial_constant:
         dev.const = 0.0
+    if not dev.tmap.diagonal:
+        dev.tmap.check_levels()
+        return fit_correlated(dev, fe_names, terms, level=level, z=z, maxiter=maxiter,
+                              check_separation=_check_separation,
+                              results_cls=LaplaceResults)
 
     # stage 1 (lme4's nAGQ = 0): theta alone, beta and u jointly by PIRLS; only a start
     # for stage 2, so a loose tolerance (it was 2/3 of the work at 1e-10)

@@ -107,10 +107,36 @@ class CrossedDesign:
             self.c_x = np.concatenate(cx)
             self.c_pairs = [(r, s) for r in range(m) for s in range(r, m)]
         self.m = m
-        self.Z = sparse.hstack([sparse.csr_array(
-            (np.asarray(t.x, dtype=float), (np.arange(n), t.codes)), shape=(n, t.n_levels))
-            for t in terms]).tocsr()
-        self.Zt = self.Z.T.tocsr()
+        self._codes = [(np.asarray(t.codes, dtype=np.int64), t.n_levels) for t in terms]
+        self._set_z([np.asarray(t.x, dtype=float) for t in terms])
+
+    def _set_z(self, xs: Sequence[np.ndarray]) -> None:
+        """``Z`` (and ``Z'``) with row covariates ``xs``: one entry per row and term, on
+        a pattern built once (new covariates only refill the values)."""
+        n, k = self.n, len(self._codes)
+        data = np.column_stack(xs).ravel() if k else np.zeros(0)
+        if getattr(self, "_zt_perm", None) is None:
+            off = np.concatenate([[0], np.cumsum([g for _, g in self._codes])])
+            cols = np.column_stack([o + c for o, (c, _) in zip(off, self._codes, strict=False)]).ravel()
+            ptr = np.arange(0, n * k + 1, k)
+            self.Z = sparse.csr_array((np.arange(1.0, n * k + 1), cols, ptr),
+                                      shape=(n, int(off[-1])))
+            self.Zt = self.Z.T.tocsr()
+            self._zt_perm = self.Zt.data.astype(np.int64) - 1
+        self.Z.data = data
+        self.Zt.data = data[self._zt_perm]
+
+    def set_covariates(self, xs: Sequence[np.ndarray]) -> None:
+        """Replace every term's row covariate (natural order), keeping the sparsity
+        patterns: ``Z Lambda`` of a model with correlated terms
+        (:mod:`evalmix.models._theta`), factored with unit scaling."""
+        xs = [np.asarray(x, dtype=float) for x in xs]
+        self.xa = xs[self.big]
+        self.xc = [xs[j] for j in self.rest_terms]
+        if self.m:
+            self.b_x = np.concatenate([self.xa * x for x in self.xc])
+            self.c_x = np.concatenate([self.xc[r] * self.xc[s] for r, s in self.c_pairs])
+        self._set_z(xs)
 
     # ------------------------------------------------------------ products with Z
     def zt(self, v: np.ndarray) -> np.ndarray:
@@ -306,6 +332,32 @@ class BlockFactor:
             zs = li[self.q1 + des.c[s]] * des.xc[s]
             h += (1 if r == s else 2) * zr * zs * s_at_c[des.c_inv[j * n:(j + 1) * n]]
         return h, diag
+
+    def row_solves(self) -> list[np.ndarray]:
+        """``m_it = (A^-1 z_i)`` at row ``i``'s column of term ``t``, one array per term
+        (natural order), for unit scaling (``Lambda = I``; the design's covariates are
+        ``Z Lambda``): ``h_i = sum_t z_it m_it`` are the leverages, and
+        ``sum_i w_i z'_ia m_ib`` the derivative of ``log|A|`` through ``Lambda``."""
+        des = self.design
+        n = des.n
+        diag, alpha, p_at_b, s_at_c = self.inverse_pieces()
+        va = des.xa
+        m_big = (1.0 / self.d[des.a] + alpha[des.a]) * va
+        m_rest = [np.zeros(n) for _ in range(des.m)]
+        p_rows = [p_at_b[des.b_inv[r * n:(r + 1) * n]] for r in range(des.m)]
+        for r in range(des.m):
+            m_big = m_big - p_rows[r] * des.xc[r]
+            m_rest[r] -= p_rows[r] * va
+        for j, (r, s) in enumerate(des.c_pairs):
+            sv = s_at_c[des.c_inv[j * n:(j + 1) * n]]
+            m_rest[r] += sv * des.xc[s]
+            if r != s:
+                m_rest[s] += sv * des.xc[r]
+        out: list[np.ndarray] = [np.empty(0)] * (des.m + 1)
+        out[des.big] = m_big
+        for r, j in enumerate(des.rest_terms):
+            out[j] = m_rest[r]
+        return out
 
     def submatrix_inverse(self, idx: np.ndarray) -> np.ndarray:
         """``(A^-1)[idx, idx]`` for a few natural-order columns ``idx``."""

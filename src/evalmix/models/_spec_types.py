@@ -39,6 +39,10 @@ class RandomTerm:
     levels : tuple of str
     x : ndarray of float, shape (n,)
         Covariate multiplying the effect (ones for an intercept).
+    correlated : bool
+        Part of a correlated term ``(1 + x | factor)``: the terms of one factor marked
+        so have a free covariance matrix (lme4's parameterisation,
+        :mod:`evalmix.models._theta`); unmarked terms are independent.
     """
 
     factor: str
@@ -46,6 +50,7 @@ class RandomTerm:
     codes: np.ndarray
     levels: tuple[str, ...]
     x: np.ndarray
+    correlated: bool = False
 
     @property
     def name(self) -> str:
@@ -91,6 +96,10 @@ class ModelSpec:
         ability differences).
     condition_terms : tuple of str
         Fixed columns that are condition (model) effects.
+    maximal : tuple of str
+        Factors whose condition slopes the maximal default added (see
+        :mod:`evalmix.models._maximal`); only these may be dropped by its simplification.
+        Empty for a user's ``slopes=`` or ``formula=``.
     n_obs : int
     ties : str or None
     notes : tuple of str
@@ -109,6 +118,7 @@ class ModelSpec:
     reference: str | None = None
     contrasts: tuple[tuple[str, tuple[float, ...]], ...] = ()
     condition_terms: tuple[str, ...] = ()
+    maximal: tuple[str, ...] = ()
     ties: str | None = None
     notes: tuple[str, ...] = ()
     n_obs: int = field(init=False)

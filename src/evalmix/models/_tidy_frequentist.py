@@ -177,9 +177,9 @@ def _probability_rows(fit: CrossedFit, spec: ModelSpec, terms: Sequence[RandomTe
     Both versions average over the two presentation orders (x_pos = +-1/2) when the model
     has a ``position`` term. The population-averaged one integrates
     ``eta ~ N(mean, sum of intercept variances + slope variances at the row's
-    covariates)`` by Gauss-Hermite quadrature. Uncertainty: ``n_draws`` draws from the
+    covariates, with the covariances of correlated terms)`` by Gauss-Hermite quadrature. Uncertainty: ``n_draws`` draws from the
     approximate normal sampling distribution of the fixed effects and of the log-SDs
-    (independent blocks), percentile intervals.
+    (independent blocks; correlations at their estimates), percentile intervals.
     """
     names = list(fit.fe_names)
     if "Intercept" not in names or not spec.condition_terms:
@@ -196,6 +196,10 @@ def _probability_rows(fit: CrossedFit, spec: ModelSpec, terms: Sequence[RandomTe
     sd = np.exp(log_sd + rng.standard_normal((n_draws, log_sd.size)) * se_log)
     sd = np.where(fit.vc_sd > 0, sd, 0.0)
     gx, gw = _gauss_hermite()
+    where = {(t.factor, t.term): j for j, t in enumerate(terms)}
+    pairs = [(where[(c["factor"], c["term_1"])], where[(c["factor"], c["term_2"])],
+              float(c["correlation"])) for c in fit.details.get("correlations", ())
+             if np.isfinite(c["correlation"])]
     xpos = (0.5, -0.5) if "position" in names else (0.0,)
     ipos = names.index("position") if "position" in names else None
 
@@ -213,6 +217,10 @@ def _probability_rows(fit: CrossedFit, spec: ModelSpec, terms: Sequence[RandomTe
                 var = np.zeros(b.shape[0])
                 for j, t in enumerate(terms):
                     var += (s[:, j] * covariates.get(t.term, 0.0)) ** 2
+                for i, j, rho in pairs:  # correlated terms (1 + x|g), rho at its estimate
+                    var += (2 * rho * s[:, i] * s[:, j] * covariates.get(terms[i].term, 0.0)
+                            * covariates.get(terms[j].term, 0.0))
+                var = np.clip(var, 0.0, None)
                 eta_q = eta[:, None] + np.sqrt(var)[:, None] * gx[None, :]
                 out += (1 / (1 + np.exp(-eta_q))) @ gw / len(xpos)
             else:

@@ -36,7 +36,7 @@ def fit(
     *,
     backend: Literal["bayes", "statsmodels"] = "bayes",
     formula: str | None = None,
-    slopes: Iterable[str] = (),
+    slopes: Iterable[str] | None = None,
     position: bool = True,
     judge_position: bool = True,
     fixed: Iterable[str] = (),
@@ -83,8 +83,11 @@ def fit(
         lme4-syntax formula (supported subset: see :mod:`evalmix.models.spec`). Default:
         condition + position + a random intercept per cluster role + judge-specific
         position bias.
-    slopes : iterable of str
-        Factors with random condition slopes, e.g. ``("judge",)``.
+    slopes : iterable of str, optional
+        Factors with random condition slopes, e.g. ``("judge",)``. None (the default):
+        the maximal model, a condition slope for every sampled factor whose levels see
+        more than one condition (``docs/models.md``; the statsmodels back end steps down
+        from it when the fit is singular and says so). ``()``: no slopes.
     position, judge_position : bool
         The position term and judge-specific position bias (see
         :func:`~evalmix.models.spec.build_spec`).
@@ -154,7 +157,8 @@ def fit(
             f"deadline={deadline!r}: give a time.monotonic() instant (e.g. "
             "time.monotonic() + 60) or None; analyze(model_timeout=SECONDS) sets it")
     spec_options: dict[str, Any] = {
-        **{k: given[k] for k in _SPEC_OPTIONS}, "slopes": tuple(slopes), "fixed": tuple(fixed),
+        **{k: given[k] for k in _SPEC_OPTIONS},
+        "slopes": None if slopes is None else tuple(slopes), "fixed": tuple(fixed),
         "random": None if random is None else tuple(random)}
     bayes_options = {k: given[k] for k in BACKEND_OPTIONS["bayes"]}
     sm_options = {k: given[k] for k in BACKEND_OPTIONS["statsmodels"]}
@@ -221,8 +225,8 @@ def _fit_strata(table, strata: str, *, backend: str, spec_options: dict[str, Any
                                  "intercept; fit without strata or add a cluster role")
     options = {**spec_options, "fixed": fixed_roles, "random": random,
                "judge_position": spec_options["judge_position"] and role != "judge",
-               "slopes": tuple(s for s in spec_options["slopes"]
-                               if s.rpartition("|")[2].strip() != role)}
+               "slopes": None if spec_options["slopes"] is None else
+               tuple(s for s in spec_options["slopes"] if s.rpartition("|")[2].strip() != role)}
     seed = common["seed"]
     rng = np.random.default_rng(seed)   # an int, a Generator (advanced here) or None
     fits: dict[str, ModelFit] = {}

@@ -42,6 +42,7 @@ from evalmix.errors import (
     InvalidOptionError,
     check_option,
 )
+from evalmix.models._maximal import decorrelate
 from evalmix.models._mcmc_diagnostics import rhat_ess
 from evalmix.models._nutpie import Run, start
 from evalmix.models._posterior import (
@@ -455,6 +456,9 @@ def fit_bayes(
     """
     check_option("engine", engine, ENGINES)
     check_option("sampler", sampler, SAMPLERS)
+    # (1 + x|g): independent intercept and slopes here (docs/models.md says why)
+    spec = decorrelate(spec, "the Bayesian back end fits correlated terms (1 + x|g) with "
+                             "independent intercepts and slopes, each SD with its own prior")
     if (draws is not None and draws < 50) or tune < 0 or chains < 1:
         raise InvalidOptionError(f"draws={draws}, tune={tune}, chains={chains}: need draws >= 50, "
                                  "tune >= 0 and chains >= 1")

@@ -48,7 +48,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from types import MappingProxyType
-from typing import Any, Literal, Unpack, get_args
+from typing import Any, Literal, Unpack, cast, get_args
 
 import numpy as np
 import pandas as pd
@@ -76,6 +76,7 @@ from evalmix.models._crossed import (
 )
 from evalmix.models._deadline import check_deadline
 from evalmix.models._laplace import LaplaceResults, fit_laplace_arrays
+from evalmix.models._maximal import decorrelate, simplify
 from evalmix.models._reml import fit_mixedlm_arrays, reml_deviance
 from evalmix.models._tidy_frequentist import (
     _NOTES,
@@ -236,6 +237,70 @@ def fit_glmm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     )
 
 
+def _needs_simpler(spec: ModelSpec, fit: CrossedFit) -> str | None:
+    """Why the maximal default's fit should step down (None: it need not): a condition
+    slope it added is estimated at zero, or the optimiser did not converge."""
+    added = [t.name for t in spec.random
+             if t.factor in spec.maximal and t.term in spec.condition_terms]
+    zero = [n for n in fit.singular if n in added]
+    if zero:
+        return f"singular: the SD of {', '.join(zero)} was estimated at 0"
+    edge = [c for c in fit.details.get("singular_correlations", ())
+            if c.rpartition("|")[2] in spec.maximal]
+    if edge:
+        return f"singular: {', '.join(edge)} was estimated at -1 or +1"
+    if not fit.converged:
+        return f"the optimiser did not converge (largest gradient {fit.grad_norm:.2g})"
+    return None
+
+
+def _fit_core(spec: ModelSpec, method: str, o: _StatsmodelsOptions, level: float,
+              seed_used: int, deadline: float | None, logit: bool
+              ) -> tuple[CrossedFit, str, bool, str, str, str, str]:
+    """One fit of ``spec`` by ``method``: (fit, backend, approximate, note, scale, label,
+    family)."""
+    terms = list(spec.random)
+    if method == "mixedlm":
+        # a linear probability model without an intercept (Bradley-Terry design) must
+        # measure win probabilities from 1/2, as the logit model does from log-odds 0
+        offset = 0.5 if logit and "Intercept" not in spec.fixed_names else 0.0
+        fit = fit_mixedlm_arrays(spec.y - offset, spec.X, spec.fixed_names, terms,
+                                 level=level, deadline=deadline)
+        backend, approximate = "mixedlm", logit
+        note = (_NOTES["lpm"] + (" The response is y - 1/2 (no intercept: equal abilities "
+                                 "mean a 1/2 win rate)." if offset else "")) if logit else (
+            "REML estimates; Wald z intervals for fixed effects and on log-SD for variance "
+            "components (can be too narrow for factors with few levels)")
+        scale = "probability" if logit else "identity"
+        label = "linear model: conditional = population-averaged"
+        family = "gaussian"
+    elif method == "laplace":
+        # rows with identical covariates and levels enter as one binomial count (the
+        # likelihood is the same up to a constant, which we leave out so that the
+        # log-likelihood is that of the individual rows)
+        col = collapse(spec)
+        if col.n_patterns < spec.n_obs:
+            cterms = [RandomTerm(t.factor, t.term, c, t.levels, x, t.correlated)
+                      for t, c, x in zip(terms, col.codes, col.x, strict=True)]
+            fit = fit_laplace_arrays(col.successes / col.trials, col.X, spec.fixed_names,
+                                     cterms, trials=col.trials, level=level,
+                                     binomial_constant=False, deadline=deadline)
+        else:
+            fit = fit_laplace_arrays(spec.y, spec.X, spec.fixed_names, terms, level=level,
+                                     deadline=deadline)
+        backend, approximate, note = "glmm_laplace", False, _NOTES["laplace"]
+        scale, label, family = "log-odds", _TYPICAL, spec.family
+    else:
+        fit = fit_glmm_arrays(spec.y, spec.X, spec.fixed_names, terms,
+                              method=cast(Literal["vb", "map"], method),
+                              level=level, vc_prior_sd=o.vc_prior_sd,
+                              fe_prior_sd=o.fe_prior_sd,
+                              seed=seed_used, deadline=deadline)
+        backend, approximate, note = f"glmm_{method}", True, _NOTES[method]
+        scale, label, family = "log-odds", _TYPICAL, spec.family
+    return fit, backend, approximate, note, scale, label, family
+
+
 # ---------------------------------------------------------------------------- public
 @dataclass(frozen=True)
 class _StatsmodelsOptions:
@@ -389,48 +454,35 @@ def fit_statsmodels(table: Any, spec: ModelSpec | None = None,
         raise EvalmixError(
             f"method={method!r} fits a logit model for binary outcomes, but the outcome is "
             f"{spec.family} ({spec.response}); use method='mixedlm' for numeric scores")
+    if method != "laplace" and any(t.correlated for t in spec.random):
+        user = sorted({t.factor for t in spec.random if t.correlated} - set(spec.maximal))
+        if user:
+            raise EvalmixError(
+                f"method={method!r} has no correlated random effects (the terms of "
+                f"{', '.join(user)}); use method='laplace' for a logit model, or write "
+                "(1 + x||g) for independent intercept and slopes")
+        spec = decorrelate(spec, f"method={method!r} fits the maximal model's intercepts "
+                                 "and condition slopes as independent terms")
     seed_used = resolve_seed(seed)
     rng = np.random.default_rng(seed_used)
+    fitted = _fit_core(spec, method, o, level, seed_used, deadline, logit)
+    simplified: list[str] = []
+    while spec.maximal and method in ("laplace", "mixedlm"):
+        reason = _needs_simpler(spec, fitted[0])
+        if reason is None:
+            break
+        simpler = simplify(spec, fitted[0].vc_sd, reason)
+        if simpler is None:
+            break
+        simplified.append(simpler.notes[-1])
+        spec = simpler
+        fitted = _fit_core(spec, method, o, level, seed_used, deadline, logit)
+    fit, backend, approximate, note, scale, label, family = fitted
     terms = list(spec.random)
-    if method == "mixedlm":
-        # a linear probability model without an intercept (Bradley-Terry design) must
-        # measure win probabilities from 1/2, as the logit model does from log-odds 0
-        offset = 0.5 if logit and "Intercept" not in spec.fixed_names else 0.0
-        fit = fit_mixedlm_arrays(spec.y - offset, spec.X, spec.fixed_names, terms,
-                                 level=level, deadline=deadline)
-        backend, approximate = "mixedlm", logit
-        note = (_NOTES["lpm"] + (" The response is y - 1/2 (no intercept: equal abilities "
-                                 "mean a 1/2 win rate)." if offset else "")) if logit else (
-            "REML estimates; Wald z intervals for fixed effects and on log-SD for variance "
-            "components (can be too narrow for factors with few levels)")
-        scale = "probability" if logit else "identity"
-        label = "linear model: conditional = population-averaged"
-        family = "gaussian"
-    elif method == "laplace":
-        # rows with identical covariates and levels enter as one binomial count (the
-        # likelihood is the same up to a constant, which we leave out so that the
-        # log-likelihood is that of the individual rows)
-        col = collapse(spec)
-        if col.n_patterns < spec.n_obs:
-            cterms = [RandomTerm(t.factor, t.term, c, t.levels, x)
-                      for t, c, x in zip(terms, col.codes, col.x, strict=True)]
-            fit = fit_laplace_arrays(col.successes / col.trials, col.X, spec.fixed_names,
-                                     cterms, trials=col.trials, level=level,
-                                     binomial_constant=False, deadline=deadline)
-        else:
-            fit = fit_laplace_arrays(spec.y, spec.X, spec.fixed_names, terms, level=level,
-                                     deadline=deadline)
-        backend, approximate, note = "glmm_laplace", False, _NOTES["laplace"]
-        scale, label, family = "log-odds", _TYPICAL, spec.family
-    else:
-        fit = fit_glmm_arrays(spec.y, spec.X, spec.fixed_names, terms, method=method,
-                              level=level, vc_prior_sd=o.vc_prior_sd,
-                              fe_prior_sd=o.fe_prior_sd,
-                              seed=seed_used, deadline=deadline)
-        backend, approximate, note = f"glmm_{method}", True, _NOTES[method]
-        scale, label, family = "log-odds", _TYPICAL, spec.family
 
-    messages: list[str] = []
+    messages: list[str] = list(simplified)
+    for msg in simplified:
+        warnings.warn(msg, SingularFitWarning, stacklevel=2)
     few = sorted({t.factor for t in terms if t.n_levels < FEW_LEVELS})
     if few:
         msg = (f"factor(s) {', '.join(few)} have fewer than {FEW_LEVELS} levels: their "
@@ -486,7 +538,8 @@ def fit_statsmodels(table: Any, spec: ModelSpec | None = None,
         "formula": spec.formula, "method": method, "backend": backend, "family": family,
         "link": "identity" if method == "mixedlm" else "logit", "response": spec.response,
         "design": spec.design, "n_obs": spec.n_obs, "level": level, "seed": seed_used,
-        "note": note,
+        "note": note, "simplified": simplified, "notes": list(spec.notes),
+        "correlations": list(fit.details.get("correlations", [])),
         "intervals": (fit.details.get("interval", "").replace(
             "Wald z (fixed effects)", "Wald t with containment df (fixed effects)")
             if df == "containment" else fit.details.get("interval", "")),

@@ -34,8 +34,14 @@ condition:position + (1|scenario) + (0 + condition|judge) + (1|judge:scenario)``
 Fixed terms: ``1``/``0``/``-1``, ``condition`` (alias ``model``), ``position``, any cluster
 role (fixed treatment-coded dummies, e.g. for a 3-level judge factor) and ``a:b``
 interactions of those. Random terms: ``(1|g)``, ``(0 + x|g)``, ``(1 + x||g)`` (uncorrelated,
-as lme4's ``||``), with ``g`` a cluster role or ``a:b`` of roles. Correlated random effects
-``(1 + x|g)``, nesting ``a/b``, ``*``, functions and offsets are not supported and raise.
+as lme4's ``||``), ``(1 + x|g)`` (correlated intercept and slopes, lme4's
+parameterisation: fitted as such by the Laplace back end, with independent terms by the
+others, which say so), with ``g`` a cluster role or ``a:b`` of roles. A second correlated
+term for one factor, nesting ``a/b``, ``*``, functions and offsets are not supported and
+raise.
+
+The default model is *maximal* for sampled factors (:mod:`evalmix.models._maximal`):
+``(1 + condition|f)`` for a logit model, ``(1|f) + (0 + condition|f)`` otherwise.
 
 Layout
 ------
