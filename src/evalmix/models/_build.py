@@ -296,8 +296,7 @@ def build_spec(table, **options: Unpack[SpecOptions]) -> ModelSpec:
                                    position=o.position,
                                    judge_position=o.judge_position, fixed=tuple(o.fixed),
                                    random=o.random, judge=o.judge,
-                                   correlated=maximal if family in ("bernoulli", "binomial")
-                                   else ())
+                                   correlated=_correlated(cols, maximal, family))
     parsed = parse_formula(formula)
 
     names: list[str] = []
@@ -370,6 +369,19 @@ def build_spec(table, **options: Unpack[SpecOptions]) -> ModelSpec:
         condition_terms=tuple(cond_terms), maximal=maximal,
         ties=table.ties if table.kind == "pairwise" else None, notes=tuple(notes),
     )
+
+
+def _correlated(cols: _Columns, maximal: tuple[str, ...], family: str) -> tuple[str, ...]:
+    """The maximal factors whose slopes are correlated with their intercepts in the
+    default model: lme4's ``(1 + condition|f)`` for a logit model (the Laplace back end
+    has it; REML does not yet) with one condition column (two conditions). With more,
+    the full covariance has ``K (K + 1) / 2`` parameters per factor (21 for 6 models),
+    too many for the tens of levels eval factors have, and the slopes stay independent
+    (``docs/models.md``)."""
+    if not maximal or family not in ("bernoulli", "binomial"):
+        return ()
+    names, _ = cols.condition()
+    return maximal if len(names) == 1 else ()
 
 
 def _random_roles(table, fixed: tuple[str, ...], random: Iterable[str] | None

@@ -15,7 +15,12 @@ passes ``slopes=`` or ``formula=`` gets exactly that:
    more than one evaluated model; Bradley-Terry designs: more than one pair of models);
 3. the slope is identified: the median number of rows per (level, condition) cell is at
    least 2 (with one row per cell the slope variance is the residual's; lme4 refuses a
-   model with as many random effects as rows).
+   model with as many random effects as rows);
+4. there are at most :data:`MAX_CONDITION_COLUMNS` condition columns (5 conditions):
+   a leaderboard of 30 models would add 29 slope variances and 29 random effects per
+   level of every sampled factor (MT-Bench's 80 items: 2,566 random effects, a dense
+   factor of 5 s per Newton step), far beyond what its levels identify. Pass
+   ``slopes=`` to fit them anyway.
 
 A factor left out is named, with its reason, in the spec's notes.
 
@@ -52,6 +57,8 @@ __all__ = ["maximal_slopes", "simplify", "decorrelate"]
 MIN_SHARE_WITHIN = 0.5
 #: Median rows per (level, condition) cell needed to identify a slope variance.
 MIN_CELL_ROWS = 2.0
+#: Most condition columns (conditions - 1, or models - 1) the default gives slopes.
+MAX_CONDITION_COLUMNS = 4
 
 
 def _conditions(table, design: str) -> np.ndarray | None:
@@ -82,6 +89,18 @@ def maximal_slopes(table, factors: Sequence[str], design: str
     ccode = pd.factorize(cond)[0]
     n_cond = int(ccode.max()) + 1
     what = "pair of models" if design == "bradley-terry" else "condition"
+    if design == "bradley-terry":
+        d = table.data
+        columns = len(set(d["model_a"].astype(str)) | set(d["model_b"].astype(str))) - 1
+    else:
+        columns = n_cond - 1
+    if columns > MAX_CONDITION_COLUMNS:
+        left = [f for f in factors if f in sampled]
+        if not left:
+            return (), ()
+        return (), (f"no condition slopes for {', '.join(left)}: {columns} condition "
+                    f"columns (more than {MAX_CONDITION_COLUMNS}) would add {columns} "
+                    "random effects per level; pass slopes=(...) to fit them",)
     for f in factors:
         if f not in sampled:
             continue
