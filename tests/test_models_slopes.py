@@ -163,3 +163,33 @@ def test_methods_without_correlations_refuse_a_users_and_decorrelate_the_default
     fit = _quiet(fit_statsmodels, slopes_table, method="mixedlm")
     assert "(0 + condition|scenario)" in fit.formula
     assert any("independent terms" in n for n in fit.provenance["notes"])
+
+
+def test_maximal_default_on_a_real_file_equals_glmmtmb(ref):
+    """MT-Bench repetition judgments (5,156 rows, 4 evaluated models, ties 1/2): the
+    default maximal model (independent condition slopes by item and by item group: more
+    than two conditions) against glmmTMB on evalmix's model frame
+    (tests/reference/models/fit_mtbench_slopes.R; glmer did not finish in 15 minutes)."""
+    from evalmix.datasets import load_table
+
+    r = pd.read_csv(REF / "reference_mtbench_slopes.csv")
+    r = r[r.software == "glmmTMB"].set_index(["kind", "name"])
+    t = load_table("mtbench_repetition")
+    fit = _quiet(fit_statsmodels, t, method="laplace", seed=1, n_draws=200)
+    assert fit.provenance["simplified"] == [] and "(0 + condition|item)" in fit.formula
+    assert abs(fit.results.llf - r.loc[("criterion", "logLik"), "value"]) < 1e-4
+
+    def rname(term: str) -> str:
+        for a, b in (("condition[", "c_"), ("]", ""), ("-", "_"), (".", "_")):
+            term = term.replace(a, b)
+        return "(Intercept)" if term == "Intercept" else term
+
+    fe = fit.fixed_effects
+    fe = fe[fe.scale == "log-odds"]
+    for term in fit.provenance["df"]:
+        row = fe[fe.term == term].iloc[0]
+        assert abs(row.estimate - r.loc[("fixed", rname(term)), "value"]) < 1e-4, term
+        assert abs(row.se - r.loc[("fixed", rname(term)), "se"]) < 1e-3, term
+    for _, v in fit.variance.iterrows():
+        if v.factor != "Residual":
+            assert abs(v.sd - r.loc[("sd", rname(v.factor)), "value"]) < 1e-3, v.factor
