@@ -1,8 +1,8 @@
 """Benchmark: the maximal model's Laplace fit (issue 28) against glmer and glmmTMB.
 
-One seeded crossed design (:func:`make_data`: 300 scenarios x 12 personas, both sampled,
+One seeded crossed design (:func:`make_data`: 200 scenarios x 10 personas, both sampled,
 intercept SDs 0.8 / 0.5 and condition-slope SDs 0.3 / 0.3, x 3 fixed judges x 2
-conditions = 21,600 0/1 scores), three models:
+conditions = 12,000 0/1 scores), three models:
 
 * ``intercepts``: ``y ~ condition + (1|scenario) + (1|persona) + (1|judge)`` (the old
   default);
@@ -48,7 +48,7 @@ def make_data():
     """The seeded table (an EvalTable) of the benchmark."""
     from evalmix.sim.designs import Factor, crossed_scores
 
-    sim = crossed_scores([Factor("scenario", 300, 0.8, 0.3), Factor("persona", 12, 0.5, 0.3)],
+    sim = crossed_scores([Factor("scenario", 200, 0.8, 0.3), Factor("persona", 10, 0.5, 0.3)],
                          judges={"j1": 0.0, "j2": 0.3, "j3": -0.3}, intercept=0.5,
                          condition_effect=0.3, seed=SEED)
     with warnings.catch_warnings():

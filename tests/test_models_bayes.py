@@ -84,7 +84,7 @@ def crossed():
 
 
 def test_cbpp_matches_glmer(cbpp_table):
-    fit = _fit_quiet(cbpp_table, seed=11, level=VC_LEVEL, **SHORT)
+    fit = _fit_quiet(cbpp_table, seed=11, level=VC_LEVEL, slopes=(), **SHORT)  # glmer's
     # 842 animal rows collapse to the 56 herd x period cells of the original data
     assert fit.provenance["collapsed_rows"] == 56
     fx, vc = _ref("cbpp")
@@ -98,7 +98,7 @@ def test_crossed_binary_matches_glmer(crossed):
     t = evalmix.read(crossed, outcome="outcome", model_a="model_a", model_b="model_b",
                      first_shown="first_shown",
                      clusters={c: c for c in ("scenario", "persona", "author", "judge")})
-    fit = _fit_quiet(t, seed=5, judge_position=False, level=VC_LEVEL, **SHORT)
+    fit = _fit_quiet(t, seed=5, judge_position=False, level=VC_LEVEL, slopes=(), **SHORT)
     assert fit.formula == ("y ~ 1 + condition + position + (1|scenario) + (1|persona) + "
                            "(1|author) + (1|judge)")
     fx, vc = _ref("crossed_binary")
@@ -118,7 +118,7 @@ def test_linear_probability_matches_lmer(crossed):
     t = evalmix.read(crossed, outcome="b_wins", condition="condition", position="position",
                      clusters={c: c for c in ("scenario", "persona", "author", "judge")},
                      outcome_type="numeric")
-    fit = _fit_quiet(t, seed=3, level=VC_LEVEL, **SHORT)
+    fit = _fit_quiet(t, seed=3, level=VC_LEVEL, slopes=(), **SHORT)
     assert fit.family == "gaussian"
     fx, vc = _ref("crossed_binary", "linear probability")
     _check_fixed(fit, fx, {"Intercept": "(Intercept)",
@@ -896,7 +896,7 @@ def test_convergence_warning_on_too_short_chains(tmp_path):
     with pytest.warns(ConvergenceWarning, match="bulk ESS < 400"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FewClustersWarning)
-            fit = evalmix.fit(t, seed=1, draws=60, tune=60, chains=2, progress=False)
+            fit = evalmix.fit(t, seed=1, slopes=(), draws=60, tune=60, chains=2, progress=False)
     assert any("ESS" in w for w in fit.warnings)
     assert set(fit.diagnostics.columns) >= {"parameter", "r_hat", "ess_bulk", "ess_tail"}
     # the posterior saves and reloads with its provenance (attrs must be plain scalars)
@@ -916,14 +916,14 @@ def test_prior_sensitivity_table_moves_the_three_level_sd_not_the_effect():
     t = pairwise_judges(20, 6, 3, 3, tie_threshold=0, seed=1003).table()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FewClustersWarning)
-        fit = evalmix.fit(t, seed=2, draws=600, sensitivity=2.5, progress=False)
+        fit = evalmix.fit(t, seed=2, slopes=(), draws=600, sensitivity=2.5, progress=False)
     s = fit.prior_sensitivity.set_index("term")
     assert {"estimate@1", "lo@1", "hi@1", "estimate@2.5", "lo@2.5", "hi@2.5"} <= set(s)
     assert s.loc["sd[judge]", "hi@2.5"] > 1.3 * s.loc["sd[judge]", "hi@1"]
     assert abs(s.loc["sd[scenario]", "estimate@2.5"] - s.loc["sd[scenario]", "estimate@1"]) \
         < 0.1
     assert abs(s.loc["position", "estimate@2.5"] - s.loc["position", "estimate@1"]) < 0.15
-    assert evalmix.fit(t, seed=2, draws=100, tune=100, progress=False).prior_sensitivity is None
+    assert evalmix.fit(t, seed=2, slopes=(), draws=100, tune=100, progress=False).prior_sensitivity is None
 
 
 def test_ordinal_scores_match_clmm():
@@ -933,7 +933,7 @@ def test_ordinal_scores_match_clmm():
     ref = pd.read_csv(REF / "reference_ordinal.csv").set_index("term")
     t = evalmix.read(REF / "ordinal_scores.csv", outcome="score", condition="model",
                      clusters={"item": "item", "judge": "judge"})
-    fit = _fit_quiet(t, family="ordinal", seed=1, level=VC_LEVEL, **SHORT)
+    fit = _fit_quiet(t, family="ordinal", seed=1, level=VC_LEVEL, slopes=(), **SHORT)
     assert fit.family == "cumulative" and fit.divergences == 0
     fx = fit.fixed_effects[fit.fixed_effects["scale"] == "log-odds"].set_index("term")
     pairs = {"condition[m1]": "modelm1", "condition[m2]": "modelm2",
@@ -1013,7 +1013,7 @@ def test_demo_model_passes_its_checks_across_seeds(seed):
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         warnings.simplefilter("ignore", FewClustersWarning)
-        fit = evalmix.fit(t, seed=seed, sensitivity=SENSITIVITY_SCALE, progress=False)
+        fit = evalmix.fit(t, seed=seed, slopes=(), sensitivity=SENSITIVITY_SCALE, progress=False)
     d = fit.diagnostics
     assert fit.divergences == 0
     assert d["r_hat"].max() <= 1.01
@@ -1025,9 +1025,9 @@ def test_demo_model_passes_its_checks_across_seeds(seed):
 def _sensitivity_pair(table, scale, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FewClustersWarning)
-        fp = evalmix.fit(table, seed=2, sensitivity=scale, sensitivity_method="psis",
+        fp = evalmix.fit(table, seed=2, slopes=(), sensitivity=scale, sensitivity_method="psis",
                          progress=False, **kw)
-        fr = evalmix.fit(table, seed=3, sensitivity=scale, sensitivity_method="refit",
+        fr = evalmix.fit(table, seed=3, slopes=(), sensitivity=scale, sensitivity_method="refit",
                          progress=False, **kw)
     return fp, fr
 
@@ -1116,7 +1116,7 @@ def test_sampling_stops_at_its_step_budget_with_a_warning(monkeypatch):
     t = pairwise_judges(20, 6, 3, 3, tie_threshold=0, seed=4).table()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        fit = evalmix.fit(t, seed=1, tune=100, progress=False, retry_divergent=False)
+        fit = evalmix.fit(t, seed=1, slopes=(), tune=100, progress=False, retry_divergent=False)
     steps = fit.idata.sample_stats["n_steps"].sum("draw").to_numpy()
     assert fit.provenance["stopped_at_steps"] >= 2000
     assert steps.max() <= fit.provenance["stopped_at_steps"]
@@ -1133,8 +1133,8 @@ def test_many_fixed_columns_sample_with_the_low_rank_mass_matrix():
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         warnings.simplefilter("ignore", FewClustersWarning)
-        fit = evalmix.fit(t, seed=1, fixed=("scenario",), progress=False)
-    small = _fit_quiet(t, seed=1, draws=100, tune=100, progress=False)
+        fit = evalmix.fit(t, seed=1, slopes=(), fixed=("scenario",), progress=False)
+    small = _fit_quiet(t, seed=1, slopes=(), draws=100, tune=100, progress=False)
     assert fit.provenance["mass_matrix"] == "low-rank"
     assert small.provenance["mass_matrix"] == "diagonal"
     d = fit.diagnostics
@@ -1153,7 +1153,7 @@ def test_many_coordinates_with_a_diagonal_mass_matrix_cap_the_trees_at_depth_3()
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         warnings.simplefilter("ignore", FewClustersWarning)
-        fit = evalmix.fit(t, seed=1, progress=False)
+        fit = evalmix.fit(t, seed=1, slopes=(), progress=False)
     assert fit.provenance["max_tree_depth"] == 3 and fit.provenance["mass_matrix"] == "diagonal"
     assert int(fit.draws.sample_stats["n_steps"].max()) <= 7
     d = fit.diagnostics
@@ -1188,7 +1188,7 @@ def test_a_capped_run_that_fails_its_checks_is_run_again_without_the_cap(monkeyp
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         warnings.simplefilter("ignore", FewClustersWarning)
-        fit = evalmix.fit(t, seed=1, progress=False)
+        fit = evalmix.fit(t, seed=1, slopes=(), progress=False)
     assert fit.provenance["uncapped_rerun"] == {"max_tree_depth": 1, "draws_first_run": 1500}
     assert "max_tree_depth" not in fit.provenance
     assert int(fit.draws.sample_stats["n_steps"].max()) > 1
