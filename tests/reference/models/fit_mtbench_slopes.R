@@ -5,7 +5,7 @@
 # (4 evaluated models: 3 slope columns each, written as numeric dummies so that they are
 # independent, as in evalmix's (0 + condition|f) with more than two conditions).
 # Ties are 1/2 (fractional binomial; glmer warns about non-integer successes and fits
-# the same deviance). Run from the repository root:
+# the same deviance). Run (from any folder):
 #   Rscript tests/reference/models/fit_mtbench_slopes.R
 # glmmTMB takes about a minute; glmer (BOBYQA over 17 parameters) did not finish in 15
 # minutes on the shared machine and is run only with the argument "glmer".
@@ -13,7 +13,8 @@
 # sessionInfo_mtbench_slopes.txt.
 suppressPackageStartupMessages({library(lme4); library(glmmTMB)})
 run_glmer <- "glmer" %in% commandArgs(trailingOnly = TRUE)
-here <- "tests/reference/models"
+here <- local({a <- commandArgs(FALSE); dirname(normalizePath(sub("--file=", "", a[grep("--file=", a)])))})
+setwd(here)  # reads and writes beside this script, from any folder
 d <- read.csv(file.path(here, "mtbench_slopes.csv"))
 for (c in c("item", "item_group", "judge")) d[[c]] <- factor(d[[c]])
 cs <- grep("^c_", names(d), value = TRUE)

@@ -1,11 +1,12 @@
 # Reference fits of the maximal model (issue 28): correlated (1 + condition | f) and
 # independent (1 + condition || f) condition slopes for two crossed sampled factors.
-# Data: crossed_slopes.csv from make_crossed_slopes.py (seeded). Run from the repository
-# root:  Rscript tests/reference/models/fit_slopes.R   (~15 s)
+# Data: crossed_slopes.csv from make_crossed_slopes.py (seeded). Run (from any
+# folder):  Rscript tests/reference/models/fit_slopes.R   (~15 s)
 # Writes tests/reference/models/reference_slopes.csv (software, model, kind, name, value,
 # se: fixed effects with SEs, SDs, correlations, logLik, seconds) and sessionInfo_slopes.txt.
 suppressPackageStartupMessages({library(lme4); library(glmmTMB)})
-here <- "tests/reference/models"
+here <- local({a <- commandArgs(FALSE); dirname(normalizePath(sub("--file=", "", a[grep("--file=", a)])))})
+setwd(here)  # reads and writes beside this script, from any folder
 d <- read.csv(file.path(here, "crossed_slopes.csv"))
 d$condition <- factor(d$condition)
 d$treat <- as.numeric(d$condition == "treatment")
