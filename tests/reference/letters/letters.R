@@ -1,7 +1,10 @@
 # Frozen reference letters for tests/test_letters.py: multcompView::multcompLetters
 # (insert-and-absorb, Piepho 2004) on the boards of boards.csv (make_boards.py).
-# Run from this folder: Rscript letters.R  (writes letters.csv and sessionInfo.txt)
+# Run: Rscript tests/reference/letters/letters.R (from any folder; writes letters.csv and
+# sessionInfo.txt beside it)
 suppressPackageStartupMessages(library(multcompView))
+here <- local({a <- commandArgs(FALSE); dirname(normalizePath(sub("--file=", "", a[grep("--file=", a)])))})
+setwd(here)  # reads and writes beside this script, from any folder
 d <- read.csv("boards.csv", stringsAsFactors = FALSE, na.strings = "")
 out <- list()
 for (b in unique(d$board)) {

@@ -1,6 +1,6 @@
 """Write boards.csv: random significance patterns for letters.R (multcompView).
 
-Run from this folder: ``python make_boards.py && Rscript letters.R``. Models are named
+Run (from any folder): ``python make_boards.py && Rscript letters.R``. Models are named
 ``m00, m01, ...`` best first; one row per significant pair (a board without any has one
 row with empty ``a``/``b``). Kinds: 0 significance follows the estimates (one SE), 1
 heterogeneous SEs, 2 any pattern. Boards needing more than 52 letters are left out
