@@ -236,6 +236,14 @@ def test_cli_reads_arena_hard_battles_and_fastchat_in_one_command(tmp_path):
                      "--quiet", "--out", str(out)]) == 0
         design = json.loads((out / "design.json").read_text())
         assert design["roles"]["first_shown"] == "first_shown"
+        # the report's opening quotes the tool's own numbers, then how evalmix differs
+        line = upstream_line(src)
+        assert "How evalmix differs:" in line
+        md = (out / "report.md").read_text()
+        head = md.split("## ")[0]
+        assert line.split(" How evalmix")[0].replace("[", "\\[") in head or \
+            line.split(" How evalmix")[0] in head
+        assert json.loads((out / "summary.json").read_text())["upstream"] == line
 
 
 def test_battle_files_errors_name_the_file_and_mt_bench_categories(tmp_path):

@@ -10,6 +10,7 @@ and a warning, never a crashed report.
 from __future__ import annotations
 
 import math
+import warnings
 from collections import Counter
 from collections.abc import Sequence
 from contextlib import nullcontext
@@ -437,11 +438,13 @@ def analyze(
         notes = [*_plain_warnings(table, design, rec, min_clusters), *notes]
         callee = _summarise_warnings(raw_warn, errors)
 
+        upstream = _upstream(table)
+
         def summary(fits: dict[str, Any]) -> dict[str, Any]:
             return {**_summary(table, seed=seed, reps=reps, level=level, fast=fast,
                                backend=backend, methods=design_methods, levels=levels_run,
                                command=command, fits=fits),
-                    "model_timeout": model_timeout}
+                    "model_timeout": model_timeout, "upstream": upstream}
 
         position = position_bias(table, judge=judge, cluster=one_way, level=level)
         section = None
@@ -673,6 +676,16 @@ def _name_warnings(table: EvalTable) -> list[str]:
         if is_judge_role(role):
             out += check_names(table.levels(role), role, stacklevel=4)
     return out + check_names(table.clusters, "role", stacklevel=4)
+
+
+def _upstream(table: EvalTable) -> str | None:
+    """The tool's own numbers for a table read from its logs (reading them again; the
+    reader's warnings were given already), or None."""
+    from evalmix.data.readers.upstream import upstream_line
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return upstream_line(table)
 
 
 def _summary(table: EvalTable, **kw: Any) -> dict[str, Any]:

@@ -271,6 +271,8 @@ def answer_html(rep: Report) -> str:
                      f"<tbody>{''.join(rows)}</tbody></table>")
     if note:
         parts.append(f"<p class='muted'>{esc(note)}</p>")
+    if rep.summary.get("upstream"):  # the tool's own numbers, reproduced, after the answer
+        parts.append(f"<p class='upstream'>{esc(str(rep.summary['upstream']))}</p>")
     return "\n".join(parts)
 
 
@@ -284,4 +286,6 @@ def answer_markdown(rep: Report) -> list[str]:
         out += [markdown_table(view, cell=str), ""]
     if note:
         out += [md_text(note), ""]
+    if rep.summary.get("upstream"):  # the tool's own numbers, reproduced, after the answer
+        out += [md_text(str(rep.summary["upstream"])), ""]
     return out

@@ -242,10 +242,10 @@ def arena_hard_v01(games: pd.DataFrame, *, rounds: int = 100, seed: int | None =
 _ALPACA = Upstream(
     "AlpacaEval describe_head2head", pd.DataFrame(),
     "judge failures dropped, SE = sem x 100",
-    "AlpacaEval's SE treats the instructions as independent and the 5 subsets as "
-    "sampled; evalmix clusters by instruction, treats the subsets as strata, uses t "
-    "critical values and states the contrast between models, which AlpacaEval does not "
-    "give an interval for")
+    "AlpacaEval's SE is the plain standard error over instructions; evalmix's "
+    "recommended interval clusters by instruction (the same SE with one judgment per "
+    "instruction and model), holds the 5 subsets fixed as strata, uses a t critical "
+    "value and also gives intervals for the differences between models")
 _FASTCHAT = Upstream(
     "FastChat show_result.py --mode pairwise", pd.DataFrame(),
     "win_rate_adjusted; games that disagree count as a tie; no standard error",
@@ -256,15 +256,17 @@ _ARENA_V01 = Upstream(
     "arena-hard-auto v0.1 show_result.py", pd.DataFrame(),
     "strong verdicts x3, Bradley-Terry win rate against the baseline, 100 bootstrap "
     "resamples of rows, 95% interval",
-    "arena-hard's bootstrap resamples rows, so a strong verdict's 3 copies and a "
-    "question's two games count as independent judgments; evalmix counts each game once "
-    "and resamples questions, so its interval is wider and covers")
+    "arena-hard counts a strong verdict 3 times, which pulls the score toward the strong "
+    "verdicts, and its bootstrap resamples rows, so those 3 copies and a question's two "
+    "games count as independent judgments; evalmix counts each game once and clusters by "
+    "question, the unit that was sampled, so its interval is wider")
 _ARENA = Upstream(
     "arena-hard-auto show_result.py", pd.DataFrame(),
     "strong verdicts x3, 100 bootstrap resamples of rows, 90% interval",
-    "arena-hard's bootstrap resamples rows, so a strong verdict's 3 copies and a "
-    "question's two games count as independent judgments; evalmix counts each game once "
-    "and resamples questions, so its interval is wider and covers")
+    "arena-hard counts a strong verdict 3 times, which pulls the score toward the strong "
+    "verdicts, and its bootstrap resamples rows, so those 3 copies and a question's two "
+    "games count as independent judgments; evalmix counts each game once and clusters by "
+    "question, the unit that was sampled, so its interval is wider")
 
 
 def upstream(source: str | os.PathLike[str], format: str = "auto", **options: Any
@@ -316,8 +318,9 @@ def upstream(source: str | os.PathLike[str], format: str = "auto", **options: An
 
 def upstream_line(source: str | os.PathLike[str] | EvalTable, format: str = "auto",
                   **options: Any) -> str | None:
-    """:func:`upstream` as one line of text for the report (``None`` when there is no
-    upstream headline for the format, or the files cannot be read the tool's way).
+    """:func:`upstream` as one line of text for the report: the tool's numbers, then how
+    and why evalmix's interval differs (``None`` when there is no upstream headline for
+    the format, or the files cannot be read the tool's way).
 
     ``source`` may be the table a reader returned, or its ``source`` label (a report's
     ``design["source"]``): the file, or the folder holding the files read, is read
@@ -333,4 +336,6 @@ def upstream_line(source: str | os.PathLike[str] | EvalTable, format: str = "aut
         up = upstream(source, format, **options)
     except EvalmixError:
         return None
-    return None if up is None or up.rows.empty else up.line()
+    if up is None or up.rows.empty:
+        return None
+    return f"{up.line()} How evalmix differs: {up.differs}."
