@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 
 import evalmix
+import evalmix.inference.leaderboard
 import evalmix.report.analyze
 from evalmix.cli import build_parser
 from evalmix.errors import InvalidOptionError
@@ -260,7 +261,7 @@ def test_issue_199_model_table_in_seconds():
     assert cost[199][0] / cost[160][0] < 3 and cost[199][1] / cost[160][1] < 2.5
 
 
-def test_letters_can_be_skipped_and_capped_on_a_board_and_in_the_report():
+def test_letters_can_be_skipped_and_capped_on_a_board_and_in_the_report(monkeypatch):
     t = baseline_leaderboard(n_models=8, n_items=40, n_judges=2, seed=2).table()
     full = leaderboard(t, cluster="item", seed=4)
     n = len(_groups(list(full.tidy()["tier"])))
@@ -283,6 +284,15 @@ def test_letters_can_be_skipped_and_capped_on_a_board_and_in_the_report():
                                       seed=4, letters=flag) for flag in (True, False)}
     assert (reps[False].leaderboard["tier"] == "").all()
     assert reps[True].leaderboard["tier"].tolist() == full.tidy()["tier"].tolist()
+    assert not any("tier letters" in w for w in reps[True].warnings)
+    # above the cap the report says so (the cap set to 1 letter here)
+    monkeypatch.setattr(evalmix.inference.leaderboard, "MAX_LETTERS", 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rep = evalmix.analyze(t, fast=True, methods=["naive", "CR2"], progress=False, seed=4)
+    assert (rep.leaderboard["tier"] == "").all()
+    assert ("leaderboard: no tier letters (the 8 models need more than 1 letters); the rank "
+            "ranges give the comparisons") in rep.warnings
 
 
 def test_no_letters_flag_reaches_analyze(tmp_path, monkeypatch):
