@@ -300,6 +300,12 @@ def test_inspect_single_file_numeric_scorer_and_metadata_cluster(inspect_logs):
     assert read_log(one, scorer="grade").n_obs == 12
 
 
+def test_inspect_value_errors_name_the_log(inspect_logs):
+    root, _ = inspect_logs
+    with pytest.raises(EvalmixError, match=r"\.(eval|json)': scorer 'grade' has no key 'x'"):
+        read_inspect(root, scorer="grade.x")
+
+
 # --------------------------------------------------------------------------- CLI
 def test_cli_report_reads_logs_with_format_and_reader_options(tmp_path, capsys):
     import json

@@ -65,7 +65,8 @@ def _inspect_log():
     return log
 
 
-def _value(v: Any, scorer: str) -> float:
+def _value(v: Any, scorer: str, path: Path) -> float:
+    """A score value as Inspect's ``value_to_float`` maps it; errors name ``path``."""
     if v is None:
         return np.nan
     if isinstance(v, bool):
@@ -82,14 +83,15 @@ def _value(v: Any, scorer: str) -> float:
             return float(low)
         except ValueError:
             raise EvalmixError(
-                f"scorer {scorer!r} gives the value {v!r}, which is not C/I/P/N, a number or "
-                "yes/no; choose another scorer (scorer=...) or recode the log"
+                f"{str(path)!r}: scorer {scorer!r} gives the value {v!r}, which is not "
+                "C/I/P/N, a number or yes/no; choose another scorer (scorer=...) or recode "
+                "the log"
             ) from None
     kind = "dict" if isinstance(v, dict) else type(v).__name__
     keys = f" (keys {', '.join(map(repr, v))}: pass scorer='{scorer}.KEY')" \
         if isinstance(v, dict) else ""
-    raise EvalmixError(f"scorer {scorer!r} gives {kind} values{keys}; evalmix needs one "
-                       "number per sample")
+    raise EvalmixError(f"{str(path)!r}: scorer {scorer!r} gives {kind} values{keys}; "
+                       "evalmix needs one number per sample")
 
 
 def _read_eval_zip(log: Any, path: Path) -> Any:
@@ -189,10 +191,11 @@ def read_inspect(source: Source, *, scorer: str | None = None, **read_kwargs: An
             value = None if score is None else score.value
             if key:
                 if value is not None and not (isinstance(value, dict) and key in value):
-                    raise EvalmixError(f"scorer {name!r} has no key {key!r} in sample {s.id!r}")
+                    raise EvalmixError(f"{str(f)!r}: scorer {name!r} has no key {key!r} in "
+                                       f"sample {s.id!r}")
                 value = None if value is None else value[key]
             row = {"model": lg.eval.model, "task": lg.eval.task, "sample_id": str(s.id),
-                   "epoch": int(s.epoch), "score": _value(value, shown), "log": f.name}
+                   "epoch": int(s.epoch), "score": _value(value, shown, f), "log": f.name}
             for k, v in (s.metadata or {}).items():
                 if isinstance(v, str | int | float | bool) or v is None:
                     row[f"metadata.{k}"] = v
