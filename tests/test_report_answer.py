@@ -127,6 +127,51 @@ def test_alpaca_answer_names_the_baseline(alpaca_report):
     assert list(a["estimand"]) == ["win_rate", "win_rate", "difference"]
 
 
+def _scores(outcome: str):
+    rng = np.random.default_rng(1)
+    d = pd.DataFrame({"item": np.repeat(np.arange(40), 3).astype(str),
+                      "condition": np.tile(["a", "b", "c"], 40),
+                      "score": rng.normal(5, 1, 120)})
+    d["y"] = (d["score"] > 5).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if outcome == "y":
+            return evalmix.read(d, outcome="y", clusters={"item": "item"})
+        return evalmix.read(d, outcome="score", condition="condition",
+                            clusters={"item": "item"})
+
+
+def test_numeric_means_have_no_null_and_the_differences_are_counted():
+    """Means of a numeric score have no null: no decision, and the sentence counts the
+    differences between conditions instead (none is 'not estimable')."""
+    rep = _analyze(_scores("score"), methods=["naive", "CR2"])
+    a = answer_frame(rep)
+    means = a[a["estimand"] == "mean"]
+    assert len(means) == 3 and (means["verdict"] == "no null to test (a score has no "
+                                                   "natural zero)").all()
+    diffs = a[a["estimand"] == "difference"]
+    text = answer_sentence(rep)
+    above = int((diffs["lo"] > 0).sum())
+    below = int((diffs["hi"] < 0).sum())
+    assert text.startswith(f"Of 3 differences, {above} lie above 0, {below} below and "
+                           f"{3 - above - below} are too close to call; ")
+    assert "not estimable" not in text
+    top = means.iloc[0]
+    assert (f"{top['contrast']} leads with a mean of {top['estimate']:.3f} "
+            f"[{top['lo']:.3f}, {top['hi']:.3f}]") in text
+
+
+def test_one_contrast_is_one_clause():
+    rep = _analyze(_scores("y"), methods=["naive", "CR2"])
+    r = answer_frame(rep).iloc[0]
+    side = ("above" if r["lo"] > 0.5 else "below" if r["hi"] < 0.5
+            else "no clear difference from")
+    assert side in r["verdict"] and r["verdict"].endswith("0.5")
+    assert answer_sentence(rep) == (
+        f"overall: mean {r['estimate']:.3f} [{r['lo']:.3f}, {r['hi']:.3f}], "
+        f"{r['verdict']} (95% interval, CR2 clustered by item, 40 clusters).")
+
+
 # ---------------------------------------------------------------- one interval per quantity
 def test_leaderboard_rows_equal_the_headline_intervals(mtbench_report):
     """A model's win rate has one interval in the report: the leaderboard's per-model
@@ -242,7 +287,11 @@ def _boxes(fig):
     return out
 
 
-def test_forest_title_of_a_long_fragile_contrast_fits():
+@pytest.mark.parametrize("title", [
+    "oasst-sft-4-pythia-12b-epoch-3.5 vs gpt4_1106_preview (weighted annotator) "
+    "- controlled_win_rate",
+    "x" * 150 + " vs y - win_rate"])
+def test_forest_title_of_a_long_fragile_contrast_fits(title):
     from evalmix.report.plots import forest
 
     rows = pd.DataFrame({
@@ -250,8 +299,6 @@ def test_forest_title_of_a_long_fragile_contrast_fits():
         "cluster": ["", "item", "item_group"], "estimate": 0.6, "lo": [0.55, 0.45, 0.52],
         "hi": [0.65, 0.7, 0.68], "decision": [True, False, True], "fragile": True,
         "null": 0.5, "source": "design"})
-    title = ("oasst-sft-4-pythia-12b-epoch-3.5 vs gpt4_1106_preview (weighted annotator) "
-             "- controlled_win_rate")
     fig = forest(rows, title=title, recommended=("CR2", "item_group"))
     (name, box), = [(n, b) for n, b in _boxes(fig) if "title" in n]
     x0, y0, x1, y1 = fig.bbox.extents
@@ -275,6 +322,31 @@ def test_position_plot_labels_do_not_overlap(n_judges):
     x0, y0, x1, y1 = fig.bbox.extents
     for n, b in boxes:
         assert x0 <= b.x0 and b.x1 <= x1 and y0 <= b.y0 and b.y1 <= y1, n
+
+
+@pytest.mark.parametrize("which", ["mtbench", "alpaca"])
+def test_every_report_figure_keeps_its_text_inside(which, mtbench_report,
+                                                   alpaca_folder_report):
+    """Titles, axis labels and legends of every figure of a report lie inside the image
+    and do not overlap one another."""
+    from evalmix.report.plots import figure_list
+
+    rep = mtbench_report if which == "mtbench" else alpaca_folder_report
+    figures = figure_list(rep)
+    assert len(figures) >= 5
+    for name, draw in figures:
+        fig = draw()
+        fig.set_dpi(110)
+        boxes = _boxes(fig)
+        x0, y0, x1, y1 = fig.bbox.extents
+        for n, b in boxes:
+            assert x0 - 1 <= b.x0 and b.x1 <= x1 + 1 and y0 - 1 <= b.y0 and b.y1 <= y1 + 1, (
+                name, n, b, fig.bbox)
+        for (n1, b1), (n2, b2) in itertools.combinations(boxes, 2):
+            assert not b1.overlaps(b2), (name, n1, n2)
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
 
 
 # ---------------------------------------------------------------- the page in a browser

@@ -32,6 +32,8 @@ __all__ = ["answer_frame", "answer_sentence", "roles_sentence", "answer_html",
 #: Rows of the answer table (the rest are in the headline table further down): 30 rows
 #: keep the table inside the first screen of report.html at 1280 x 900.
 MAX_ANSWER_ROWS = 30
+#: The decision of an estimate without a null (the mean of a numeric score).
+NO_NULL = "no null to test (a score has no natural zero)"
 #: Estimand blocks in reading order (win rates and means ranked first, then differences).
 _BLOCK = {"win_rate": 0, "mean": 0, "controlled_win_rate": 1, "difference": 2}
 
@@ -66,13 +68,14 @@ def _decision(estimand: str, contrast: str, estimate: float, decision: Any, null
               fragile: bool, reference: str | None) -> str:
     """The decision in words, from the recommended interval (``decision``: it excludes
     the null) and the side of the null the estimate is on."""
-    if decision is None or decision is pd.NA or (isinstance(decision, float)
-                                                 and np.isnan(decision)):
+    if not np.isfinite(null):
+        words = NO_NULL
+    elif decision is None or decision is pd.NA or (isinstance(decision, float)
+                                                   and np.isnan(decision)):
         words = "not estimable at the recommended level"
-    elif not np.isfinite(null):
-        words = "no null to test (a score has no natural zero)"
     elif not bool(decision):
-        words = "no clear difference"
+        words = ("no clear difference" if estimand != "mean"
+                 else f"no clear difference from {null:g}")
     else:
         above = estimate > null
         if estimand == "difference":
@@ -125,8 +128,12 @@ def _how(rep: Report) -> str:
     level = float(rep.summary.get("level", 0.95) or 0.95)
     cluster = rec.get("cluster") or ""
     n = rec.get("n_clusters")
-    where = (f"clustered by {cluster}" + (f", {int(n)} clusters" if n else "")
-             if cluster else "rows treated as independent")
+    if not cluster:
+        where = "rows treated as independent"
+    elif "+" in str(cluster):
+        where = f"clustered multiway by {cluster}" + (f", fewest levels {int(n)}" if n else "")
+    else:
+        where = f"clustered by {cluster}" + (f", {int(n)} clusters" if n else "")
     many = len(rep.headline) > 1
     return f"{level:.0%} interval{'s' if many else ''}, {rec.get('method', 'CR2')} {where}"
 
@@ -135,10 +142,43 @@ def _n(k: int, word: str, plural: str | None = None) -> str:
     return f"{k} {word if k == 1 else (plural or word + 's')}"
 
 
+def _counts(rep: Report, rows: pd.DataFrame, reference: str | None) -> str:
+    """How many of ``rows`` (one estimand block) lie above, below or around the null."""
+    nulls = _first_null(rep, rows)
+    tested = rows["decision"].notna() & np.isfinite(nulls.to_numpy(float))
+    dec = rows["decision"].fillna(False).astype(bool) & tested
+    up = int((dec & (rows["estimate"] > nulls)).sum())
+    down = int(dec.sum()) - up
+    same = int((tested & ~dec).sum())
+    na = int((rows["decision"].isna() & np.isfinite(nulls.to_numpy(float))).sum())
+    est, n = str(rows["estimand"].iloc[0]), len(rows)
+    if est in ("win_rate", "controlled_win_rate") and reference:
+        wins = ("wins more often than it loses" if up == 1
+                else "win more often than they lose")
+        out = (f"Against {reference}, {up} of {n} models {wins}, {down} "
+               f"{'loses' if down == 1 else 'lose'} more often and {same} cannot be told "
+               "apart from it")
+    elif est in ("win_rate", "controlled_win_rate"):
+        out = (f"Of {n} pairings, {up} favour the first-named model, {down} its opponent "
+               f"and {same} are too close to call")
+    elif est == "difference":
+        out = (f"Of {n} differences, {up} lie above 0, {down} below and {same} are too "
+               "close to call")
+    else:
+        out = (f"Of {n} means, {up} lie above {float(nulls.iloc[0]):g}, {down} below and "
+               f"{same} are too close to call")
+    return out + (f" ({na} not estimable)" if na else "")
+
+
 def answer_sentence(rep: Report) -> str:
     """One plain sentence: how many contrasts exclude the null on which side, the
     leader and its interval, how the intervals were made, and how many calls are
-    fragile."""
+    fragile.
+
+    The counts are of the first block with a null (win rates, or means of 0/1 scores;
+    the differences between conditions when the means are of numeric scores, which have
+    no null); the leader is the first row of the first block.
+    """
     a = answer_frame(rep)
     if a.empty:
         return "This table gives no contrast to compare (see the design summary below)."
@@ -146,13 +186,6 @@ def answer_sentence(rep: Report) -> str:
     main = a[block == block.min()]
     est = str(main["estimand"].iloc[0])
     ref = _reference(rep)
-    nulls = _first_null(rep, main)
-    tested = main["decision"].notna() & np.isfinite(nulls.to_numpy(float))
-    dec = main["decision"].fillna(False).astype(bool) & tested
-    up = int((dec & (main["estimate"] > nulls)).sum())
-    down = int(dec.sum()) - up
-    same = int((tested & ~dec).sum())
-    na = int(main["decision"].isna().sum())
     top = main.iloc[0]
     name = str(top["contrast"])
     if ref and est != "difference":
@@ -160,26 +193,23 @@ def answer_sentence(rep: Report) -> str:
     what = {"win_rate": "win rate", "controlled_win_rate": "order-controlled win rate",
             "mean": "mean", "difference": "difference"}.get(est, "estimate")
     value = f"{top['estimate']:.3f} {_interval(top['lo'], top['hi'])}"
-    if len(main) == 1:
+    if len(a) == 1:
         against = f" against {ref}" if ref and est != "difference" else ""
-        return f"{name}{against}: {what} {value}, {top['verdict']} ({_how(rep)})."
-    if est in ("win_rate", "controlled_win_rate") and ref:
-        wins = ("wins more often than it loses" if up == 1
-                else "win more often than they lose")
-        counts = (f"Against {ref}, {up} of {len(main)} models {wins}, {down} "
-                  f"{'loses' if down == 1 else 'lose'} more often and {same} cannot be "
-                  "told apart from it")
-    elif not tested.any():
-        counts = f"{_n(len(main), what)} without a null to test against"
-    else:
-        counts = (f"{up} of {len(main)} contrasts lie above the null, {down} below and "
-                  f"{same} are too close to call")
-    if na:
-        counts += f" ({na} not estimable)"
+        verdict = "" if top["verdict"] == NO_NULL else f", {top['verdict']}"
+        return f"{name}{against}: {what} {value}{verdict} ({_how(rep)})."
+    counted = None
+    for b in sorted(block.unique()):
+        rows = a[block == b]
+        if np.isfinite(_first_null(rep, rows).to_numpy(float)).any():
+            counted = rows
+            break
+    counts = _counts(rep, counted, ref) + "; " if counted is not None else ""
+    lead = (f"{name} leads with a {what} of {value}" if len(main) > 1
+            else f"{name}: {what} {value}")
     n_frag = int(a["fragile"].sum())
-    frag = (f" {_n(n_frag, 'call is', 'calls are')} fragile (plausible methods disagree on "
-            "it)." if n_frag else "")
-    return f"{counts}; {name} leads with a {what} of {value} ({_how(rep)}).{frag}"
+    frag = (f" {_n(n_frag, 'call is', 'calls are')} fragile (plausible methods "
+            "disagree)." if n_frag else "")
+    return f"{counts}{lead} ({_how(rep)}).{frag}"
 
 
 def _first_null(rep: Report, rows: pd.DataFrame) -> pd.Series:

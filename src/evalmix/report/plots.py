@@ -20,6 +20,7 @@ import base64
 import io
 import os
 import sys
+import textwrap
 import threading
 import warnings
 from collections.abc import Callable, Sequence
@@ -156,7 +157,9 @@ def forest(rows: pd.DataFrame, *, title: str, recommended: tuple[str, str] | Non
     ax.set_xlim(xmin, xmax)
     # wrapped at the figure's edge, the flag on a line of its own: a long contrast name
     # ran off the image ("[FRAGILE: methods disagre")
-    head = f"{title}" + ("\n[FRAGILE: methods disagree]" if fragile else "")
+    # a name with no space in it is cut at 60 characters (wrap only breaks at spaces)
+    lines = textwrap.wrap(title, 60, break_long_words=True, break_on_hyphens=False)
+    head = "\n".join(lines or [title]) + ("\n[FRAGILE: methods disagree]" if fragile else "")
     # wrapping measures a line as TeX when it holds two '$' whatever parse_math says:
     # the title keeps mathtext on with every '$' escaped, so it is literal either way
     ax.set_title(plot_text(head), fontsize=10, color=_FRAGILE if fragile else "black",
