@@ -93,3 +93,24 @@ def test_unreachable_wild_rows_give_no_interval_and_no_vote():
     wild = rep.intervals[rep.intervals["method"] == "wild"]
     assert len(wild) and wild["lo"].isna().all() and not wild["votes"].any()
     assert wild["note"].str.contains("cannot reach the 95% level").all()
+
+
+def test_stratified_scores_truth_is_the_weighted_population_score():
+    """The truth (Gauss-Hermite, weights = the strata's shares of items) against the
+    mean of a large simulated sample, and against a Monte Carlo integral."""
+    from scipy.special import expit
+
+    from evalmix.sim.designs import stratified_scores
+
+    sim = stratified_scores({"a": -1.0, "b": 1.0}, [5000, 15000], item_sd=0.8,
+                            slope_sd=0.3, intercept=0.2, condition_effect=0.4, seed=3)
+    t = sim.truth
+    assert t["weights"] == [0.25, 0.75]
+    z = np.random.default_rng(0).normal(size=400_000)
+    mc = 0.25 * expit(-0.8 + 0.8 * z).mean() + 0.75 * expit(1.2 + 0.8 * z).mean()
+    assert t["control"] == pytest.approx(mc, abs=2e-3)
+    means = sim.data.groupby("condition")["y"].mean()
+    assert means["control"] == pytest.approx(t["control"], abs=0.012)
+    assert means["treatment"] == pytest.approx(t["treatment"], abs=0.012)
+    table = sim.table()
+    assert table.strata == ("subset",) and table.sampled == ("item",)

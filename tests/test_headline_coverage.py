@@ -38,6 +38,9 @@ _KEY = ["design", "estimand", "contrast", "interval"]
 #: Replications of the (slower) supplement that adds the Laplace GLMM's rows.
 GLMM_REPS = 100
 MARK = ("<!-- headline-coverage:start -->", "<!-- headline-coverage:end -->")
+FEW_MARK = ("<!-- few-clusters-strata:start -->", "<!-- few-clusters-strata:end -->")
+#: The designs of the few-cluster and strata study (its own section of docs/coverage.md).
+FEW_STRATA = ("nested 5 groups", "stratified 5 subsets", "stratified 8 categories")
 GLMM_MARK = ("<!-- headline-glmm:start -->", "<!-- headline-glmm:end -->")
 
 
@@ -89,7 +92,7 @@ def _markdown(res, mark=MARK, confirmed: pd.DataFrame | None = None) -> str:
              f"design, seed {res.seed}, nominal {res.level:.0%}, {res.seconds / 60:.0f} min "
              "on the shared 2-core machine. Monte Carlo SE of a 95% coverage: "
              f"{100 * np.sqrt(0.95 * 0.05 / res.reps):.1f} points. Truth: the population "
-             "value over new levels of every sampled factor (fixed judges).", ""]
+             "value over new levels of every sampled factor (fixed judges and strata).", ""]
     head = t[t["interval"] == "headline"]
     naive = t[t["interval"] == "naive"].set_index(["design", "contrast"])["coverage"]
     lines += ["| design | contrast | headline | coverage | naive | not estimable |",
@@ -138,7 +141,8 @@ def _write_block(block: str, mark: tuple[str, str], title: str) -> None:
 
 @pytest.mark.slow
 def test_headline_covers_nominal_on_every_design():
-    res = headline_coverage(reps=REPS, jobs=2, progress=False)
+    res = headline_coverage([n for n in DESIGNS if n not in FEW_STRATA], reps=REPS, jobs=2,
+                            progress=False)
     head = res.table[res.table["interval"] == "headline"]
     regular = head[~head["design"].str.startswith("degenerate")]
     flagged = _outside(regular)
@@ -183,3 +187,34 @@ def test_glmm_population_average_beside_the_headline():
     assert (diff["coverage"] >= res.level - 2 * diff["mcse"]).all(), diff.to_string()
     head = t[(t["interval"] == "headline") & ~t["design"].str.startswith("degenerate")]
     assert (head["coverage"] >= res.level - 3 * head["mcse"]).all(), head.to_string()
+
+
+@pytest.mark.slow
+def test_few_clusters_and_strata_cover():
+    """Few sampled clusters (5 groups: the wild bootstrap with the report's weights) and
+    strata (items sampled within fixed subsets or categories): the headline covers, the
+    wild row decides and covers, and clustering by the strata is far wider."""
+    res = headline_coverage(list(FEW_STRATA), reps=REPS, jobs=2, progress=False,
+                            seed=20261207)
+    if os.environ.get("EVALMIX_WRITE_DOCS") == "1":
+        _write_block(_markdown(res, FEW_MARK), FEW_MARK, "Few clusters and strata")
+    head = res.table[res.table["interval"] == "headline"]
+    assert (head["refused"] == 0).all()
+    assert (head["coverage"] >= res.level - 2 * head["mcse"]).all(), head.to_string()
+    # few clusters: the wild bootstrap with the report's weights (Webb below 12 clusters)
+    # decides and covers; Rademacher with 5 clusters cannot reach 95% and is refused
+    t = res.table
+    wild = t[t["interval"].str.startswith("wild |")]
+    assert set(wild["design"]) == {"nested 5 groups"}
+    assert (wild["refused"] == 0).all()
+    assert (wild["coverage"] >= res.level - 3 * wild["mcse"]).all(), wild.to_string()
+    rad5 = t[t["interval"].str.startswith("wild (Rademacher)")
+             & (t["design"] == "nested 5 groups")]
+    assert len(rad5) == 3 and (rad5["refused"] == 1).all()
+    # strata: clustering by the chosen subsets (the old default) is far wider
+    strat = t[t["design"].str.startswith("stratified")].set_index(
+        ["design", "contrast", "interval"])["mean_width"]
+    for design in ("stratified 5 subsets", "stratified 8 categories"):
+        for con in ("control", "treatment"):
+            assert strat[(design, con, "CR2 | subset")] > 1.3 * strat[(design, con,
+                                                                          "headline")]

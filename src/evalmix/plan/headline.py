@@ -25,6 +25,7 @@ import pandas as pd
 
 from evalmix._progress import Progress
 from evalmix.errors import EvalmixError, InvalidOptionError
+from evalmix.inference.wild import WeightsType
 from evalmix.sim.designs import Factor, crossed_scores
 from evalmix.tidy import tidy_rows
 
@@ -50,11 +51,15 @@ class StudyDesign:
     name: str
     description: str
     simulate: Callable[[np.random.Generator], tuple[Any, dict[tuple[str, str], float]]]
+    #: Also compute the wild cluster bootstrap at the recommended one-way level (weights
+    #: as the report chooses them, and Rademacher beside them): few-cluster designs.
+    wild: bool = False
 
 
 def _scores_design(name: str, description: str, factors: Sequence[Factor], *,
                    judges: Mapping[str, float] | None = None, intercept: float = 0.5,
-                   effect: float = 0.3, replicates: int = 1) -> StudyDesign:
+                   effect: float = 0.3, replicates: int = 1, wild: bool = False
+                   ) -> StudyDesign:
     def simulate(rng: np.random.Generator):
         sim = crossed_scores(factors, judges=judges, intercept=intercept,
                              condition_effect=effect, replicates=replicates, seed=rng)
@@ -65,6 +70,26 @@ def _scores_design(name: str, description: str, factors: Sequence[Factor], *,
         truth = {("mean", "control"): t["control"], ("mean", "treatment"): t["treatment"],
                  ("difference", "treatment - control"): t["difference"]}
         return table, truth
+    return StudyDesign(name, description, simulate, wild)
+
+
+def _stratified_design(name: str, description: str, strata: Mapping[str, float],
+                       items: Sequence[int], *, replicates: int = 1, intercept: float = 0.5
+                       ) -> StudyDesign:
+    """Items sampled within fixed strata (:func:`~evalmix.sim.designs.stratified_scores`);
+    the table declares the stratum, so the headline clusters by item within it."""
+    from evalmix.sim.designs import stratified_scores
+
+    def simulate(rng: np.random.Generator):
+        sim = stratified_scores(strata, items, intercept=intercept, replicates=replicates,
+                                seed=rng)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            table = sim.table()
+        t = sim.truth
+        return table, {("mean", "control"): t["control"],
+                       ("mean", "treatment"): t["treatment"],
+                       ("difference", "treatment - control"): t["difference"]}
     return StudyDesign(name, description, simulate)
 
 
@@ -101,6 +126,15 @@ def _grid_design(m: int, icc: float) -> StudyDesign:
 
 
 _PASSAGES = [10, 20, 30, 40, 50, 60, 70, 90]
+#: AlpacaEval's five subsets at half size (helpful_base 129, koala 156, oasst 188,
+#: selfinstruct 252, vicuna 80 instructions), with set effects.
+_ALPACA_SUBSETS = {"helpful_base": 0.3, "koala": 0.0, "oasst": -0.2, "selfinstruct": -0.6,
+                   "vicuna": 0.6}
+_ALPACA_ITEMS = [65, 78, 94, 126, 40]
+#: MT-Bench's eight categories (10 questions each), set effects from -1 to 1.
+_MT_BENCH_CATEGORIES = {c: float(e) for c, e in zip(
+    ("writing", "roleplay", "reasoning", "math", "coding", "extraction", "stem",
+     "humanities"), (0.8, 0.6, -0.4, -1.0, -0.7, 0.0, 0.4, 1.0), strict=True)}
 
 #: The designs of docs/coverage.md.
 DESIGNS: dict[str, StudyDesign] = {d.name: d for d in (
@@ -114,6 +148,19 @@ DESIGNS: dict[str, StudyDesign] = {d.name: d for d in (
                    "questions (SD 0.6), question ids declared",
                    [Factor("passage", 8, 0.6, 0.3),
                     Factor("question", _PASSAGES, 0.8, 0.3, parent="passage")]),
+    _scores_design("nested 5 groups", "questions (SD 0.8) nested in 5 *sampled* groups of "
+                   "40-126 questions (SD 0.5): the wild bootstrap with 5 clusters",
+                   [Factor("group", 5, 0.5, 0.2),
+                    Factor("question", _ALPACA_ITEMS, 0.8, 0.3, parent="group")],
+                   wild=True),
+    _stratified_design("stratified 5 subsets", "AlpacaEval-like: 403 instructions in 5 "
+                       "fixed subsets of 40-126 (set effects -0.6 to 0.6, item SD 0.8), one "
+                       "score per instruction and condition; subset declared a stratum",
+                       _ALPACA_SUBSETS, _ALPACA_ITEMS),
+    _stratified_design("stratified 8 categories", "MT-Bench-like: 8 fixed categories x 10 "
+                       "questions (set effects -1 to 1, item SD 0.8), 2 scores per question "
+                       "and condition; category declared a stratum", _MT_BENCH_CATEGORIES,
+                       [10] * 8, replicates=2),
     _scores_design("nested 8 passages, p~0.85", "as above, accuracy about 0.85",
                    [Factor("passage", 8, 0.6, 0.3),
                     Factor("question", _PASSAGES, 0.8, 0.3, parent="passage")],
@@ -137,6 +184,10 @@ DESIGNS: dict[str, StudyDesign] = {d.name: d for d in (
     _pairwise_design("pairwise crossed 30x6", "AB/BA pairwise judgments: 30 scenarios x 6 "
                      "personas (both sampled) x 3 fixed judges, ties", 30, 6, 0.5),
 )}
+
+#: Wild bootstrap draws per interval in the study (Webb's weights are enumerated up to 5
+#: clusters, Rademacher's up to 13, whatever this is).
+_WILD_REPS = 999
 
 #: Columns of :attr:`HeadlineCoverage.table`.
 HEADLINE_COLUMNS: tuple[str, ...] = (
@@ -197,7 +248,8 @@ def _one_rep(design: StudyDesign, seed: np.random.SeedSequence, level: float,
 
     table, truth = design.simulate(np.random.default_rng(seed))
     rec = recommend_cluster(table)
-    levels: list[tuple[str, ...]] = [(r,) for r in table.sampled]
+    # the sampled factors, and the strata (what clustering by a chosen grouping gives)
+    levels: list[tuple[str, ...]] = [(r,) for r in (*table.sampled, *table.strata)]
     cell = output_cell(table)
     if cell is not None:
         levels.append((cell,))
@@ -224,6 +276,13 @@ def _one_rep(design: StudyDesign, seed: np.random.SeedSequence, level: float,
             for lv in levels:
                 res[("CR2", lv)] = interval(sub, c.estimand, method="CR2", problem=problem,
                                             cluster=list(lv) if len(lv) > 1 else lv[0], **kw)
+            if design.wild and len(rec.cluster) == 1:
+                wseed = int(seed.generate_state(1)[0])
+                for m, w in (("wild", "auto"), ("wild (Rademacher)", "rademacher")):
+                    w = cast(WeightsType, w)
+                    res[(m, rec.cluster)] = interval(
+                        sub, c.estimand, method="wild", problem=problem, reps=_WILD_REPS,
+                        seed=wseed, weights=w, cluster=rec.cluster[0], **kw)
             for (m, lv), r in res.items():
                 name = "naive" if m == "naive" else f"{m} | {'+'.join(lv)}"
                 out.append(_hit(design.name, c.estimand, c.contrast, name, r, value))

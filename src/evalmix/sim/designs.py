@@ -15,6 +15,10 @@ score over new levels of every random factor for these judges: for condition ``c
 c sum_f slope_sd_f^2)``, a one-dimensional Gauss-Hermite integral. These are the
 designs of the coverage study in ``docs/coverage.md`` (crossed sampled factors, few
 outer clusters, few levels, degenerate outcomes).
+
+:func:`stratified_scores` draws items *within fixed strata* (a benchmark's chosen
+subsets or categories, with set effects and set numbers of items): the truth is the
+score over new items of these strata, in these proportions.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from evalmix.errors import InvalidOptionError
 from evalmix.seeding import SeedLike, seeded_rng
 from evalmix.sim._common import SimResult
 
-__all__ = ["Factor", "crossed_scores", "population_scores"]
+__all__ = ["Factor", "crossed_scores", "population_scores", "stratified_scores"]
 
 @dataclass(frozen=True)
 class Factor:
@@ -194,4 +198,101 @@ def crossed_scores(
     return SimResult(data=data, truth=truth,
                      read_kwargs={"outcome": "y", "condition": "condition",
                                   "clusters": clusters},
+                     seed=seed)
+
+
+def stratified_scores(
+    strata: Mapping[str, float],
+    items: int | Sequence[int],
+    *,
+    item_sd: float = 0.8,
+    slope_sd: float = 0.3,
+    intercept: float = 0.0,
+    condition_effect: float = 0.3,
+    replicates: int = 1,
+    conditions: tuple[str, str] = ("control", "treatment"),
+    seed: SeedLike = None,
+) -> SimResult:
+    """Binary scores of items sampled within fixed strata, two conditions.
+
+    The model is::
+
+        logit P(y = 1) = alpha + beta * treat + s_k + u_i + v_i * treat
+
+    with stratum effects ``s_k`` set (the strata were chosen, like AlpacaEval's subsets
+    or MT-Bench's categories), ``items[k]`` items drawn in stratum ``k`` (``u_i ~ N(0,
+    item_sd^2)``, ``v_i ~ N(0, slope_sd^2)``), each scored ``replicates`` times per
+    condition. The truth for condition ``c`` is the score over new items of the same
+    strata in the same proportions: ``sum_k w_k E[expit(alpha + beta c + s_k + Z)]``,
+    ``w_k = items[k] / sum(items)``, ``Z ~ N(0, item_sd^2 + c slope_sd^2)``.
+
+    Parameters
+    ----------
+    strata : mapping of str to float
+        Stratum labels and their fixed effects (logit scale).
+    items : int or sequence of int
+        Items per stratum (one int for all, or one per stratum).
+    item_sd, slope_sd : float
+        SD of the items' random intercepts and condition slopes.
+    intercept, condition_effect : float
+        Log-odds of control and the treatment effect.
+    replicates : int
+        Repeated scores of an item per condition (a ``rep`` column when > 1).
+    conditions : (str, str)
+        Control and treatment condition labels.
+    seed : int or numpy.random.Generator
+        Seeds the random draws.
+
+    Returns
+    -------
+    SimResult
+        ``data`` columns ``subset``, ``item``, ``condition``, (``rep``), ``y``; the
+        table has ``subset`` declared a stratum; ``truth`` holds ``control``,
+        ``treatment``, ``difference`` and the weights.
+
+    Examples
+    --------
+    >>> res = stratified_scores({"a": -0.5, "b": 0.5}, [10, 30], seed=1)
+    >>> t = res.table()
+    >>> t.strata, t.sampled, len(res.data)
+    (('subset',), ('item',), 80)
+    """
+    if not strata:
+        raise InvalidOptionError("stratified_scores needs at least one stratum")
+    if replicates < 1 or item_sd < 0 or slope_sd < 0:
+        raise InvalidOptionError("replicates must be >= 1 and the SDs >= 0")
+    rng, seed = seeded_rng(seed)
+    effects = np.asarray(list(strata.values()), dtype=float)
+    sizes = np.broadcast_to(np.asarray(items, dtype=np.int64), effects.shape)
+    if (sizes < 1).any():
+        raise InvalidOptionError(f"every stratum needs at least one item, got {list(sizes)}")
+    stratum = np.repeat(np.arange(effects.size), sizes)
+    n = stratum.size
+    u, v = rng.normal(0, item_sd, n), rng.normal(0, slope_sd, n)
+    item = np.repeat(np.arange(n), 2 * replicates)
+    treat = np.tile(np.repeat([0.0, 1.0], replicates), n)
+    eta = (intercept + condition_effect * treat + effects[stratum[item]] + u[item]
+           + v[item] * treat)
+    width = len(str(n))
+    data = pd.DataFrame({
+        "subset": np.asarray(list(strata), dtype=object)[stratum[item]],
+        "item": [f"i{k:0{width}d}" for k in item],
+        "condition": np.asarray(conditions, dtype=object)[treat.astype(np.int64)],
+    })
+    if replicates > 1:
+        data["rep"] = np.tile(np.arange(replicates) + 1, 2 * n)
+    data["y"] = (rng.random(eta.size) < expit(eta)).astype(np.int64)
+    w = sizes / sizes.sum()
+    x, gw = np.polynomial.hermite_e.hermegauss(_GH_NODES)
+    gw = gw / gw.sum()
+    sd0, sd1 = item_sd, np.sqrt(item_sd**2 + slope_sd**2)
+    p0 = float(w @ (expit(intercept + effects[:, None] + sd0 * x) @ gw))
+    p1 = float(w @ (expit(intercept + condition_effect + effects[:, None] + sd1 * x) @ gw))
+    clusters = {"item": "item", "subset": "subset"}
+    if replicates > 1:
+        clusters["rep"] = "rep"
+    return SimResult(data=data, truth={"control": p0, "treatment": p1,
+                                       "difference": p1 - p0, "weights": w.tolist()},
+                     read_kwargs={"outcome": "y", "condition": "condition",
+                                  "clusters": clusters, "strata": ["subset"]},
                      seed=seed)
