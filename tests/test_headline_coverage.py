@@ -121,8 +121,10 @@ def _markdown(res, mark=MARK, confirmed: pd.DataFrame | None = None) -> str:
         for _, r in part.iterrows():
             name = ("**headline** (" + f"{r['method']} \\| {r['cluster'] or 'none'})"
                     if r["interval"] == "headline" else r["interval"].replace("|", "\\|"))
-            lines.append(f"| {r['estimand']} {r['contrast']} | {name} | "
-                         f"{100 * r['coverage']:.1f}% | {r['mean_width']:.3f} | "
+            cov = (f"{100 * r['coverage']:.1f}%" if np.isfinite(r["coverage"])
+                   else "no interval")
+            width = f"{r['mean_width']:.3f}" if np.isfinite(r["mean_width"]) else "-"
+            lines.append(f"| {r['estimand']} {r['contrast']} | {name} | {cov} | {width} | "
                          f"{100 * r['refused']:.1f}% |")
         lines.append("")
     lines.append(mark[1])
