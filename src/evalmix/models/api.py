@@ -82,7 +82,8 @@ def fit(
     formula : str, optional
         lme4-syntax formula (supported subset: see :mod:`evalmix.models.spec`). Default:
         condition + position + a random intercept per cluster role + judge-specific
-        position bias.
+        position bias + a condition slope for every sampled factor (the maximal model,
+        see ``slopes``).
     slopes : iterable of str, optional
         Factors with random condition slopes, e.g. ``("judge",)``. None (the default):
         the maximal model, a condition slope for every sampled factor whose levels see
