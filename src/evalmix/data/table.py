@@ -69,7 +69,8 @@ RESERVED_NAMES: frozenset[str] = frozenset(
 
 __all__ = ["EvalTable", "Roles", "Kind", "OutcomeType", "TiePolicy", "TIE_POLICIES",
            "default_sampled", "is_judge_role", "is_replicate_role", "INTERACTION_SEP",
-           "add_interactions", "cluster_codes", "dense_codes", "intersect_codes"]
+           "add_interactions", "cluster_codes", "dense_codes", "intersect_codes",
+           "check_table"]
 
 
 @dataclass(frozen=True)
@@ -622,3 +623,26 @@ def _set_data(self: EvalTable, value: pd.DataFrame) -> None:
 EvalTable.data = property(  # type: ignore[assignment,method-assign]
     _get_data, _set_data, doc="The canonical frame (a fresh shallow copy on each access)."
 )
+
+
+def check_table(table: object, caller: str) -> EvalTable:
+    """``table`` if it is an :class:`EvalTable`; else an :class:`~evalmix.errors.
+    EvalmixError` that says how to make one.
+
+    A pandas DataFrame is not read with guessed roles: which column is the outcome and
+    which are the clusters changes every interval, so the message names
+    :func:`evalmix.read` with the columns the frame has (pandas and statsmodels likewise
+    refuse an object of the wrong kind with a ``TypeError`` at the call).
+    """
+    if isinstance(table, EvalTable):
+        return table
+    if isinstance(table, pd.DataFrame):
+        cols = ", ".join(repr(str(c)) for c in list(table.columns)[:8])
+        more = ", ..." if table.shape[1] > 8 else ""
+        raise EvalmixError(
+            f"{caller}() takes an EvalTable, not a pandas DataFrame (columns {cols}{more}): "
+            "read it first with evalmix.read(df, outcome=..., clusters={...}) (plus "
+            "condition= or model_a=/model_b=), which checks the columns and says which "
+            f"rows it drops, then pass the table to {caller}()")
+    raise EvalmixError(f"{caller}() takes an EvalTable from evalmix.read(...); got "
+                       f"{type(table).__name__}")

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from evalmix.data.table import cluster_codes
+from evalmix.data.table import check_table, cluster_codes
 from evalmix.errors import EvalmixError, check_level
 from evalmix.tidy import RESULT_COLUMNS, tidy_rows
 
@@ -271,6 +271,7 @@ def design_effect(table, cluster: str | Sequence[str] | None = None, *,  # noqa:
     >>> design_effect(table).tidy()["cluster"].tolist()
     ['cluster']
     """
+    table = check_table(table, "design_effect")
     roles = table.check_cluster(cluster) if cluster is not None else table.clusters
     if not roles:
         raise EvalmixError("the table has no cluster factors; pass clusters= to "

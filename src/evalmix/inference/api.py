@@ -26,18 +26,26 @@ from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
 import numpy as np
 
+from evalmix.data.table import check_table
 from evalmix.errors import (
     EvalmixWarning,
     FewClustersWarning,
     InvalidOptionError,
     NotEstimableWarning,
     TooFewClustersError,
+    check_count,
     check_level,
     check_option,
 )
 from evalmix.families import Regression
-from evalmix.inference.bootstrap import CI_TYPES
-from evalmix.inference.estimands import ESTIMANDS, LinearProblem, build_problem, fit_problem
+from evalmix.inference.bootstrap import CI_TYPES, MIN_REPS
+from evalmix.inference.estimands import (
+    ESTIMANDS,
+    LinearProblem,
+    build_problem,
+    fit_problem,
+    given_options,
+)
 from evalmix.inference.naive import (
     binomial_pvalue,
     clopper_pearson_interval,
@@ -62,7 +70,7 @@ if TYPE_CHECKING:
     from evalmix.inference.bootstrap import CIType
     from evalmix.inference.wild import WeightsType
 
-__all__ = ["interval", "METHODS", "FEW_CLUSTERS", "MIN_BOOTSTRAP_CLUSTERS"]
+__all__ = ["interval", "METHODS", "METHOD_OPTIONS", "FEW_CLUSTERS", "MIN_BOOTSTRAP_CLUSTERS"]
 
 Method = Literal["naive", "wilson", "clopper_pearson", "CR0", "CR1", "CR2", "CR3",
                  "bootstrap", "wild"]
@@ -146,12 +154,16 @@ def interval(
     level : float
         Confidence level.
     reps : int, optional
-        Bootstrap replicates (default 2000 for ``bootstrap``, 9999 for ``wild``; ignored
-        by analytic methods).
+        Bootstrap replicates, an integer >= 2 (default 2000 for ``bootstrap``, 9999 for
+        ``wild``). Like ``seed``, ``ci``, ``weights`` and ``nested``, it is refused by a
+        method that does not read it (:data:`METHOD_OPTIONS`), never silently dropped.
     seed : int or numpy.random.Generator, optional
-        Seeds the bootstrap draws (ignored by analytic methods).
+        Seeds the bootstrap draws (``bootstrap`` and ``wild`` only).
     contrast, model, conditions, term, family, paired
-        Estimand options (:func:`evalmix.inference.estimands.build_problem`).
+        Estimand options (:func:`evalmix.inference.estimands.build_problem`). An option
+        the estimand does not read is refused with the way to say what was meant
+        (:data:`~evalmix.inference.estimands.USED_OPTIONS`): the mean of model ``m1`` is
+        ``contrast="m1"``, not ``conditions=["m1"]`` or ``model="m1"``.
     ci : {"percentile", "expanded", "bca", "studentized"}
         Bootstrap interval type.
     weights : {"auto", "rademacher", "webb"}
@@ -172,8 +184,8 @@ def interval(
         ``"identity"``: the plain Wald interval ``estimate -+ t se``. The SE is the same.
     problem : LinearProblem, optional
         The estimand already built by :func:`~evalmix.inference.estimands.build_problem`
-        for this table (the estimand options are then taken from it): a report reuses one
-        problem across methods and cluster levels.
+        for this table (the estimand options are then taken from it and may not be given
+        again): a report reuses one problem across methods and cluster levels.
 
     Notes
     -----
@@ -213,6 +225,7 @@ def interval(
     inference. Journal of Human Resources 50, 317-372. doi:10.3368/jhr.50.2.317
     Pustejovsky, J. E. & Tipton, E. (2018). doi:10.1080/07350015.2016.1247004
     """
+    table = check_table(table, "interval")
     check_option("estimand", estimand, ESTIMANDS)
     check_option("method", method, METHODS)
     level = check_level(level)
@@ -231,20 +244,54 @@ def interval(
             f"'CR1' and 'CR2'; got {method!r}. Cluster by one factor for {method}"
         )
     check_option("scale", scale, SCALES)
+    _check_method_options(method, reps=reps, seed=seed, ci=ci, weights=weights,
+                          nested=nested)
+    options = {"contrast": contrast, "model": model, "conditions": conditions, "term": term,
+               "family": family, "paired": paired}
     if problem is None:
         _check_scored_model(table, estimand, model, contrast)
-        problem = build_problem(table, cast(Any, estimand), contrast=contrast, model=model,
-                                conditions=conditions, term=term, family=family,
-                                paired=paired)
+        problem = build_problem(table, cast(Any, estimand), **cast(Any, options))
     elif problem.estimand != estimand:
         raise InvalidOptionError(
             f"problem is a {problem.estimand!r} problem; asked for {estimand!r}")
+    elif given := given_options(options):
+        raise InvalidOptionError(
+            f"problem= already fixes the estimand (it was built with its own options); "
+            f"drop {', '.join(f'{k}=' for k in given)} or drop problem=")
     codes_list, label, unit = _units(table, problem, roles)
     res = _interval(table, problem, method=method, roles=roles, codes_list=codes_list,
                     label=label, unit=unit, level=float(level), reps=reps, seed=seed,
                     ci=ci, weights=weights, nested=nested, null=null)
     bounded = _bounded(table, problem, scale)
     return _finalise(res, problem, codes_list, roles, bounded=bounded)
+
+
+#: The options of :func:`interval` each resampling method reads (reps and seed: any
+#: resampling method); analytic methods read none of them.
+METHOD_OPTIONS: dict[str, tuple[str, ...]] = {
+    "bootstrap": ("reps", "seed", "ci", "nested"),
+    "wild": ("reps", "seed", "weights"),
+}
+_METHOD_DEFAULTS: dict[str, Any] = {"reps": None, "seed": None, "ci": "percentile",
+                                    "weights": "rademacher", "nested": None}
+
+
+def _check_method_options(method: str, **given: Any) -> None:
+    """Refuse a resampling option the method does not read; check ``reps`` as a count
+    of at least the method's minimum (:data:`MIN_REPS`, with
+    :func:`~evalmix.errors.check_count`)."""
+    used = METHOD_OPTIONS.get(method, ())
+    for name, value in given.items():
+        if name in used or value is _METHOD_DEFAULTS[name] or (
+                isinstance(value, str) and value == _METHOD_DEFAULTS[name]):
+            continue
+        readers = [m for m, opts in METHOD_OPTIONS.items() if name in opts]
+        raise InvalidOptionError(
+            f"method={method!r} does not use {name}={value!r}: it is an option of "
+            f"{' and '.join(repr(m) for m in readers)}. Drop it, or choose "
+            f"method={readers[0]!r}")
+    if given.get("reps") is not None:
+        check_count("reps", given["reps"], minimum=MIN_REPS)
 
 
 def _interval(table: EvalTable, problem: LinearProblem, *, method: str,
@@ -343,8 +390,12 @@ def _interval(table: EvalTable, problem: LinearProblem, *, method: str,
     return IntervalResult(cluster=label, n_clusters=G_report, details=details, **common, **r)
 
 
-#: A standard error at or below this share of max(1, |estimate|) counts as zero.
+#: A standard error at or below this share of max(|estimate|, range of the outcome)
+#: counts as zero.
 SE_REL_TOL = 1e-8
+#: An outcome whose range is below this (about the square root of the smallest normal
+#: double, 2.2e-308) has squared residuals that underflow: its zero SE says so.
+UNDERFLOW_SPREAD = 1e-150
 #: Estimands that are proportions when the outcome lies in [0, 1].
 _PROPORTIONS = ("mean", "win_rate", "controlled_win_rate")
 
@@ -415,7 +466,14 @@ def _not_estimable(res: IntervalResult, problem: LinearProblem,
         return (f"every outcome is {problem.y[0]:g}: there is no variation to estimate "
                 "from (method='wilson' and 'clopper_pearson' give the interval of a "
                 "proportion of 0 or 1 from independent rows)")
-    if np.isfinite(res.se) and res.se <= SE_REL_TOL * max(1.0, abs(res.estimate)):
+    # zero relative to the outcome's own scale (scores of size 1e-9 have SEs of that size)
+    spread = float(np.ptp(problem.y)) if problem.y.size else 0.0
+    if np.isfinite(res.se) and res.se <= SE_REL_TOL * max(abs(res.estimate), spread):
+        if 0.0 < spread < UNDERFLOW_SPREAD:
+            k = int(np.ceil(-np.log10(spread)))
+            return (f"the outcome varies, but by at most {spread:.3g}: its squares underflow "
+                    "in double precision, so the standard error computes as 0. Multiply "
+                    f"the outcome by 1e{k} and divide the interval by the same")
         return ("zero standard error: the outcome does not vary between clusters (e.g. all "
                 "ties, or every cluster has the same mean)")
     return ""
@@ -457,7 +515,8 @@ def _resampling(problem: LinearProblem, method: str, codes: np.ndarray, label: s
                 weights: Any, nested: str | None, null_value: float,
                 common: dict[str, Any], details: dict[str, Any], table: EvalTable
                 ) -> IntervalResult:
-    n_reps = int(reps) if reps is not None else DEFAULT_REPS[method]
+    n_reps = check_count("reps", reps, minimum=MIN_REPS) if reps is not None else \
+        DEFAULT_REPS[method]
     if method == "bootstrap":
         check_option("ci", ci, CI_TYPES)
         if G < MIN_BOOTSTRAP_CLUSTERS and ci in ("percentile", "expanded", "bca"):

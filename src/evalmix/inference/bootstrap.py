@@ -40,6 +40,7 @@ from evalmix.errors import (
     FewClustersWarning,
     InvalidOptionError,
     TooFewClustersError,
+    check_count,
     check_level,
     check_option,
 )
@@ -55,8 +56,12 @@ from evalmix.inference.sandwich import (
 from evalmix.seeding import SeedLike, seeded_rng
 from evalmix.tidy import PicklableProxies, tidy_rows
 
-__all__ = ["BootstrapResult", "cluster_bootstrap", "cluster_weights", "norm_inter",
+__all__ = ["MIN_REPS", "BootstrapResult", "cluster_bootstrap", "cluster_weights", "norm_inter",
            "percentile_interval", "expanded_interval", "bca_interval", "studentized_interval"]
+
+#: The fewest replicates any resampling interval takes (cluster and wild bootstrap alike):
+#: one draw gives no spread, so no interval.
+MIN_REPS = 2
 
 CIType = Literal["percentile", "expanded", "bca", "studentized"]
 CI_TYPES: tuple[str, ...] = get_args(CIType)
@@ -505,8 +510,7 @@ def cluster_bootstrap(
     X, y, codes, g = regression_arrays(X, y, clusters, target=target)
     n, k = X.shape
     level = check_level(level)
-    if reps < 2:
-        raise InvalidOptionError(f"reps must be at least 2, got {reps}")
+    reps = check_count("reps", reps, minimum=MIN_REPS)
     if g < MIN_BOOTSTRAP_CLUSTERS:
         raise TooFewClustersError(
             f"only {g} clusters; bootstrap intervals need at least "

@@ -37,14 +37,16 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from evalmix.data.table import check_table
 from evalmix.errors import (
     EvalmixError,
     FewClustersWarning,
     InvalidOptionError,
+    check_count,
     check_level,
     check_option,
 )
-from evalmix.inference.bootstrap import cluster_weights, norm_inter
+from evalmix.inference.bootstrap import MIN_REPS, cluster_weights, norm_inter
 from evalmix.inference.ranking import pairwise_satterthwaite
 from evalmix.inference.sandwich import (
     CR_TYPES,
@@ -290,8 +292,10 @@ def compare_all(
     >>> list(out["contrast"])
     ['reference - control', 'treatment - control', 'treatment - reference']
     """
+    table = check_table(table, "compare_all")
     check_option("method", method, METHODS)
     level = check_level(level)
+    reps = check_count("reps", reps, minimum=MIN_REPS)
     estimand, y, labels, codes, roles = _stack(table, cluster)
     group, levels = pd.factorize(labels, sort=True)
     m = len(levels)

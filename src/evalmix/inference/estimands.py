@@ -65,7 +65,8 @@ if TYPE_CHECKING:
     from evalmix.data.table import EvalTable
 
 __all__ = [
-    "ESTIMANDS", "LinearProblem", "Fit", "ProblemOptions", "PROBLEM_DEFAULTS", "build_problem",
+    "ESTIMANDS", "LinearProblem", "Fit", "ProblemOptions", "PROBLEM_DEFAULTS", "USED_OPTIONS",
+    "given_options", "build_problem", "check_used",
     "fit_problem", "fit_ols", "fit_logit", "mean_null",
 ]
 
@@ -670,6 +671,59 @@ PROBLEM_DEFAULTS: MappingProxyType[str, Any] = MappingProxyType(
     {f.name: f.default for f in fields(_ProblemOptions)})
 
 
+#: The options of :func:`build_problem` each estimand reads; any other one given (not at
+#: its default) is refused, never dropped.
+USED_OPTIONS: MappingProxyType[str, tuple[str, ...]] = MappingProxyType({
+    "mean": ("contrast",),
+    "win_rate": ("contrast", "model"),
+    "controlled_win_rate": ("contrast", "model"),
+    "difference": ("contrast", "conditions", "paired"),
+    "coef": ("term", "family", "conditions"),
+})
+
+
+def given_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The options of :func:`build_problem` in ``options`` set to something other than
+    their default (:data:`PROBLEM_DEFAULTS`)."""
+    return {k: v for k, v in options.items()
+            if k in PROBLEM_DEFAULTS and not _is_default(v, PROBLEM_DEFAULTS[k])}
+
+
+def _is_default(value: Any, default: Any) -> bool:
+    if value is default:
+        return True
+    try:
+        return bool(value == default) and type(value) is type(default)
+    except (TypeError, ValueError):  # arrays and the like are never a default
+        return False
+
+
+def check_used(estimand: str, options: Mapping[str, Any]) -> None:
+    """Refuse an estimand option the estimand would not read (:data:`USED_OPTIONS`).
+
+    ``interval(t, "mean", conditions=["m1"])`` once returned the pooled mean of every
+    condition; it now says how to ask for condition ``m1``'s mean (``contrast="m1"``).
+    """
+    used = USED_OPTIONS.get(estimand, ())
+    for name, value in given_options(options).items():
+        if name in used:
+            continue
+        hint = ""
+        if estimand == "mean" and name in ("conditions", "model"):
+            one = value[0] if isinstance(value, list | tuple) and len(value) == 1 else value
+            hint = (f"; for the mean of one condition write contrast={one!r}"
+                    if isinstance(one, str) else
+                    "; for the mean of one condition write contrast='<condition>'")
+        elif estimand in ("win_rate", "controlled_win_rate") and name == "conditions":
+            hint = ("; for the win rate against one model write contrast='<model>', for "
+                    "a difference use estimand='difference'")
+        elif estimand == "difference" and name == "model":
+            hint = "; name the two sides with contrast='B - A' or conditions=(A, B)"
+        raise InvalidOptionError(
+            f"estimand={estimand!r} does not use {name}={value!r} (it reads "
+            f"{', '.join(f'{u}=' for u in used)}){hint}")
+
+
 def build_problem(table: EvalTable, estimand: Estimand,
                   **options: Unpack[ProblemOptions]) -> LinearProblem:
     """Turn an estimand on an :class:`~evalmix.data.table.EvalTable` into a LinearProblem.
@@ -717,6 +771,7 @@ def build_problem(table: EvalTable, estimand: Estimand,
     contrast, model, conditions, term, paired = (o.contrast, o.model, o.conditions, o.term,
                                                  o.paired)
     check_option("estimand", estimand, ESTIMANDS)
+    check_used(estimand, options)
     family = cast(Regression, family_name(o.family, REGRESSION_FAMILIES))
     if family == "binomial" and estimand != "coef":
         raise InvalidOptionError(

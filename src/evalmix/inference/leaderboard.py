@@ -47,13 +47,16 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from evalmix._blas import one_blas_thread
+from evalmix.data.table import check_table
 from evalmix.errors import (
     EvalmixError,
     FewClustersWarning,
     InvalidOptionError,
+    check_count,
     check_level,
     check_option,
 )
+from evalmix.inference.bootstrap import MIN_REPS
 from evalmix.inference.compare_all import _cells, cell_means_vcov, holm
 from evalmix.inference.estimands import fit_logit
 from evalmix.inference.letters import MAX_LETTERS, check_max_letters, compact_letters
@@ -568,10 +571,12 @@ def leaderboard(
     Wieczorek (2020), doi:10.1111/rssc.12402; Mogstad, Romano, Shaikh & Wilhelm (2024),
     doi:10.1093/restud/rdad006; Piepho (2004), doi:10.1198/1061860043515.
     """
+    table = check_table(table, "leaderboard")
     check_option("method", method, METHODS)
     check_option("adjust", adjust, ADJUSTS)
     check_option("estimand", estimand, ESTIMANDS)
     level = check_level(level)
+    draws = check_count("draws", draws, minimum=MIN_REPS)
     if max_letters is not None:
         max_letters = check_max_letters(max_letters)
     codes, label = _cluster_codes(table, cluster)

@@ -34,7 +34,14 @@ from typing import Literal, cast, get_args
 import numpy as np
 import pandas as pd
 
-from evalmix.errors import EvalmixError, TooFewClustersError, check_level, check_option
+from evalmix.errors import (
+    EvalmixError,
+    TooFewClustersError,
+    check_count,
+    check_level,
+    check_option,
+)
+from evalmix.inference.bootstrap import MIN_REPS
 from evalmix.inference.sandwich import cluster_sums, cr1_factor, regression_arrays
 from evalmix.inference.scale import t_quantile
 from evalmix.seeding import SeedLike, seeded_rng
@@ -326,6 +333,7 @@ def wild_cluster_bootstrap(
     True
     """
     check_option("weights", weights, WEIGHTS)
+    reps = check_count("reps", reps, minimum=MIN_REPS)
     X, y, codes, g = regression_arrays(X, y, clusters, target=target)
     weights = cast(WeightsType, choose_weights(weights, g))
     level = check_level(level)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 import numpy as np
 import pandas as pd
 
+from evalmix.data.table import check_table
 from evalmix.errors import InvalidOptionError, check_option
 from evalmix.models._build import SPEC_DEFAULTS
 from evalmix.models.result import ModelFit
@@ -170,6 +171,8 @@ def fit(
             f"{', '.join(f'{k}={given[k]!r}' for k in wrong)} applies to backend="
             f"{owner!r} only, not backend={backend!r}; drop it or change the back end")
     common = {"level": level, "seed": seed, "progress": progress}
+    if not isinstance(data, ModelSpec):
+        data = check_table(data, "fit")
     if isinstance(data, ModelSpec):
         set_ = [k for k in _SPEC_OPTIONS if spec_options[k] != _DEFAULTS[k]]
         if set_ or strata is not None:

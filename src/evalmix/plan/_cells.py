@@ -241,9 +241,10 @@ def _generic(method, cell, s, n, q, *, level, boot_reps, seeds, interval_kwargs)
     est, lo, hi, se = (np.full(s.shape[0], np.nan) for _ in range(4))
     for i in range(s.shape[0]):
         table = _items_table(cell, s[i], n[i], q[i])
+        boot = ({"reps": boot_reps, "seed": int(seeds[i])}
+                if method in ("bootstrap", "wild") else {})
         res = interval(table, cell["estimand"], method=method, cluster="cluster",
-                               level=level, reps=boot_reps, seed=int(seeds[i]),
-                               **dict(interval_kwargs or {}))
+                       level=level, **boot, **dict(interval_kwargs or {}))
         est[i], lo[i], hi[i], se[i] = res.estimate, res.lo, res.hi, res.se
     return est, lo, hi, se
 

@@ -271,18 +271,19 @@ def _one_rep(design: StudyDesign, seed: np.random.SeedSequence, level: float,
             problem = build_problem(sub, cast(Estimand, c.estimand), **{k: v for k, v in kw.items()
                                                         if k != "level"})
             value = truth[c.key]
-            res: dict[tuple[str, tuple[str, ...]], Any] = {("naive", ()): interval(sub, c.estimand, method="naive", problem=problem,
-                                           **kw)}
+            res: dict[tuple[str, tuple[str, ...]], Any] = {("naive", ()): interval(
+                sub, c.estimand, method="naive", problem=problem, level=level)}
             for lv in levels:
                 res[("CR2", lv)] = interval(sub, c.estimand, method="CR2", problem=problem,
-                                            cluster=list(lv) if len(lv) > 1 else lv[0], **kw)
+                                            cluster=list(lv) if len(lv) > 1 else lv[0],
+                                            level=level)
             if design.wild and len(rec.cluster) == 1:
                 wseed = int(seed.generate_state(1)[0])
                 for m, w in (("wild", "auto"), ("wild (Rademacher)", "rademacher")):
                     w = cast(WeightsType, w)
                     res[(m, rec.cluster)] = interval(
                         sub, c.estimand, method="wild", problem=problem, reps=_WILD_REPS,
-                        seed=wseed, weights=w, cluster=rec.cluster[0], **kw)
+                        seed=wseed, weights=w, cluster=rec.cluster[0], level=level)
             for (m, lv), r in res.items():
                 name = "naive" if m == "naive" else f"{m} | {'+'.join(lv)}"
                 out.append(_hit(design.name, c.estimand, c.contrast, name, r, value))

@@ -47,15 +47,17 @@ from evalmix.compare.recommend import (
     levels_to_run,
     recommend_cluster,
 )
-from evalmix.data.table import is_judge_role
+from evalmix.data.table import check_table, is_judge_role
 from evalmix.design.effect import design_effect
 from evalmix.errors import (
     InvalidOptionError,
+    check_count,
     check_level,
     check_option,
     renamed_option,
 )
 from evalmix.inference.api import interval
+from evalmix.inference.bootstrap import MIN_REPS
 from evalmix.inference.estimands import build_problem
 from evalmix.inference.sandwich import FEW_CLUSTERS
 from evalmix.report.reliability import reliability
@@ -155,10 +157,11 @@ def _call_interval(sub: EvalTable, job: _Job, *, level: float, reps: int,
         # the plain percentile interval under-covers with 20-50 clusters (0.93 at 20);
         # the expanded percentile holds 94-96% from 20 (docs/planning.md, docs/coverage.md)
         kwargs["ci"] = "expanded"
-    if c.estimand == "difference":
-        kwargs["conditions"] = c.levels
-    if c.model is not None:
-        kwargs["model"] = c.model
+    if problem is None:  # else the problem already carries the estimand's options
+        if c.estimand == "difference":
+            kwargs["conditions"] = c.levels
+        if c.model is not None:
+            kwargs["model"] = c.model
     out = guarded(interval, sub, c.estimand, **kwargs)
     if out.ok:
         return _row_from(out.value, job, sub.n_obs), out.warnings, None
@@ -300,6 +303,7 @@ def analyze(
     Cameron, A. C. & Miller, D. L. (2015). A practitioner's guide to cluster-robust
     inference. J. Human Resources 50(2). https://doi.org/10.3368/jhr.50.2.317
     """
+    table = check_table(table, "analyze")
     from evalmix.report.report import Report, check_report_dir
 
     if out is not None:
@@ -312,8 +316,7 @@ def analyze(
             or not math.isfinite(model_timeout) or model_timeout < 0):
         raise InvalidOptionError(
             f"model_timeout={model_timeout!r}: give seconds >= 0 (0 or None = no limit)")
-    if reps < 1:
-        raise InvalidOptionError(f"reps must be a positive integer, got {reps}")
+    reps = check_count("reps", reps, minimum=MIN_REPS)
     cluster_levels = renamed_option(
         "analyze", "levels", "cluster_levels", levels, cluster_levels)
     seed = resolve_seed(seed)
