@@ -66,6 +66,7 @@ def _cli_in_the_fit(tmp_path: Path) -> tuple[subprocess.Popen, list]:
     return proc, psutil.Process(proc.pid).children(recursive=True)
 
 
+@pytest.mark.mcmc
 @pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM"])
 def test_killing_the_cli_during_the_bayesian_fit_leaves_no_process(tmp_path, how):
     proc, kids = _cli_in_the_fit(tmp_path)
@@ -128,3 +129,27 @@ def test_the_watchdog_without_a_parent_death_signal(monkeypatch):
     proc.kill()
     proc.wait(timeout=30)
     assert _gone([child]) == []
+
+
+def test_sigterm_during_a_coverage_grid_is_one_line_and_exit_143(tmp_path):
+    """SIGTERM (kill, a scheduler's time limit) stops a command as Ctrl-C does, without
+    MCMC: the finished cells are kept and said, exit 128 + 15."""
+    out = tmp_path / "grid"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "evalmix.cli", "coverage", "--clusters", "10,20,40,80,160,320",
+         "--cluster-size", "5,10", "--icc", "0.1", "--methods", "naive,CR1,bootstrap",
+         "--reps", "2000", "--boot-reps", "999", "--quiet", "--out", str(out)],
+        env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    jsonl = out / "coverage.jsonl"
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and proc.poll() is None:
+        if jsonl.exists() and jsonl.read_text().count("\n") >= 1:
+            break
+        time.sleep(0.2)
+    assert proc.poll() is None, "the grid finished before it could be stopped"
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 143, stderr
+    assert "Traceback" not in stderr and "Traceback" not in stdout
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("evalmix: terminated (SIGTERM); kept "), stderr
