@@ -151,10 +151,12 @@ def _snap(raw: pd.Series, y: np.ndarray, ok: np.ndarray, column: str, outcome_ty
           notes: list[str]) -> np.ndarray:
     """``y`` with the values within :data:`SNAP_TOL` of 0 or 1 set to it, when every
     value is then in [0, 1] and the type needs it: the column is otherwise binary (or
-    ``outcome_type`` is ``"binary"``) or a value lies outside [0, 1]."""
+    ``outcome_type`` is ``"binary"``) or a value lies outside [0, 1]. A column whose
+    every value is that near 0 or 1 is left as it is (tiny scores, not rounding)."""
     target = np.where(y < 0.5, 0.0, 1.0)
     near = ok & (np.abs(y - target) <= SNAP_TOL) & (y != target)
-    if not near.any():
+    if not near.any() or near[ok].all():
+        # every value near 0 or 1 is not rounding but a scale (scores of size 1e-12)
         return y
     snapped = np.where(near, target, y)
     v = snapped[ok]

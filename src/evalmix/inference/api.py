@@ -19,6 +19,7 @@ every resample).
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from collections.abc import Sequence
 from dataclasses import replace
@@ -272,8 +273,6 @@ METHOD_OPTIONS: dict[str, tuple[str, ...]] = {
     "bootstrap": ("reps", "seed", "ci", "nested"),
     "wild": ("reps", "seed", "weights"),
 }
-_METHOD_DEFAULTS: dict[str, Any] = {"reps": None, "seed": None, "ci": "percentile",
-                                    "weights": "rademacher", "nested": None}
 
 
 def _check_method_options(method: str, **given: Any) -> None:
@@ -281,9 +280,11 @@ def _check_method_options(method: str, **given: Any) -> None:
     of at least the method's minimum (:data:`MIN_REPS`, with
     :func:`~evalmix.errors.check_count`)."""
     used = METHOD_OPTIONS.get(method, ())
+    defaults = inspect.signature(interval).parameters
     for name, value in given.items():
-        if name in used or value is _METHOD_DEFAULTS[name] or (
-                isinstance(value, str) and value == _METHOD_DEFAULTS[name]):
+        default = defaults[name].default
+        if name in used or value is default or (
+                isinstance(value, str) and value == default):
             continue
         readers = [m for m, opts in METHOD_OPTIONS.items() if name in opts]
         raise InvalidOptionError(
