@@ -235,7 +235,7 @@ def test_generic_methods_go_through_evalmix_interval(monkeypatch):
 
     calls = []
 
-    def fake_interval(table, estimand, *, method, cluster, level, reps, seed):
+    def fake_interval(table, estimand, *, method, cluster, level, reps=None, seed=None):
         calls.append((estimand, method, cluster))
         data = table.data
         if estimand == "difference":
