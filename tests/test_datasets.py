@@ -104,3 +104,18 @@ def test_load_table_other_sets(name, rows, used, levels):
         assert t.has_order and t.pairs_read["one_order_only"] == 0
         assert t.replicate == "rep" and "rep" not in t.roles.clusters.values()
         assert t.pairs_read["comparisons"] == rows // 2   # each run's AB with its BA
+
+
+def test_mtbench_categories_are_a_stratum_by_default():
+    """MT-Bench's 8 categories were chosen, not sampled (issue 26): the bundled table
+    holds them fixed, so the recommendation never clusters by them; clusters= without
+    them drops the default stratum, and strata=[] takes them as sampled again."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = evalmix.datasets.load_table("mtbench_position_bias")
+        assert t.strata == ("item_group",)
+        assert "item_group" not in t.sampled
+        assert evalmix.datasets.load_table(
+            "mtbench_position_bias", clusters={"item": "item_id", "judge": "judge"}).strata == ()
+        assert "item_group" in evalmix.datasets.load_table(
+            "mtbench_position_bias", strata=[]).sampled

@@ -91,7 +91,7 @@ def test_answer_sentence_counts_the_table(mtbench_report):
                            f"than they lose, {down} lose more often and {same} cannot")
     assert f"gpt-4 leads with a win rate of {top['estimate']:.3f} " \
            f"[{top['lo']:.3f}, {top['hi']:.3f}]" in text
-    assert "CR2 clustered by item_group, 8 clusters" in text
+    assert "CR2 clustered by item, 80 clusters" in text  # categories are strata
 
 
 def test_markdown_opens_with_the_answer(mtbench_report, alpaca_report):
@@ -175,7 +175,7 @@ def test_one_contrast_is_one_clause():
 # ---------------------------------------------------------------- one interval per quantity
 def test_leaderboard_rows_equal_the_headline_intervals(mtbench_report):
     """A model's win rate has one interval in the report: the leaderboard's per-model
-    rows are the headline's (CR2 by item_group, logit scale, the same t critical
+    rows are the headline's (CR2 by item, logit scale, the same t critical
     value), to rounding."""
     lb = mtbench_report.leaderboard.set_index("model")
     h = mtbench_report.headline
@@ -184,7 +184,7 @@ def test_leaderboard_rows_equal_the_headline_intervals(mtbench_report):
     for col in ("estimate", "lo", "hi"):
         np.testing.assert_allclose(lb[col].reindex(h.index), h[col], rtol=0, atol=1e-12)
     iv = mtbench_report.intervals
-    cr2 = iv[(iv["method"] == "CR2") & (iv["cluster"] == "item_group")
+    cr2 = iv[(iv["method"] == "CR2") & (iv["cluster"] == "item")
              & (iv["estimand"] == "win_rate")]
     cr2 = cr2.assign(model=cr2["contrast"].str.rpartition(" vs ")[0]).set_index("model")
     np.testing.assert_allclose(lb["se"].reindex(cr2.index), cr2["se"], rtol=1e-10)

@@ -62,7 +62,8 @@ def mtbench_position_bias() -> pd.DataFrame:
 
     Default roles (:func:`load_table`): pairwise ``outcome``/``model_a``/``model_b``,
     ``first_shown``, ties ``"half"``, clusters ``item=item_id``,
-    ``item_group=item_group``, ``judge=judge``.
+    ``item_group=item_group``, ``judge=judge``; ``item_group`` (the 8 categories, chosen,
+    not sampled) is a stratum: held fixed, the interval clusters within it.
     """
     return _read("mtbench_position_bias")
 
@@ -159,7 +160,8 @@ def mtbench_human() -> pd.DataFrame:
     The judged answers are other companies' model outputs; their terms may also apply.
 
     Default roles (:func:`load_table`): pairwise ``outcome``/``model_a``/``model_b``, ties
-    ``"half"``, clusters ``item=item_id``, ``item_group=item_group``, ``judge=rater``.
+    ``"half"``, clusters ``item=item_id``, ``item_group=item_group`` (a stratum),
+    ``judge=rater``.
     For agreement and human-anchored estimates pass the frame to
     :func:`evalmix.agreement` (it reads ``rater_kind``).
     """
@@ -176,19 +178,22 @@ _LOADERS: dict[str, Callable[[], pd.DataFrame]] = {
 }
 
 _CLUSTERS = {"item": "item_id", "item_group": "item_group", "judge": "judge"}
+# MT-Bench's 8 categories and DevBench's 3 tasks were chosen, not sampled: strata (held
+# fixed; the interval clusters within them), as the readers declare for their formats.
+_STRATA = {"strata": ["item_group"]}
 _ROLES: dict[str, dict[str, Any]] = {
     "mtbench_position_bias": {**_PAIRWISE, "first_shown": "first_shown", "ties": "half",
-                              "clusters": _CLUSTERS},
+                              "clusters": _CLUSTERS, **_STRATA},
     "mtbench_repetition": {**_PAIRWISE, "first_shown": "first_shown", "ties": "half",
-                           "clusters": _CLUSTERS, "replicate": "rep"},
+                           "clusters": _CLUSTERS, "replicate": "rep", **_STRATA},
     "devbench_repetition": {**_PAIRWISE, "first_shown": "first_shown", "ties": "half",
-                            "clusters": _CLUSTERS, "replicate": "rep"},
+                            "clusters": _CLUSTERS, "replicate": "rep", **_STRATA},
     "pandalm": {**_PAIRWISE, "ties": "half", "clusters": _CLUSTERS},
     "wildbench": {"outcome": "score", "condition": "model",
                   "clusters": {"item": "item_id", "judge": "judge"}},
     "mtbench_human": {**_PAIRWISE, "ties": "half",
                       "clusters": {"item": "item_id", "item_group": "item_group",
-                                   "judge": "rater"}},
+                                   "judge": "rater"}, **_STRATA},
 }
 
 
@@ -243,5 +248,9 @@ def load_table(name: str, **read_kwargs: Any) -> EvalTable:
     from evalmix.data.read import read
 
     spec = {**_ROLES[_check(name)], **read_kwargs}
+    if "clusters" in read_kwargs and "strata" not in read_kwargs and "strata" in spec:
+        # the user's clusters replace the defaults: keep only the strata still among them
+        kept = [s for s in spec["strata"] if s in (read_kwargs["clusters"] or {})]
+        spec["strata"] = kept or None
     with as_file(files(__name__).joinpath(f"{name}.parquet")) as path:
         return read(path, **spec)
