@@ -23,7 +23,7 @@ HERE = Path(__file__).resolve().parent
 def main() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        spec = build_spec(load_table("mtbench_repetition"))
+        spec = build_spec(load_table("mtbench_repetition", strata=[]))
     frame = spec.frame().drop(columns=["Intercept"])
     frame.columns = [c.replace("condition[", "c_").replace("]", "").replace("-", "_")
                      .replace(".", "_") for c in frame.columns]
