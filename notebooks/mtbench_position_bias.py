@@ -46,7 +46,7 @@ summary.relations
 
 # %% [markdown]
 # `load_table` reads the data set with its default roles (pairwise verdicts,
-# `first_shown` for the order, clusters `item`, `item_group` and `judge`); the 32
+# `first_shown` for the order, clusters `item`, `item_group` (a stratum) and `judge`); the 32
 # unparsable verdicts are dropped and counted. Every comparison appears in both orders,
 # so `read` matched each AB record with its BA partner (`pair_id`).
 
@@ -203,9 +203,9 @@ by_level[
 #   and the t quantile widens the interval: the honest price of few clusters, flagged
 #   with a `FewClustersWarning`.
 #
-# evalmix's default treats every cluster role except judge-like and replicate roles as
-# sampled, so `evalmix.analyze` recommends the category level here; declaring the sampled
-# factors (`sampled=` in Python, `--sampled` on the command line) states the first claim
+# `load_table` declares the categories a *stratum* (chosen, not sampled), so
+# `evalmix.analyze` recommends the question level here, the first claim; declaring them
+# sampled (`strata=[]` in Python, `--strata ''` on the command line) states the second
 # instead. [Which interval should I report?](../which-interval.html) has the rules and
 # the coverage evidence behind them.
 #
