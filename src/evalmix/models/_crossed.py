@@ -11,13 +11,13 @@ Nothing here imports statsmodels.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import sparse, stats
+from scipy import optimize, sparse, stats
 
 from evalmix.errors import EvalmixError, check_level
 from evalmix.models.spec import RandomTerm
@@ -142,3 +142,19 @@ def _check_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
             "drop a collinear term")
     return y, X
 
+
+def polish(fg: Callable[[np.ndarray], tuple[float, np.ndarray]], x: np.ndarray, bounds: Sequence[tuple[float | None, float | None]], maxiter: int) -> tuple[np.ndarray, optimize.OptimizeResult]:
+    """L-BFGS-B restarted from its own end point (at most 4 times) until it stops moving.
+
+    Returns the end point and the last optimiser result; shared by the independent and
+    the correlated Laplace fits.
+    """
+    out = None
+    for _ in range(4):
+        out = optimize.minimize(fg, x, jac=True, method="L-BFGS-B", bounds=bounds,
+                                options={"ftol": 1e-12, "gtol": 1e-6, "maxiter": maxiter})
+        moved = not np.allclose(out.x, x, rtol=1e-7, atol=1e-9)
+        x = out.x
+        if not moved:
+            break
+    return x, out

@@ -33,6 +33,7 @@ from evalmix.models._crossed import (
     CrossedFit,
     _check_arrays,
     _z,
+    polish,
 )
 from evalmix.models._laplace_corr import fit_correlated
 from evalmix.models._pls import CrossedDesign
@@ -400,13 +401,7 @@ def _fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
 
     x = np.concatenate([np.maximum(out0.x, 1e-3), state["beta"]])
     bounds = [(0.0, None)] * k + [(None, None)] * p
-    for _ in range(4):
-        out = optimize.minimize(fg, x, jac=True, method="L-BFGS-B", bounds=bounds,
-                                options={"ftol": 1e-12, "gtol": 1e-6, "maxiter": maxiter})
-        moved = not np.allclose(out.x, x, rtol=1e-7, atol=1e-9)
-        x = out.x
-        if not moved:
-            break
+    x, out = polish(fg, x, bounds, maxiter)
     _, g = fg(x)
     g[:k] = np.where((x[:k] <= 0) & (g[:k] > 0), 0.0, g[:k])
     grad = float(np.max(np.abs(g)))
@@ -495,3 +490,4 @@ def _fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
                              "from the Hessian of the Laplace deviance (central differences "
                              "of its exact gradient)"},
     )
+

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize
 
-from evalmix.models._crossed import LOGIT_RESIDUAL_VAR, SINGULAR_TOL, CrossedFit
+from evalmix.models._crossed import LOGIT_RESIDUAL_VAR, SINGULAR_TOL, CrossedFit, polish
 from evalmix.models._pls import BlockFactor
 from evalmix.models._spec_types import RandomTerm
 from evalmix.models._theta import ThetaMap
@@ -108,13 +108,7 @@ def fit_correlated(dev: Any, fe_names: Sequence[str], terms: Sequence[RandomTerm
     th0 = np.where(tm.is_diag_entry, np.maximum(out0.x, 1e-3), out0.x)
     x = np.concatenate([th0, state["beta"]])
     bounds = tm.bounds + [(None, None)] * p
-    for _ in range(4):
-        out = optimize.minimize(fg, x, jac=True, method="L-BFGS-B", bounds=bounds,
-                                options={"ftol": 1e-12, "gtol": 1e-6, "maxiter": maxiter})
-        moved = not np.allclose(out.x, x, rtol=1e-7, atol=1e-9)
-        x = out.x
-        if not moved:
-            break
+    x, out = polish(fg, x, bounds, maxiter)
     _, g = fg(x)
     at_bound = tm.is_diag_entry & (x[:k] <= SINGULAR_TOL * np.sqrt(LOGIT_RESIDUAL_VAR))
     g[:k] = np.where(at_bound & (g[:k] > 0), 0.0, g[:k])
