@@ -8,6 +8,7 @@ tests/test_datasets.py checks that the bundled sets equal the shared CSVs.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -65,3 +66,18 @@ def mc_band(expected: float, reps: int, checks: int = 1, *,
     z = float(stats.norm.isf(fwer / (2 * checks)))
     half = z * (expected * (1 - expected) / reps) ** 0.5
     return expected - half, expected + half
+
+
+def chromium(why: str) -> list[str]:
+    """A headless Chromium command: Debian's ``chromium-headless-shell`` (headless only),
+    else a full Chromium with ``--headless=new``; skips the test with ``why`` when none is
+    installed."""
+    shell = shutil.which("chromium-headless-shell")
+    if shell:
+        return [shell]
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        exe = shutil.which(name)
+        if exe:
+            return [exe, "--headless=new"]
+    pytest.skip(f"no headless Chromium (Debian: apt-get install chromium or "
+                f"chromium-headless-shell); {why}")

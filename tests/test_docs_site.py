@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from conftest import chromium
 
 ROOT = Path(__file__).resolve().parents[1]
 _ENV = os.environ.get("EVALMIX_DOCS_SITE")
@@ -166,25 +166,11 @@ def test_pages_load_nothing_from_the_network_and_links_resolve():
     assert not broken, "links to missing files:\n" + "\n".join(broken)
 
 
-def _chromium() -> list[str]:
-    """A headless Chromium command: Debian's ``chromium-headless-shell`` (headless
-    only), else a full Chromium with ``--headless=new``."""
-    shell = shutil.which("chromium-headless-shell")
-    if shell:
-        return [shell]
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        exe = shutil.which(name)
-        if exe:
-            return [exe, "--headless=new"]
-    pytest.skip("Chromium is not installed (Debian: apt-get install chromium or "
-                "chromium-headless-shell); the HTML checks of the built site above still ran")
-
-
 @pytest.mark.parametrize("name", ["index.html", "api/intervals.html",
                                   "notebooks/crossed_audit.html"])
 def test_chromium_renders_page_offline(name, tmp_path):
     site = _site()
-    exe = _chromium()
+    exe = chromium("the HTML checks of the built site above still ran")
     cmd = [*exe, "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
            "--host-resolver-rules=MAP * ~NOTFOUND",   # no network: every name unresolvable
            f"--user-data-dir={tmp_path}", "--virtual-time-budget=5000", "--dump-dom",

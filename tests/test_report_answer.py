@@ -8,7 +8,6 @@ from __future__ import annotations
 import itertools
 import json
 import re
-import shutil
 import subprocess
 import warnings
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import chromium
 
 import evalmix
 from evalmix.report.answer import MAX_ANSWER_ROWS, answer_frame, answer_sentence
@@ -350,18 +350,6 @@ def test_every_report_figure_keeps_its_text_inside(which, mtbench_report,
 
 
 # ---------------------------------------------------------------- the page in a browser
-def chromium() -> list[str]:
-    """A headless Chromium command: Debian's ``chromium-headless-shell`` or
-    ``chromium --headless``."""
-    shell = shutil.which("chromium-headless-shell")
-    if shell:
-        return [shell]
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        exe = shutil.which(name)
-        if exe:
-            return [exe, "--headless"]
-    pytest.skip("no headless Chromium (Debian: apt-get install chromium-headless-shell); "
-                "the first-screen and overflow checks of report.html need a browser")
 
 
 _MEASURE = """<script>window.addEventListener('load', function () {
@@ -381,7 +369,7 @@ _MEASURE = """<script>window.addEventListener('load', function () {
 
 def measure(page: str, tmp_path: Path) -> dict:
     """Layout numbers of ``page`` rendered at 1280 x 900 in headless Chromium."""
-    cmd = chromium()
+    cmd = chromium("the first-screen and overflow checks of report.html need a browser")
     path = tmp_path / "measured.html"
     path.write_text(page.replace("</body>", _MEASURE + "</body>"), encoding="utf-8")
     out = subprocess.run(
