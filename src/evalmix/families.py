@@ -23,16 +23,15 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from typing import Literal, get_args
+from typing import get_args
 
 from evalmix.errors import InvalidOptionError
+from evalmix.vocabulary import Family, Regression
 
 __all__ = ["Family", "FAMILIES", "Regression", "REGRESSION_FAMILIES", "family_name"]
 
-Family = Literal["gaussian", "bernoulli", "binomial", "cumulative"]
 FAMILIES: tuple[str, ...] = get_args(Family)
 #: the families of a least-squares or logistic regression of one outcome
-Regression = Literal["gaussian", "binomial"]
 REGRESSION_FAMILIES: tuple[str, ...] = get_args(Regression)
 #: accepted spellings -> (family, whether the spelling is deprecated)
 _ALIASES = {"ordinal": ("cumulative", False), "linear": ("gaussian", True),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -26,6 +26,7 @@ from evalmix.cli._common import (
     positive_int,
 )
 from evalmix.errors import InvalidOptionError
+from evalmix.vocabulary import PilotDifference
 
 __all__ = ["add_parser", "run_power", "run_coverage", "parse_numbers"]
 
@@ -175,7 +176,7 @@ def _parametric_lines(args) -> tuple[pd.DataFrame, pd.DataFrame]:
     vary = {k: parse_numbers(v, integer=True) for k, v in _pairs(args.vary, "--vary").items()}
     if not n_levels:
         raise InvalidOptionError("--components needs --n-levels FACTOR=N for every factor")
-    estimand: Literal["mean", "difference"] = (
+    estimand: PilotDifference = (
         "mean" if args.estimand in ("mean", "win_rate") else "difference")
     effects = parse_numbers(args.effect)
     res = parametric_power(comps, n_levels=n_levels, vary=vary, estimand=estimand,

@@ -19,8 +19,9 @@ from evalmix.cli._common import (
     positive_int,
     stop_if_interrupted,
 )
-from evalmix.data.readers import FORMATS, Format
+from evalmix.data.readers import FORMATS
 from evalmix.errors import DroppedRowsWarning, InvalidOptionError
+from evalmix.vocabulary import LogFormat
 
 __all__ = ["add_parser", "run_report", "run_demo"]
 
@@ -155,7 +156,7 @@ def _read_log(args: argparse.Namespace, fmt: str) -> Any:
     extra = {"clusters": parse_cluster(args.cluster) or None, "ties": args.ties,
              "replicate": args.replicate, **_role_lists(args)}
     kwargs.update({k: v for k, v in extra.items() if v is not None})
-    return read_log(args.data, format=cast(Format, fmt), **kwargs)
+    return read_log(args.data, format=cast(LogFormat, fmt), **kwargs)
 
 
 def _read(args: argparse.Namespace) -> Any:

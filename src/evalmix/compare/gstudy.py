@@ -24,7 +24,7 @@ import inspect
 import re
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Literal, TypedDict, cast, get_args
+from typing import Any, TypedDict, cast, get_args
 
 import numpy as np
 import pandas as pd
@@ -44,11 +44,11 @@ from evalmix.errors import (
 )
 from evalmix.families import Family, family_name
 from evalmix.seeding import SeedLike, seeded_rng
+from evalmix.vocabulary import GStudyMethod
 
 __all__ = ["gstudy", "GStudyOptions", "GSTUDY_DEFAULTS", "METHODS"]
 
-Method = Literal["auto", "anova", "reml", "bayes"]
-METHODS: tuple[str, ...] = get_args(Method)
+METHODS: tuple[str, ...] = get_args(GStudyMethod)
 #: Parametric-bootstrap replicates by default.
 REPS = 2000
 
@@ -62,7 +62,7 @@ class GStudyOptions(TypedDict, total=False):
     outcome: str | None
     nested: Mapping[str, str | Sequence[str]] | None
     fixed: Sequence[str]
-    method: Method
+    method: GStudyMethod
     family: str | None
     level: float
     reps: int | None
@@ -212,7 +212,7 @@ def gstudy(
     outcome: str | None = None,
     nested: Mapping[str, str | Sequence[str]] | None = None,
     fixed: Sequence[str] = (),
-    method: Method = "auto",
+    method: GStudyMethod = "auto",
     family: str | None = None,
     level: float = 0.95,
     reps: int | None = None,

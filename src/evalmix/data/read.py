@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -42,6 +42,14 @@ from evalmix.errors import (
     InvalidTableError,
     check_option,
 )
+from evalmix.vocabulary import (
+    OnUnparsed,
+    OrderDesign,
+    OutcomeKind,
+    ReadOutcomeType,
+    TiePolicy,
+    Unmatched,
+)
 
 ORDER_DESIGNS: tuple[str, ...] = ("auto", "matched", "single")
 OUTCOME_KINDS: tuple[str, ...] = ("auto", "verdict", "winner")
@@ -59,16 +67,16 @@ def read(
     first_shown: str | None = None,
     position: str | None = None,
     clusters: Mapping[str, str] | None = None,
-    ties: Literal["exclude", "half", "separate"] | None = None,
+    ties: TiePolicy | None = None,
     roles: str | os.PathLike[str] | None = None,
-    outcome_type: Literal["auto", "binary", "proportion", "numeric"] = "auto",
-    unmatched: Literal["error", "drop"] = "error",
+    outcome_type: ReadOutcomeType = "auto",
+    unmatched: Unmatched = "error",
     replicate: str | None = None,
-    order_design: Literal["auto", "matched", "single"] = "auto",
+    order_design: OrderDesign = "auto",
     sampled: Sequence[str] | None = None,
     strata: Sequence[str] | None = None,
-    on_unparsed: Literal["auto", "error", "drop"] = "auto",
-    outcome_kind: Literal["auto", "verdict", "winner"] | None = None,
+    on_unparsed: OnUnparsed = "auto",
+    outcome_kind: OutcomeKind | None = None,
     encoding: str | None = None,
 ) -> EvalTable:
     """Read and validate a long-format eval table.

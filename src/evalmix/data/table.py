@@ -45,19 +45,17 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 import numpy as np
 import pandas as pd
 
 from evalmix.errors import EvalmixError, InvalidOptionError
+from evalmix.vocabulary import Kind, OutcomeType, TiePolicy
 
 if TYPE_CHECKING:
     from evalmix.data.summary import DesignSummary
 
-Kind = Literal["scores", "pairwise"]
-OutcomeType = Literal["binary", "proportion", "numeric"]
-TiePolicy = Literal["exclude", "half", "separate"]
 
 TIE_POLICIES: tuple[str, ...] = get_args(TiePolicy)
 OUTCOME_TYPES: tuple[str, ...] = ("auto", "binary", "proportion", "numeric")

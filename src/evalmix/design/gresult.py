@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -23,10 +23,10 @@ import pandas as pd
 from evalmix.data.table import is_judge_role, is_replicate_role
 from evalmix.design.gtheory import QUANTITIES, GDesign, coefficients
 from evalmix.tidy import PicklableProxies, tidy_rows
+from evalmix.vocabulary import FacetKind
 
 __all__ = ["GStudyResult", "FacetKind", "facet_kind", "ADVICE", "ORDER_WORDS"]
 
-FacetKind = Literal["sample", "judge", "repeat", "counterbalance", "fixed"]
 #: Facet names read as a presentation order (AB/BA).
 ORDER_WORDS: tuple[str, ...] = ("order", "position", "first_shown", "a_first", "swap")
 #: What to spend on when a facet of each kind cuts the error most (seed 003's words).

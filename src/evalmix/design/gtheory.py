@@ -43,19 +43,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
-from typing import Literal
 
 import numpy as np
 
 from evalmix.errors import InvalidOptionError
 from evalmix.tidy import PicklableProxies
+from evalmix.vocabulary import FacetRole
 
-__all__ = ["Effect", "GDesign", "Role", "ROLES", "QUANTITIES", "coefficients"]
+__all__ = ["Effect", "GDesign", "FacetRole", "ROLES", "QUANTITIES", "coefficients"]
 
 #: An effect of a design: the set of factors it involves (``{"model", "item"}``).
 Effect = frozenset[str]
 #: Where an effect's variance goes (see the module docstring).
-Role = Literal["universe", "relative", "absolute", "excluded"]
 ROLES: tuple[str, ...] = ("universe", "relative", "absolute", "excluded")
 #: What :func:`coefficients` returns, in order.
 QUANTITIES: tuple[str, ...] = ("erho2", "phi", "universe_var", "relative_var",
@@ -199,7 +198,7 @@ class GDesign(PicklableProxies):
             raise InvalidOptionError(f"{sorted(found)} is not an effect of this design")
         return found
 
-    def role(self, effect: Effect) -> Role:
+    def role(self, effect: Effect) -> FacetRole:
         """Where the variance of ``effect`` goes (module docstring)."""
         has_d = bool(effect & self.differentiation)
         has_random = bool(effect & set(self.random_facets))

@@ -33,7 +33,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -51,10 +51,10 @@ from evalmix.errors import (
 from evalmix.humans.ratings import Ratings, read_ratings
 from evalmix.inference.sandwich import satterthwaite_df, vcov_cluster
 from evalmix.tidy import tidy_rows
+from evalmix.vocabulary import Scoring
 
 __all__ = ["alt_test", "AltTestResult", "benjamini_yekutieli"]
 
-Scoring = Literal["auto", "accuracy", "neg_rmse"]
 
 
 @dataclass(frozen=True)

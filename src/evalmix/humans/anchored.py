@@ -16,7 +16,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Literal, get_args
+from typing import get_args
 
 import numpy as np
 import pandas as pd
@@ -25,10 +25,10 @@ from evalmix.errors import EvalmixError, InvalidOptionError, check_level, check_
 from evalmix.humans.ppi_core import PPI_METHODS, Estimate, ppi_arrays
 from evalmix.humans.ratings import Ratings, read_ratings
 from evalmix.tidy import tidy_rows
+from evalmix.vocabulary import PPIEstimand, PPIMethod
 
 __all__ = ["ppi", "PPIResult", "unit_values", "PPI_ESTIMANDS"]
 
-PPIEstimand = Literal["mean", "win_rate", "difference"]
 PPI_ESTIMANDS: tuple[str, ...] = get_args(PPIEstimand)
 _LABELS = {"ppi": "ppi++", "human": "human-only", "judge": "judge-only"}
 
@@ -201,7 +201,7 @@ def ppi(
     cluster: str | None = None,
     by: str | Sequence[str] | None = None,
     lam: float | None = None,
-    method: Literal["naive", "CR1", "CR2"] | None = None,
+    method: PPIMethod | None = None,
     level: float = 0.95,
     item: str | Sequence[str] = "item_id",
     rater: str | Sequence[str] = "rater",

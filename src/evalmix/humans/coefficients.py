@@ -45,17 +45,17 @@ doi:10.1080/19312450709336664
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import get_args
 
 import numpy as np
+
+from evalmix.vocabulary import AgreementWeights, MeasurementLevel
 
 __all__ = ["WEIGHTS", "METRICS", "table_stat", "panel_totals", "panel_stat",
            "moment_totals", "alpha_moments", "pooled_ratio"]
 
-Weights = Literal["none", "linear", "quadratic"]
-WEIGHTS: tuple[str, ...] = get_args(Weights)
-Metric = Literal["nominal", "ordinal", "interval"]
-METRICS: tuple[str, ...] = get_args(Metric)
+WEIGHTS: tuple[str, ...] = get_args(AgreementWeights)
+METRICS: tuple[str, ...] = get_args(MeasurementLevel)
 
 
 # ------------------------------------------------------------------ metrics

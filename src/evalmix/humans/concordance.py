@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any, get_args
 
 import numpy as np
 import pandas as pd
@@ -41,13 +41,12 @@ from evalmix.humans.agreement_rows import (
 from evalmix.humans.ratings import Ratings, read_ratings
 from evalmix.seeding import SeedLike, seeded_rng
 from evalmix.tidy import tidy_rows
+from evalmix.vocabulary import AgreementMethod, AgreementPairs, HumanTies
 
 __all__ = ["agreement", "AgreementResult", "PAIR_STATISTICS"]
 
-Pairs = Literal["auto", "all", "humans"]
-PAIRS: tuple[str, ...] = get_args(Pairs)
-Method = Literal["both", "delta", "bootstrap"]
-METHODS: tuple[str, ...] = get_args(Method)
+PAIRS: tuple[str, ...] = get_args(AgreementPairs)
+METHODS: tuple[str, ...] = get_args(AgreementMethod)
 _COLUMNS = ["stratum", "kind", "rater_1", "rater_2", "statistic", "method", "estimate", "se",
             "lo", "hi", "df", "n_units", "n_clusters", "note"]
 
@@ -208,10 +207,10 @@ def agreement(
     cluster: str | None = None,
     by: str | Sequence[str] | None = None,
     first_shown: str | None = "first_shown",
-    ties: Literal["keep", "exclude"] = "keep",
-    pairs: Pairs = "auto",
+    ties: HumanTies = "keep",
+    pairs: AgreementPairs = "auto",
     min_items: int = 10,
-    method: Method = "both",
+    method: AgreementMethod = "both",
     reps: int = 999,
     level: float = 0.95,
     seed: SeedLike = None,

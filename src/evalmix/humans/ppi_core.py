@@ -40,7 +40,7 @@ doi:10.1080/07350015.2016.1247004
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import get_args
 
 import numpy as np
 
@@ -48,10 +48,10 @@ from evalmix.data.table import dense_codes
 from evalmix.errors import EvalmixError, check_option
 from evalmix.inference.sandwich import cluster_sums, satterthwaite_df, vcov_cluster
 from evalmix.inference.scale import t_quantile
+from evalmix.vocabulary import PPIMethod
 
 __all__ = ["PPI_METHODS", "Estimate", "ppi_arrays", "linear_estimate"]
 
-PPIMethod = Literal["naive", "CR1", "CR2"]
 PPI_METHODS: tuple[str, ...] = get_args(PPIMethod)
 
 

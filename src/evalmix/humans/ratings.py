@@ -27,17 +27,17 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Literal, get_args
+from typing import get_args
 
 import numpy as np
 import pandas as pd
 
 from evalmix.data.load import load_frame
 from evalmix.errors import DroppedRowsWarning, EvalmixError, InvalidOptionError, check_option
+from evalmix.vocabulary import HumanTies, RatingKind
 
 __all__ = ["Ratings", "read_ratings", "RATING_KINDS", "VERDICTS"]
 
-RatingKind = Literal["verdict", "label", "score"]
 RATING_KINDS: tuple[str, ...] = get_args(RatingKind)
 #: Pairwise verdicts in their order on the ``model_a`` win scale (0, 0.5, 1).
 VERDICTS: tuple[str, ...] = ("b", "tie", "a")
@@ -188,7 +188,7 @@ def read_ratings(
     cluster: str | None = None,
     by: str | Sequence[str] | None = None,
     first_shown: str | None = "first_shown",
-    ties: Literal["keep", "exclude"] = "keep",
+    ties: HumanTies = "keep",
     keep: Sequence[str] = (),
     encoding: str | None = None,
 ) -> Ratings:

@@ -23,7 +23,7 @@ import inspect
 import warnings
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Literal, cast, get_args
+from typing import TYPE_CHECKING, Any, cast, get_args
 
 import numpy as np
 
@@ -65,22 +65,20 @@ from evalmix.inference.sandwich import (
     vcov_multiway,
 )
 from evalmix.inference.scale import SCALES, Scale, bounded_interval, t_pvalue, t_quantile
+from evalmix.seeding import SeedLike
+from evalmix.vocabulary import CIType, IntervalMethod, Paired, WildWeights
 
 if TYPE_CHECKING:
     from evalmix.data.table import EvalTable
-    from evalmix.inference.bootstrap import CIType
-    from evalmix.inference.wild import WeightsType
 
 __all__ = ["interval", "METHODS", "METHOD_OPTIONS", "FEW_CLUSTERS", "MIN_BOOTSTRAP_CLUSTERS"]
 
-Method = Literal["naive", "wilson", "clopper_pearson", "CR0", "CR1", "CR2", "CR3",
-                 "bootstrap", "wild"]
 #: rows independent: no cluster argument
 _INDEPENDENT = ("naive", "wilson", "clopper_pearson")
 #: intervals for a proportion from the estimate and n alone (defined at 0 and 1)
 _PROPORTION_CI = {"wilson": (wilson_interval, wilson_pvalue),
                   "clopper_pearson": (clopper_pearson_interval, binomial_pvalue)}
-METHODS: tuple[str, ...] = get_args(Method)
+METHODS: tuple[str, ...] = get_args(IntervalMethod)
 DEFAULT_REPS = {"bootstrap": 2000, "wild": 9999}
 
 
@@ -116,19 +114,19 @@ def interval(
     table: EvalTable,
     estimand: str,
     *,
-    method: Method = "CR2",
+    method: IntervalMethod = "CR2",
     cluster: str | Sequence[str] | None = None,
     level: float = 0.95,
     reps: int | None = None,
-    seed: int | np.random.Generator | None = None,
+    seed: SeedLike = None,
     contrast: str | None = None,
     model: str | None = None,
     conditions: Sequence[str] | None = None,
     term: str | None = None,
     family: Regression = "gaussian",
-    paired: bool | Literal["auto"] = "auto",
+    paired: Paired = "auto",
     ci: CIType = "percentile",
-    weights: WeightsType = "auto",
+    weights: WildWeights = "auto",
     nested: str | None = None,
     null: float | None = None,
     scale: Scale = "auto",

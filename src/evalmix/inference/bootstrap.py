@@ -29,7 +29,7 @@ import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal, cast, get_args
+from typing import Any, cast, get_args
 
 import numpy as np
 import pandas as pd
@@ -55,6 +55,7 @@ from evalmix.inference.sandwich import (
 )
 from evalmix.seeding import SeedLike, seeded_rng
 from evalmix.tidy import PicklableProxies, tidy_rows
+from evalmix.vocabulary import CIType
 
 __all__ = ["MIN_REPS", "BootstrapResult", "cluster_bootstrap", "cluster_weights", "norm_inter",
            "percentile_interval", "expanded_interval", "bca_interval", "studentized_interval"]
@@ -63,7 +64,6 @@ __all__ = ["MIN_REPS", "BootstrapResult", "cluster_bootstrap", "cluster_weights"
 #: one draw gives no spread, so no interval.
 MIN_REPS = 2
 
-CIType = Literal["percentile", "expanded", "bca", "studentized"]
 CI_TYPES: tuple[str, ...] = get_args(CIType)
 #: Largest number of weight entries (replicates x resampled units) held at once.
 CHUNK_ENTRIES = 2_000_000

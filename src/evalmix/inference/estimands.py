@@ -44,7 +44,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack, cast, get_args
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack, cast, get_args
 
 import numpy as np
 import pandas as pd
@@ -60,6 +60,7 @@ from evalmix.errors import (
     check_option,
 )
 from evalmix.families import REGRESSION_FAMILIES, Regression, family_name
+from evalmix.vocabulary import IntervalEstimand, Paired
 
 if TYPE_CHECKING:
     from evalmix.data.table import EvalTable
@@ -70,8 +71,7 @@ __all__ = [
     "fit_problem", "fit_ols", "fit_logit", "mean_null",
 ]
 
-Estimand = Literal["mean", "win_rate", "controlled_win_rate", "difference", "coef"]
-ESTIMANDS: tuple[str, ...] = get_args(Estimand)
+ESTIMANDS: tuple[str, ...] = get_args(IntervalEstimand)
 AUTO = "auto"
 PAIRED: tuple[object, ...] = (AUTO, True, False)
 #: ``paired="auto"`` pairs when at least this share of units has both conditions (the
@@ -651,7 +651,7 @@ class _ProblemOptions:
     conditions: Sequence[str] | None = None
     term: str | None = None
     family: Regression = "gaussian"
-    paired: bool | Literal["auto"] = "auto"
+    paired: Paired = "auto"
 
 
 class ProblemOptions(TypedDict, total=False):
@@ -663,7 +663,7 @@ class ProblemOptions(TypedDict, total=False):
     conditions: Sequence[str] | None
     term: str | None
     family: Regression
-    paired: bool | Literal["auto"]
+    paired: Paired
 
 
 #: The options of :func:`build_problem` and their defaults.
@@ -724,7 +724,7 @@ def check_used(estimand: str, options: Mapping[str, Any]) -> None:
             f"{', '.join(f'{u}=' for u in used)}){hint}")
 
 
-def build_problem(table: EvalTable, estimand: Estimand,
+def build_problem(table: EvalTable, estimand: IntervalEstimand,
                   **options: Unpack[ProblemOptions]) -> LinearProblem:
     """Turn an estimand on an :class:`~evalmix.data.table.EvalTable` into a LinearProblem.
 

@@ -38,7 +38,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, cast, get_args
+from typing import TYPE_CHECKING, Any, cast, get_args
 
 import numpy as np
 import pandas as pd
@@ -83,6 +83,7 @@ from evalmix.inference.sandwich import (
 from evalmix.inference.scale import bounded_interval
 from evalmix.seeding import SeedLike, seeded_rng
 from evalmix.tidy import RESULT_COLUMNS
+from evalmix.vocabulary import Adjust, LeaderboardEstimand
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -92,13 +93,11 @@ if TYPE_CHECKING:
 __all__ = ["leaderboard", "LeaderboardResult", "MODEL_COLUMNS", "PAIR_COLUMNS"]
 
 Method = CRType
-Adjust = Literal["max-t", "bonferroni", "none"]
-Estimand = Literal["auto", "mean", "win_rate", "bradley_terry"]
 METHODS: tuple[str, ...] = CR_TYPES
 #: Methods with a multiway form (CR3 has none; as for evalmix.interval).
 MULTIWAY_METHODS: tuple[str, ...] = ("CR0", "CR1", "CR2")
 ADJUSTS: tuple[str, ...] = get_args(Adjust)
-ESTIMANDS: tuple[str, ...] = get_args(Estimand)
+ESTIMANDS: tuple[str, ...] = get_args(LeaderboardEstimand)
 
 #: The board's columns: the result contract's :data:`~evalmix.tidy.RESULT_COLUMNS`
 #: (``contrast`` is the model, prefixed ``"<stratum>: "`` on a stratum's board), then
@@ -489,7 +488,7 @@ def leaderboard(
     method: Method = "CR2",
     level: float = 0.95,
     adjust: Adjust = "max-t",
-    estimand: Estimand = "auto",
+    estimand: LeaderboardEstimand = "auto",
     pairs: Sequence[tuple[str, str]] | None = None,
     by: str | None = None,
     draws: int = 10_000,

@@ -57,7 +57,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Literal, get_args
+from typing import get_args
 
 import numpy as np
 from scipy import linalg
@@ -65,12 +65,12 @@ from scipy import linalg
 from evalmix._blas import one_blas_thread
 from evalmix.data.table import cluster_codes, intersect_codes
 from evalmix.errors import EvalmixError, InvalidOptionError, check_option
+from evalmix.vocabulary import CRType, MultiwayCRType
 
 __all__ = ["CR_TYPES", "FEW_CLUSTERS", "MIN_BOOTSTRAP_CLUSTERS", "MultiwayTerm", "MultiwayVcov",
            "cluster_codes", "cluster_sums", "regression_arrays", "cr1_factor", "vcov_cluster",
            "satterthwaite_df", "vcov_multiway", "multiway_df", "intersect_codes"]
 
-CRType = Literal["CR0", "CR1", "CR2", "CR3"]
 CR_TYPES: tuple[str, ...] = get_args(CRType)
 #: Eigenvalues of ``I - H_gg`` at or below this are treated as zero (clubSandwich's
 #: ``matrix_power`` uses the same 1e-12 cut-off).
@@ -501,7 +501,7 @@ def vcov_multiway(
     resid: np.ndarray,
     clusters: Sequence[np.ndarray],
     *,
-    type: Literal["CR0", "CR1", "CR2"] = "CR1",
+    type: MultiwayCRType = "CR1",
     working_weights: np.ndarray | None = None,
 ) -> MultiwayVcov:
     """Multiway (crossed) cluster-robust covariance, Cameron, Gelbach & Miller (2011).

@@ -23,15 +23,16 @@ expected number of positive counts estimated from survey data. Survey Methodolog
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import get_args
 
 import numpy as np
 from scipy import special
 from scipy.special import expit, logit
 
+from evalmix.vocabulary import Scale
+
 __all__ = ["SCALES", "Scale", "bounded_interval", "t_quantile", "t_pvalue"]
 
-Scale = Literal["auto", "identity", "logit"]
 SCALES: tuple[str, ...] = get_args(Scale)
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Literal, cast, get_args
+from typing import cast, get_args
 
 import numpy as np
 import pandas as pd
@@ -46,12 +46,12 @@ from evalmix.inference.sandwich import cluster_sums, cr1_factor, regression_arra
 from evalmix.inference.scale import t_quantile
 from evalmix.seeding import SeedLike, seeded_rng
 from evalmix.tidy import tidy_rows
+from evalmix.vocabulary import WildWeights
 
 __all__ = ["WildResult", "wild_cluster_bootstrap", "wild_weights", "WEBB_VALUES",
            "WEBB_BELOW", "choose_weights", "min_p_value"]
 
-WeightsType = Literal["auto", "rademacher", "webb"]
-WEIGHTS: tuple[str, ...] = get_args(WeightsType)
+WEIGHTS: tuple[str, ...] = get_args(WildWeights)
 #: Webb's six-point distribution: +-sqrt(1/2), +-1, +-sqrt(3/2), each with probability 1/6.
 WEBB_VALUES = np.array([-np.sqrt(1.5), -1.0, -np.sqrt(0.5), np.sqrt(0.5), 1.0, np.sqrt(1.5)])
 CHUNK_ENTRIES = 4_000_000
@@ -63,7 +63,7 @@ WEBB_BELOW = 12
 ENUMERATE_MAX = 10_000
 
 
-def choose_weights(weights: WeightsType, n_clusters: int) -> str:
+def choose_weights(weights: WildWeights, n_clusters: int) -> str:
     """``weights`` with ``"auto"`` resolved: Webb below :data:`WEBB_BELOW` clusters.
 
     Examples
@@ -160,7 +160,7 @@ class WildResult:
                 f"p={self.p_value:.3g}, {self.level:.0%} CI [{self.lo:.4g}, {self.hi:.4g}]")
 
 
-def wild_weights(n_clusters: int, reps: int, kind: WeightsType,
+def wild_weights(n_clusters: int, reps: int, kind: WildWeights,
                  rng: np.random.Generator) -> np.ndarray:
     """(reps, n_clusters) wild bootstrap weights: Rademacher (+-1) or Webb six-point."""
     check_option("weights", kind, WEIGHTS[1:])
@@ -281,7 +281,7 @@ def wild_cluster_bootstrap(
     target: int,
     reps: int = 9999,
     level: float = 0.95,
-    weights: WeightsType = "rademacher",
+    weights: WildWeights = "rademacher",
     null: float = 0.0,
     seed: SeedLike = None,
 ) -> WildResult:
@@ -335,7 +335,7 @@ def wild_cluster_bootstrap(
     check_option("weights", weights, WEIGHTS)
     reps = check_count("reps", reps, minimum=MIN_REPS)
     X, y, codes, g = regression_arrays(X, y, clusters, target=target)
-    weights = cast(WeightsType, choose_weights(weights, g))
+    weights = cast(WildWeights, choose_weights(weights, g))
     level = check_level(level)
     if g < 2:
         raise TooFewClustersError("the wild cluster bootstrap needs at least 2 clusters")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import inspect
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -16,9 +16,8 @@ from evalmix.errors import InvalidOptionError, check_option
 from evalmix.models._build import SPEC_DEFAULTS
 from evalmix.models.result import ModelFit
 from evalmix.models.spec import ModelSpec, build_spec
-
-if TYPE_CHECKING:
-    from evalmix.models.frequentist import Method
+from evalmix.seeding import SeedLike
+from evalmix.vocabulary import Backend, DfMethod, Engine, FitMethod, Sampler, SensitivityMethod
 
 __all__ = ["fit", "BACKENDS", "BACKEND_OPTIONS"]
 
@@ -35,34 +34,34 @@ BACKEND_OPTIONS: dict[str, tuple[str, ...]] = {
 def fit(
     data,
     *,
-    backend: Literal["bayes", "statsmodels"] = "bayes",
+    backend: Backend = "bayes",
     formula: str | None = None,
     slopes: Iterable[str] | None = None,
     position: bool = True,
     judge_position: bool = True,
-    fixed: Iterable[str] = (),
+    fixed: Sequence[str] = (),
     random: Iterable[str] | None = None,
     reference: str | None = None,
     family: str | None = None,
     strata: str | None = None,
     level: float = 0.95,
-    seed: int | np.random.Generator | None = None,
+    seed: SeedLike = None,
     progress: bool = True,
-    engine: Literal["auto", "kernel", "pymc", "bambi"] = "auto",
-    sampler: Literal["auto", "nutpie", "pymc"] = "auto",
+    engine: Engine = "auto",
+    sampler: Sampler = "auto",
     draws: int | None = None,
     tune: int = 400,
     chains: int = 2,
     prior_scale: float = 1.0,
     sensitivity: float | None = None,
-    sensitivity_method: Literal["auto", "psis", "refit"] = "auto",
+    sensitivity_method: SensitivityMethod = "auto",
     target_accept: float | None = None,
     retry_divergent: bool = True,
     method: str = "auto",
     vc_prior_sd: float = 1.0,
     fe_prior_sd: float = 2.0,
     n_draws: int = 4000,
-    df: Literal["containment", "none"] = "containment",
+    df: DfMethod = "containment",
     deadline: float | None = None,
     **unknown: Any,
 ) -> ModelFit:
@@ -93,7 +92,7 @@ def fit(
     position, judge_position : bool
         The position term and judge-specific position bias (see
         :func:`~evalmix.models.spec.build_spec`).
-    fixed : iterable of str
+    fixed : sequence of str
         Cluster roles entered as fixed effects (alternative for factors with few levels).
     random : iterable of str, optional
         Cluster roles with random intercepts (default: every role not in ``fixed``).
@@ -204,7 +203,7 @@ def _fit_spec(spec: ModelSpec, backend: str, common: dict[str, Any],
 
         opts = dict(sm_options)
         # ``method`` stays a plain str here; fit_statsmodels validates it
-        return fit_statsmodels(None, spec, method=cast("Method", opts.pop("method")),
+        return fit_statsmodels(None, spec, method=cast(FitMethod, opts.pop("method")),
                                level=common["level"], seed=common["seed"], **opts)
     from evalmix.models.bayes import fit_bayes
 

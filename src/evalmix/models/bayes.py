@@ -69,6 +69,7 @@ from evalmix.models.pymc_model import (
 from evalmix.models.result import ModelFit, PosteriorDraws
 from evalmix.models.spec import ModelSpec, collapse
 from evalmix.seeding import resolve_seed
+from evalmix.vocabulary import Engine, Sampler, SensitivityMethod
 
 __all__ = ["fit_bayes", "ENGINES", "SAMPLERS", "RHAT_MAX", "ESS_MIN", "FEW_LEVELS"]
 
@@ -392,8 +393,8 @@ def _names(spec: ModelSpec, terms, post) -> list[str]:
 def fit_bayes(
     spec: ModelSpec,
     *,
-    engine: Literal["auto", "kernel", "pymc", "bambi"] = "auto",
-    sampler: Literal["auto", "nutpie", "pymc"] = "auto",
+    engine: Engine = "auto",
+    sampler: Sampler = "auto",
     draws: int | None = None,
     tune: int = 400,
     chains: int = 2,
@@ -403,7 +404,7 @@ def fit_bayes(
     level: float = 0.95,
     target_accept: float | None = None,
     retry_divergent: bool = True,
-    sensitivity_method: Literal["auto", "psis", "refit"] = "auto",
+    sensitivity_method: SensitivityMethod = "auto",
     progress: bool = False,
 ) -> ModelFit:
     """Fit a :class:`ModelSpec` by NUTS; see the module docstring for the engines.

@@ -90,6 +90,7 @@ from evalmix.models._tidy_frequentist import (
 from evalmix.models.result import FIXED_COLUMNS, ModelFit
 from evalmix.models.spec import ModelSpec, RandomTerm, build_spec, collapse
 from evalmix.seeding import resolve_seed
+from evalmix.vocabulary import DfMethod, FitMethod
 
 __all__ = [
     "METHODS",
@@ -106,8 +107,7 @@ __all__ = [
     "containment_df",
 ]
 
-Method = Literal["auto", "mixedlm", "laplace", "vb", "map"]
-METHODS: tuple[str, ...] = get_args(Method)
+METHODS: tuple[str, ...] = get_args(FitMethod)
 
 #: Factors with fewer levels get a FewClustersWarning (their SD is barely identified).
 FEW_LEVELS = 5
@@ -307,13 +307,13 @@ class _StatsmodelsOptions:
     """The options of :func:`fit_statsmodels` besides the model's (typed by
     :class:`StatsmodelsOptions`) with their defaults: the one place they are listed."""
 
-    method: Method = "auto"
+    method: FitMethod = "auto"
     level: float = 0.95
     vc_prior_sd: float = 1.0
     fe_prior_sd: float = 2.0
     seed: int | np.random.Generator | None = None
     n_draws: int = 4000
-    df: Literal["containment", "none"] = "containment"
+    df: DfMethod = "containment"
     deadline: float | None = None
 
 
@@ -321,13 +321,13 @@ class StatsmodelsOptions(SpecOptions, total=False):
     """The keywords of :func:`fit_statsmodels`, typed for static checkers: the model
     options of :class:`~evalmix.models._build.SpecOptions` and the back end's own."""
 
-    method: Method
+    method: FitMethod
     level: float
     vc_prior_sd: float
     fe_prior_sd: float
     seed: int | np.random.Generator | None
     n_draws: int
-    df: Literal["containment", "none"]
+    df: DfMethod
     deadline: float | None
 
 

@@ -51,7 +51,7 @@ import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Unpack, get_args
+from typing import Any, Unpack, get_args
 
 import numpy as np
 import pandas as pd
@@ -61,10 +61,10 @@ from evalmix.design.gresult import GStudyResult, facet_kind
 from evalmix.design.gtheory import QUANTITIES
 from evalmix.errors import InvalidOptionError, check_count, check_keywords
 from evalmix.tidy import tidy_rows
+from evalmix.vocabulary import Criterion
 
 __all__ = ["dstudy", "DStudyResult", "Criterion", "CRITERIA", "design_cost"]
 
-Criterion = Literal["erho2", "phi", "se_score", "se_diff"]
 CRITERIA: tuple[str, ...] = get_args(Criterion)
 #: The largest grid enumerated before the other facets move on a geometric ladder.
 MAX_GRID = 1_000_000

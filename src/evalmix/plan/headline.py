@@ -25,9 +25,9 @@ import pandas as pd
 
 from evalmix._progress import Progress
 from evalmix.errors import EvalmixError, InvalidOptionError
-from evalmix.inference.wild import WeightsType
 from evalmix.sim.designs import Factor, crossed_scores
 from evalmix.tidy import tidy_rows
+from evalmix.vocabulary import IntervalEstimand, WildWeights
 
 __all__ = ["DESIGNS", "StudyDesign", "HeadlineCoverage", "headline_coverage",
            "HEADLINE_COLUMNS"]
@@ -244,7 +244,7 @@ def _one_rep(design: StudyDesign, seed: np.random.SeedSequence, level: float,
     """
     from evalmix.compare.recommend import contrasts, output_cell, recommend_cluster, select_rows
     from evalmix.inference.api import interval
-    from evalmix.inference.estimands import Estimand, build_problem
+    from evalmix.inference.estimands import build_problem
 
     table, truth = design.simulate(np.random.default_rng(seed))
     rec = recommend_cluster(table)
@@ -268,7 +268,7 @@ def _one_rep(design: StudyDesign, seed: np.random.SeedSequence, level: float,
                 kw["conditions"] = c.levels
             if c.model is not None:
                 kw["model"] = c.model
-            problem = build_problem(sub, cast(Estimand, c.estimand), **{k: v for k, v in kw.items()
+            problem = build_problem(sub, cast(IntervalEstimand, c.estimand), **{k: v for k, v in kw.items()
                                                         if k != "level"})
             value = truth[c.key]
             res: dict[tuple[str, tuple[str, ...]], Any] = {("naive", ()): interval(
@@ -280,7 +280,7 @@ def _one_rep(design: StudyDesign, seed: np.random.SeedSequence, level: float,
             if design.wild and len(rec.cluster) == 1:
                 wseed = int(seed.generate_state(1)[0])
                 for m, w in (("wild", "auto"), ("wild (Rademacher)", "rademacher")):
-                    w = cast(WeightsType, w)
+                    w = cast(WildWeights, w)
                     res[(m, rec.cluster)] = interval(
                         sub, c.estimand, method="wild", problem=problem, reps=_WILD_REPS,
                         seed=wseed, weights=w, cluster=rec.cluster[0], level=level)

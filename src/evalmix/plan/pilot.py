@@ -22,7 +22,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any, get_args
 
 import numpy as np
 import pandas as pd
@@ -35,6 +35,7 @@ from evalmix.inference.estimands import build_problem
 from evalmix.inference.sandwich import cluster_codes, intersect_codes
 from evalmix.seeding import SeedLike, seeded_rng
 from evalmix.tidy import tidy_rows
+from evalmix.vocabulary import PilotDifference, PilotEstimand
 
 __all__ = ["PilotPowerResult", "bootstrap_power", "pilot_power", "parametric_power",
            "components_from_fit"]
@@ -225,14 +226,13 @@ def bootstrap_power(
                             reps=reps, seed=seed, level=level, notes=notes)
 
 
-Estimand = Literal["mean", "win_rate", "controlled_win_rate", "difference"]
-PILOT_ESTIMANDS: tuple[str, ...] = get_args(Estimand)
+PILOT_ESTIMANDS: tuple[str, ...] = get_args(PilotEstimand)
 
 
 def pilot_power(
     table: Any,
     *,
-    estimand: Estimand = "mean",
+    estimand: PilotEstimand = "mean",
     cluster: str | None = None,
     n_clusters: Sequence[int] | int,
     effect: float | None = None,
@@ -402,7 +402,7 @@ def parametric_power(
     *,
     n_levels: Mapping[str, int] | None = None,
     vary: Mapping[str, Sequence[int]] | None = None,
-    estimand: Literal["mean", "difference"] = "difference",
+    estimand: PilotDifference = "difference",
     intercept: float = 0.0,
     effect: float = 0.0,
     null: float | None = None,

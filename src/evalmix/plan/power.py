@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Literal, TypedDict, Unpack, get_args
+from typing import Any, TypedDict, Unpack, get_args
 
 import numpy as np
 import pandas as pd
@@ -28,15 +28,13 @@ from scipy import optimize, stats
 
 from evalmix.errors import InvalidOptionError, check_keywords, check_level, check_option
 from evalmix.tidy import RESULT_COLUMNS, tidy_rows
+from evalmix.vocabulary import Alternative, Distribution, PowerEstimand
 
 __all__ = ["PowerResult", "DesignOptions", "DESIGN_OPTIONS", "power", "mde",
            "n_clusters_for_power", "design_variance", "power_from_ncp"]
 
-Estimand = Literal["mean", "win_rate", "difference"]
-Alternative = Literal["two-sided", "larger", "smaller"]
-Distribution = Literal["t", "normal"]
 
-ESTIMANDS: tuple[str, ...] = get_args(Estimand)
+ESTIMANDS: tuple[str, ...] = get_args(PowerEstimand)
 ALTERNATIVES: tuple[str, ...] = get_args(Alternative)
 DISTRIBUTIONS: tuple[str, ...] = get_args(Distribution)
 
@@ -273,7 +271,7 @@ class _Design:
     icc: Any = 0.0
     sd: Any = None
     level: Any = 0.95
-    estimand: Estimand = "mean"
+    estimand: PowerEstimand = "mean"
     alternative: Alternative = "two-sided"
     size_cv: Any = 0.0
     cluster_sizes: Sequence[int] | np.ndarray | None = None
@@ -364,7 +362,7 @@ class DesignOptions(TypedDict, total=False):
     icc: Any
     sd: Any
     level: Any
-    estimand: Estimand
+    estimand: PowerEstimand
     alternative: Alternative
     size_cv: Any
     cluster_sizes: Sequence[int] | np.ndarray | None

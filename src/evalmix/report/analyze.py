@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -61,7 +61,8 @@ from evalmix.inference.bootstrap import MIN_REPS
 from evalmix.inference.estimands import build_problem
 from evalmix.inference.sandwich import FEW_CLUSTERS
 from evalmix.report.reliability import reliability
-from evalmix.seeding import child_seed, resolve_seed
+from evalmix.seeding import SeedLike, child_seed, resolve_seed
+from evalmix.vocabulary import Backend
 
 if TYPE_CHECKING:
     from evalmix.data.table import EvalTable
@@ -69,7 +70,6 @@ if TYPE_CHECKING:
 
 __all__ = ["analyze"]
 
-Backend = Literal["bayes", "statsmodels"]
 #: Methods with an interval for proportions only.
 _PROPORTION_ONLY = {"wilson"}
 #: Methods that take one cluster factor only (multiway is CR1 only).
@@ -198,7 +198,7 @@ def analyze(
     backend: Backend | None = None,
     fast: bool = False,
     reps: int = 2000,
-    seed: int | np.random.Generator | None = None,
+    seed: SeedLike = None,
     level: float = 0.95,
     progress: bool = True,
     min_clusters: int = FEW_CLUSTERS,

@@ -23,7 +23,7 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, get_args
 
 from evalmix.data.read import read
 from evalmix.data.readers.alpaca_eval import read_alpaca_eval
@@ -33,13 +33,12 @@ from evalmix.data.readers.inspect_logs import read_inspect
 from evalmix.data.readers.lm_eval import SAMPLES_NAME, read_lm_eval
 from evalmix.data.table import EvalTable
 from evalmix.errors import EvalmixError, check_option
+from evalmix.vocabulary import LogFormat
 
 __all__ = ["FORMATS", "detect_format", "read_log", "read_inspect", "read_lm_eval",
            "read_alpaca_eval", "read_battles", "read_arena_hard"]
 
-Format = Literal["auto", "table", "inspect", "lm_eval", "alpaca_eval", "battles",
-                 "arena_hard"]
-FORMATS: tuple[str, ...] = get_args(Format)
+FORMATS: tuple[str, ...] = get_args(LogFormat)
 _READERS: dict[str, Callable[..., EvalTable]] = {"inspect": read_inspect, "lm_eval": read_lm_eval,
             "alpaca_eval": read_alpaca_eval, "battles": read_battles,
             "arena_hard": read_arena_hard}
@@ -130,7 +129,7 @@ def detect_format(source: str | os.PathLike[str]) -> str:
     return "table"
 
 
-def read_log(source: str | os.PathLike[str], *, format: Format = "auto",
+def read_log(source: str | os.PathLike[str], *, format: LogFormat = "auto",
              **kwargs: Any) -> EvalTable:
     """Read ``source`` with the reader of its format (``format="auto"``: detected).
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -45,6 +45,7 @@ import pandas as pd
 from evalmix.data.readers._common import Source, as_paths, finish, label, load_records
 from evalmix.data.table import EvalTable
 from evalmix.errors import EvalmixError, EvalmixWarning, InvalidOptionError, check_option
+from evalmix.vocabulary import AlpacaFailures
 
 __all__ = ["read_alpaca_eval", "alpaca_eval_frame", "FAILURES"]
 
@@ -106,7 +107,7 @@ def alpaca_eval_frame(source: Source) -> tuple[pd.DataFrame, list[Path]]:
     return frame, paths
 
 
-def read_alpaca_eval(source: Source, *, failures: Literal["tie", "drop"] = "drop",
+def read_alpaca_eval(source: Source, *, failures: AlpacaFailures = "drop",
                      **read_kwargs: Any) -> EvalTable:
     """Read AlpacaEval ``annotations.json`` files (one per model and annotator).
 
