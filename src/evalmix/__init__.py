@@ -51,6 +51,8 @@ _LAZY: dict[str, str] = {
     "alt_test": "evalmix.humans.alternative",
     "ppi": "evalmix.humans.anchored",
     "rogan_gladen": "evalmix.humans.misclassification",
+    "bootstrap": "evalmix.inference.custom",
+    "StatisticBootstrap": "evalmix.inference.custom",
 }
 
 __all__ = [

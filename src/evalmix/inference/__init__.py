@@ -26,6 +26,9 @@ _LAZY: dict[str, str] = {
     "wilson_interval": "evalmix.inference.naive",
     "cluster_bootstrap": "evalmix.inference.bootstrap",
     "wild_cluster_bootstrap": "evalmix.inference.wild",
+    "StatisticBootstrap": "evalmix.inference.custom",
+    "Sums": "evalmix.inference.sums",
+    "expression": "evalmix.inference.sums",
     "leaderboard": "evalmix.inference.leaderboard",
     "LeaderboardResult": "evalmix.inference.leaderboard",
 }

@@ -26,7 +26,7 @@ doi:10.1111/j.1467-9868.2007.00593.x
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, cast, get_args
@@ -57,7 +57,8 @@ from evalmix.seeding import SeedLike, seeded_rng
 from evalmix.tidy import PicklableProxies, tidy_rows
 from evalmix.vocabulary import CIType
 
-__all__ = ["MIN_REPS", "BootstrapResult", "cluster_bootstrap", "cluster_weights", "norm_inter",
+__all__ = ["MIN_REPS", "BootstrapResult", "cluster_bootstrap", "cluster_weights", "index_chunks",
+           "norm_inter",
            "percentile_interval", "expanded_interval", "bca_interval", "studentized_interval"]
 
 #: The fewest replicates any resampling interval takes (cluster and wild bootstrap alike):
@@ -150,6 +151,30 @@ def cluster_weights(n_clusters: int, reps: int, rng: np.random.Generator) -> np.
 def _draw_indices(n_clusters: int, reps: int, rng: np.random.Generator) -> np.ndarray:
     """(reps, n_clusters) cluster indices drawn with replacement (the one random step)."""
     return rng.integers(0, int(n_clusters), size=(reps, int(n_clusters)))
+
+
+def index_chunks(groups: list[np.ndarray], reps: int, rng: np.random.Generator,
+                 n_blocks: int | None = None
+                 ) -> Iterator[tuple[int, int, np.ndarray]]:
+    """Drawn cluster indices, a block of replicates at a time: ``(a, b, idx)`` with
+    ``idx`` of shape ``(b - a, G)`` holding the clusters of replicates ``a..b-1``.
+
+    ``groups`` lists the cluster codes of each stratum (one array ``arange(G)`` when
+    there are none): every stratum's clusters are drawn with replacement among
+    themselves, so each stratum keeps its number of clusters. Blocks hold at most
+    :data:`CHUNK_ENTRIES` entries of ``n_blocks`` columns (default ``G``). Every pairs
+    cluster bootstrap in evalmix draws through this function, so the same seed gives the
+    same resamples for a built-in estimand and a custom statistic.
+    """
+    g = sum(int(m.size) for m in groups)
+    chunk = max(1, CHUNK_ENTRIES // max(n_blocks or g, 1))
+    for a in range(0, reps, chunk):
+        b = min(reps, a + chunk)
+        if len(groups) == 1 and np.array_equal(groups[0], np.arange(g)):
+            yield a, b, _draw_indices(g, b - a, rng)
+        else:
+            yield a, b, np.concatenate(
+                [m[_draw_indices(m.size, b - a, rng)] for m in groups], axis=1)
 
 
 def _counts(idx: np.ndarray, n_clusters: int) -> np.ndarray:
@@ -265,24 +290,30 @@ def expanded_interval(draws: np.ndarray, n_clusters: int | np.ndarray,
 
 
 def bca_interval(draws: np.ndarray, estimate: float | np.ndarray, jackknife: np.ndarray,
-                 level: float = 0.95) -> tuple[np.ndarray, float, float]:
+                 level: float = 0.95, *, strata: np.ndarray | None = None
+                 ) -> tuple[np.ndarray, float, float]:
     """BCa interval (boot's ``bca.ci``) with the acceleration from jackknife values.
 
     Returns ``(interval, z0, acceleration)``. ``jackknife`` holds the leave-one-cluster-out
     estimates; ``L = (G - 1)(mean - jackknife)`` are the empirical influence values
-    (boot's ``empinf(type="jack")``) and ``a = sum L^3 / (6 (sum L^2)^1.5)``.
+    (boot's ``empinf(type="jack")``) and ``a = sum L^3 / (6 (sum L^2)^1.5)``. With
+    ``strata`` (the stratum of each cluster) the influence values are taken within each
+    stratum, ``L = (G_h - 1)(mean_h - jackknife)``, as boot's ``empinf`` does.
     """
     t = np.asarray(draws, dtype=float)
     t = t[np.isfinite(t)]
     jack = np.asarray(jackknife, dtype=float)
-    jack = jack[np.isfinite(jack)]
+    h = np.zeros(jack.size, dtype=np.int64) if strata is None else np.asarray(strata)
+    ok = np.isfinite(jack)
+    jack, h = jack[ok], h[ok]
     z0 = stats.norm.ppf(np.sum(t < estimate) / t.size)
     if not np.isfinite(z0):
         raise EvalmixError(
             "BCa bias correction is infinite: every bootstrap draw lies on one side of the "
             "estimate; use ci='percentile' or ci='studentized'")
-    n = jack.size
-    infl = (n - 1) * (jack.mean() - jack)
+    size = np.bincount(h)
+    mean_h = np.bincount(h, weights=jack) / np.maximum(size, 1)
+    infl = (size[h] - 1) * (mean_h[h] - jack)
     denom = 6 * np.sum(infl**2) ** 1.5
     a = float(np.sum(infl**3) / denom) if denom > 0 else 0.0
     za = stats.norm.ppf(_two_alpha(level))
@@ -564,19 +595,19 @@ def cluster_bootstrap(
     if not np.isfinite(estimate):
         raise EvalmixError("the full-sample fit failed (singular design or separation)")
 
-    chunk = max(1, CHUNK_ENTRIES // max(n_blocks, 1))
     draws = np.empty(reps)
     var = np.empty(reps) if studentized else None
-    for a in range(0, reps, chunk):
-        b = min(reps, a + chunk)
-        if nested is None:
-            idx = _draw_indices(g, b - a, rng)
-            if gather is not None:
-                d, v = _linear_from_gather(idx, gather, k, target), None
-            else:
-                d, v = fit(_counts(idx, g))
-        else:
+    step = max(1, CHUNK_ENTRIES // max(n_blocks, 1))
+    chunks: Iterator[tuple[int, int, np.ndarray | None]] = (
+        index_chunks([np.arange(g)], reps, rng, n_blocks) if nested is None else
+        ((a, min(reps, a + step), None) for a in range(0, reps, step)))
+    for a, b, idx in chunks:
+        if idx is None:
             d, v = fit(_nested_weights(block_cluster, g, b - a, rng))
+        elif gather is not None:
+            d, v = _linear_from_gather(idx, gather, k, target), None
+        else:
+            d, v = fit(_counts(idx, g))
         draws[a:b] = d
         if var is not None:
             var[a:b] = v

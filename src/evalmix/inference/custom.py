@@ -1,0 +1,637 @@
+"""``evalmix.bootstrap``: the pairs cluster bootstrap of any statistic of a table.
+
+A red-flag rate, a rubric delta, a tie-adjusted win rate, a judge-agreement summary or a
+weighted composite has no closed-form variance; the cluster bootstrap wraps around any
+of them. :func:`bootstrap` resamples the table's clusters (a cluster role, an interaction
+cell ``"persona:scenario"``, or by default the matched AB/BA pair or the row), holds
+strata fixed (each stratum's clusters are drawn among themselves), and with two crossed
+sampled factors draws both independently (the pigeonhole bootstrap of Owen 2007: a row
+is repeated as often as its two levels were drawn). The statistic sees each resample as
+a DataFrame; the column ``boot_copy`` numbers the drawn copies of the clusters, so a
+statistic that groups by an item nested in the cluster can group by ``boot_copy`` too
+and two draws of one cluster stay two units.
+
+The random draws are those of the built-in bootstrap
+(:func:`evalmix.inference.bootstrap.index_chunks`), so a custom statistic equal to a
+built-in estimand reproduces its bootstrap distribution with the same seed, and the
+intervals are the same functions (R ``boot``'s percentile, BCa, studentized).
+
+A statistic given as :class:`~evalmix.inference.sums.Sums` (or an expression such as
+``mean(red_flag, condition == "B") / mean(red_flag, condition == "A")``) is a function of
+column totals: every replicate is then a product of resampling counts and per-cluster
+sums, with no loop over replicates, and the studentized interval uses the delta-method
+standard error from the resampled cluster sums.
+
+References
+----------
+Davison, A. C. & Hinkley, D. V. (1997). Bootstrap Methods and their Application.
+Cambridge University Press. doi:10.1017/CBO9780511802843
+Owen, A. B. (2007). The pigeonhole bootstrap. Annals of Applied Statistics 1, 386-411.
+doi:10.1214/07-AOAS122
+Field, C. A. & Welsh, A. H. (2007). Bootstrapping clustered data. JRSS B 69, 369-390.
+doi:10.1111/j.1467-9868.2007.00593.x
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from evalmix._progress import Progress
+from evalmix.data.table import EvalTable, dense_codes, intersect_codes
+from evalmix.errors import (
+    EvalmixError,
+    FewClustersWarning,
+    InvalidOptionError,
+    InvalidTableError,
+    TooFewClustersError,
+    check_count,
+    check_level,
+    check_option,
+)
+from evalmix.inference.bootstrap import (
+    CI_TYPES,
+    MIN_REPS,
+    CIType,
+    _counts,
+    _gather_sums,
+    bca_interval,
+    expanded_interval,
+    index_chunks,
+    percentile_interval,
+    studentized_interval,
+)
+from evalmix.inference.sandwich import FEW_CLUSTERS, MIN_BOOTSTRAP_CLUSTERS, cluster_sums
+from evalmix.inference.sums import Sums, expression
+from evalmix.seeding import SeedLike, seeded_rng
+from evalmix.tidy import PicklableProxies, tidy_rows
+
+__all__ = ["bootstrap", "StatisticBootstrap", "COPY_COLUMN", "Statistic"]
+
+#: Column of every resample numbering the drawn copy of its cluster (0..G-1).
+COPY_COLUMN = "boot_copy"
+Statistic = Callable[[pd.DataFrame], Any] | Sums | str
+
+
+# ----------------------------------------------------------------------------- result
+@dataclass(frozen=True)
+class StatisticBootstrap(PicklableProxies):
+    """A cluster bootstrap of a custom statistic (one or several named components).
+
+    Attributes
+    ----------
+    statistic : str
+        Its name.
+    names : tuple of str
+        The components (one for a scalar statistic).
+    estimate, se, lo, hi : numpy.ndarray
+        Per component: the full-sample value, the SD of the finite draws, the bounds.
+    draws : numpy.ndarray
+        ``(reps, k)`` replicates (NaN where the statistic was undefined).
+    reps, seed, ci_type, level : as requested (``seed`` the int that reproduces it)
+    cluster : str
+        The resampled factor(s): a role, ``"a:b"`` (an interaction cell), ``"a+b"`` (two
+        crossed factors), or ``""`` for rows / matched pairs (see ``details["unit"]``).
+    n_clusters : int
+        Clusters resampled (the smaller count for two crossed factors).
+    n_failed : numpy.ndarray
+        Replicates without a finite value, per component.
+    details : Mapping
+        ``unit``, ``resampling`` (``"pairs"`` or ``"pigeonhole"``), ``strata``,
+        ``n_clusters_by_factor``, ``fast_path``, ``bias``; for BCa ``z0`` and
+        ``acceleration``; ``notes`` per component where no interval could be formed.
+    """
+
+    statistic: str
+    names: tuple[str, ...]
+    estimate: np.ndarray
+    se: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    draws: np.ndarray = field(repr=False)
+    reps: int
+    seed: int | None
+    ci_type: str
+    level: float
+    cluster: str
+    n_clusters: int
+    n_failed: np.ndarray = field(repr=False)
+    details: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
+
+    def tidy(self) -> pd.DataFrame:
+        """One row per component (:data:`evalmix.tidy.RESULT_COLUMNS`):
+        ``estimand`` the statistic's name, ``contrast`` the component, ``method``
+        ``"bootstrap"``; then ``ci_type, resampling, n_failed, bias``."""
+        notes = self.details.get("notes", {})
+        bias = self.details.get("bias", [np.nan] * len(self.names))
+        rows = [{"contrast": n, "estimate": self.estimate[j], "se": self.se[j],
+                 "lo": self.lo[j], "hi": self.hi[j], "note": notes.get(n, ""),
+                 "n_failed": int(self.n_failed[j]), "bias": bias[j]}
+                for j, n in enumerate(self.names)]
+        return tidy_rows(rows, estimand=self.statistic, method="bootstrap",
+                         cluster=self.cluster, scale="identity", level=self.level,
+                         df=float("nan"), n_clusters=self.n_clusters, reps=self.reps,
+                         seed=self.seed, ci_type=self.ci_type,
+                         resampling=self.details.get("resampling", "pairs"))
+
+    def __str__(self) -> str:
+        unit = self.cluster or self.details.get("unit", "row")
+        head = (f"cluster bootstrap of {self.statistic} ({self.ci_type}, {self.reps} reps, "
+                f"{self.n_clusters} {unit} clusters, {self.level:.0%} CI)")
+        lines = [head] + [f"  {n}: {self.estimate[j]:.4g} [{self.lo[j]:.4g}, "
+                          f"{self.hi[j]:.4g}] se={self.se[j]:.3g}"
+                          for j, n in enumerate(self.names)]
+        return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------ the resampling
+@dataclass(frozen=True)
+class _Design:
+    frame: pd.DataFrame
+    factors: tuple[np.ndarray, ...]  # per resampled factor: codes of the rows
+    groups: tuple[list[np.ndarray], ...]  # per factor: its clusters in each stratum
+    stratum: np.ndarray  # stratum of each cluster of factor 0
+    label: str
+    unit: str
+    strata: tuple[str, ...]
+    notes: tuple[str, ...]
+
+
+def _column_codes(frame: pd.DataFrame, name: str, what: str) -> np.ndarray:
+    """Codes of a DataFrame column (or ``"a:b"``, the cell of several columns)."""
+    parts = [p.strip() for p in name.split(":")]
+    missing = [p for p in parts if p not in frame.columns]
+    if missing:
+        raise InvalidOptionError(
+            f"{what} {name!r}: no column {missing[0]!r}; the columns are "
+            f"{', '.join(map(str, frame.columns))}")
+    codes = []
+    for p in parts:
+        col = frame[p]
+        if col.isna().any():
+            row = int(np.flatnonzero(col.isna().to_numpy())[0])
+            raise InvalidTableError([
+                f"{what} column {p!r} is missing in row {row}: every row needs a label "
+                "to be resampled with its cluster; fill it or drop those rows"])
+        codes.append(dense_codes(col.to_numpy()))
+    return intersect_codes(*codes)
+
+
+def _names(value: str | Sequence[str] | None) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    return (value,) if isinstance(value, str) else tuple(str(v) for v in value)
+
+
+def _design(table: EvalTable | pd.DataFrame, cluster: str | Sequence[str] | None,
+            strata: str | Sequence[str] | None) -> _Design:
+    """The rows, the resampled factors, and the strata they are drawn within."""
+    if isinstance(table, EvalTable):
+        frame = table.data
+        roles = table.check_cluster(cluster)
+        table.check_pairs_within(roles)
+        if roles:
+            factors = [np.asarray(table.codes(r)) for r in roles]
+            unit = "+".join(roles)
+        elif table.has_order:
+            factors, unit = [table.pair_codes()], "pair"
+        else:
+            factors, unit = [np.arange(table.n_obs)], "row"
+        given = strata is not None
+        strata_names = tuple(table.check_cluster(_names(strata))) if given else tuple(
+            s for s in table.strata if s not in roles)
+        strata_codes = [np.asarray(table.codes(s)) for s in strata_names]
+    elif isinstance(table, pd.DataFrame):
+        frame = table.reset_index(drop=True)
+        roles = _names(cluster)
+        factors = [_column_codes(frame, r, "cluster") for r in roles] or \
+            [np.arange(len(frame))]
+        unit = "+".join(roles) or "row"
+        strata_names, given = _names(strata), True
+        strata_codes = [_column_codes(frame, s, "stratum") for s in strata_names]
+    else:
+        raise InvalidOptionError(
+            f"bootstrap() needs an EvalTable (evalmix.read) or a pandas DataFrame; got "
+            f"{type(table).__name__}")
+    if len(factors) > 2:
+        raise InvalidOptionError(
+            f"cluster={cluster!r}: at most two crossed factors (the pigeonhole bootstrap); "
+            "join more into one cell with ':' (e.g. 'persona:scenario')")
+    if COPY_COLUMN in frame.columns:
+        raise InvalidTableError([
+            f"the table has a column {COPY_COLUMN!r}, which the bootstrap adds to every "
+            "resample; rename it"])
+    if len(frame) == 0:
+        raise InvalidTableError(["bootstrap() got a table without rows"])
+    s_codes = intersect_codes(*strata_codes) if strata_codes else np.zeros(len(frame),
+                                                                           dtype=np.int64)
+    groups, notes = [], []
+    stratum = np.zeros(int(factors[0].max()) + 1, dtype=np.int64)
+    for i, codes in enumerate(factors):
+        g = int(codes.max()) + 1
+        pairs = np.unique(codes * (int(s_codes.max()) + 1) + s_codes)
+        level_of = pairs // (int(s_codes.max()) + 1)
+        if strata_codes and level_of.size != g:
+            name = unit.split("+")[i]
+            msg = (f"cluster {name!r} is not nested in the strata "
+                   f"({', '.join(strata_names)}): a cluster spans several strata")
+            if given:
+                raise InvalidOptionError(
+                    f"{msg}, so the strata cannot be held fixed while it is resampled. "
+                    "Cluster by a factor nested in them, or pass strata=[]")
+            notes.append(f"{msg}; resampled across strata")
+            groups.append([np.arange(g)])
+            continue
+        s_of = (pairs % (int(s_codes.max()) + 1)) if strata_codes else np.zeros(g, np.int64)
+        if i == 0:
+            stratum = dense_codes(s_of)
+        groups.append([np.flatnonzero(s_of == h) for h in np.unique(s_of)])
+    return _Design(frame=frame, factors=tuple(factors), groups=tuple(groups),
+                   stratum=stratum, label="+".join(roles),
+                   unit=unit, strata=strata_names if strata_codes else (),
+                   notes=tuple(notes))
+
+
+def _few_clusters(design: _Design, ci: str) -> None:
+    for codes, groups, name in zip(design.factors, design.groups,
+                                   design.unit.split("+"), strict=True):
+        g = int(codes.max()) + 1
+        if g < MIN_BOOTSTRAP_CLUSTERS and ci in ("percentile", "expanded", "bca"):
+            raise TooFewClustersError(
+                f"only {g} clusters ({name}): a {ci} bootstrap interval cannot be trusted "
+                f"with fewer than {MIN_BOOTSTRAP_CLUSTERS}. Report the statistic per "
+                "cluster, or cluster by a finer factor")
+        if g < FEW_CLUSTERS:
+            warnings.warn(
+                f"only {g} clusters ({name}): cluster bootstrap intervals under-cover with "
+                f"fewer than {FEW_CLUSTERS} clusters; ci='bca' or 'expanded' help, and a "
+                "design-based CR2 interval or a permutation test is the safer reading",
+                FewClustersWarning, stacklevel=3)
+        lonely = sum(int(m.size == 1) for m in groups)
+        if lonely:
+            warnings.warn(
+                f"{lonely} stratum(s) hold a single {name} cluster: they add no resampling "
+                "variance, so the interval leaves out their uncertainty",
+                FewClustersWarning, stacklevel=3)
+
+
+def _expand(level_of_row: np.ndarray, idx: np.ndarray, n_levels: int
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """Rows repeated once per drawn copy of their level: (row positions, copy numbers)."""
+    order = np.argsort(idx, kind="stable")
+    cnt = np.bincount(idx, minlength=n_levels)
+    first = np.concatenate([[0], np.cumsum(cnt)[:-1]])
+    m = cnt[level_of_row]
+    rows = np.repeat(np.arange(level_of_row.size), m)
+    within = np.arange(rows.size) - np.repeat(np.cumsum(m) - m, m)
+    return rows, order[np.repeat(first[level_of_row], m) + within]
+
+
+def _resample(design: _Design, idx: Sequence[np.ndarray]) -> pd.DataFrame:
+    """The resampled frame of one replicate (one index row per factor)."""
+    a = design.factors[0]
+    rows, copy = _expand(a, idx[0], int(a.max()) + 1)
+    if len(idx) == 2:
+        b = design.factors[1]
+        sub, copy_b = _expand(b[rows], idx[1], int(b.max()) + 1)
+        rows, copy = rows[sub], copy[sub] * idx[1].size + copy_b
+    out = design.frame.iloc[rows].reset_index(drop=True)
+    out[COPY_COLUMN] = copy
+    return out
+
+
+# ---------------------------------------------------------------------- user statistics
+def _vector(value: Any, names: tuple[str, ...] | None, what: str
+            ) -> tuple[np.ndarray, tuple[str, ...]]:
+    """A statistic's value as floats with component names (reindexed to ``names``)."""
+    if isinstance(value, pd.DataFrame):
+        raise InvalidOptionError(f"{what} returned a DataFrame; return a number, a dict or a "
+                                 "pandas Series (a named vector)")
+    if isinstance(value, Mapping):
+        value = pd.Series(dict(value), dtype=float)
+    try:
+        if isinstance(value, pd.Series):
+            value.index = value.index.map(str)
+            if names is not None:
+                value = value.reindex(list(names))
+            return value.to_numpy(dtype=float), tuple(value.index)
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise InvalidOptionError(f"{what} returned {type(value).__name__}, not numbers: "
+                                 f"{exc}") from None
+    if arr.ndim > 1:
+        raise InvalidOptionError(f"{what} returned an array of shape {arr.shape}; return "
+                                 "a number or a one-dimensional named vector")
+    arr = np.atleast_1d(arr)
+    own = tuple(str(i) for i in range(arr.size))
+    if names is not None and arr.size != len(names):
+        raise InvalidOptionError(f"{what} returned {arr.size} values on a resample and "
+                                 f"{len(names)} on the full table; return a named Series "
+                                 "so components can be matched")
+    return arr, own
+
+
+def _call(fn: Callable[[pd.DataFrame], Any], frame: pd.DataFrame, names: tuple[str, ...] | None,
+          what: str) -> tuple[np.ndarray, tuple[str, ...]]:
+    try:
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            value = fn(frame)
+    except EvalmixError:
+        raise
+    except Exception as exc:  # the user's code: say where it failed, keep the cause
+        raise EvalmixError(
+            f"{what} raised {type(exc).__name__}: {exc}. A statistic that is undefined on "
+            "some resample (e.g. a condition drawn zero times) should return NaN there; "
+            "those replicates are counted and left out") from exc
+    v, nm = _vector(value, names, what)
+    return np.where(np.isfinite(v), v, np.nan), nm
+
+
+def _statistic_name(statistic: Any, name: str | None) -> str:
+    if name is not None:
+        return str(name)
+    if isinstance(statistic, Sums):
+        return statistic.name
+    own = getattr(statistic, "__name__", "statistic")
+    return "statistic" if own == "<lambda>" else str(own)
+
+
+# --------------------------------------------------------------------------- entry point
+def bootstrap(
+    table: EvalTable | pd.DataFrame,
+    statistic: Statistic,
+    *,
+    cluster: str | Sequence[str] | None = None,
+    strata: str | Sequence[str] | None = None,
+    reps: int = 2000,
+    level: float = 0.95,
+    ci: CIType = "percentile",
+    seed: SeedLike = None,
+    progress: bool = True,
+    name: str | None = None,
+) -> StatisticBootstrap:
+    """Pairs cluster bootstrap of any statistic of the table.
+
+    Parameters
+    ----------
+    table : EvalTable or pandas.DataFrame
+        An eval table (:func:`evalmix.read`; the statistic sees ``table.data``, the
+        canonical columns) or any DataFrame (cluster and strata then name columns).
+    statistic : callable, Sums or str
+        ``statistic(frame)`` returning a number, a dict or a pandas Series (a named
+        vector), where ``frame`` is a resample of the rows with a ``boot_copy`` column;
+        or :class:`~evalmix.inference.sums.Sums`, or an expression of column rates
+        (:func:`~evalmix.inference.sums.expression`): the vectorised fast path.
+    cluster : str, or a list of two, optional
+        What is resampled: a cluster role (a column of a DataFrame), an interaction cell
+        ``"a:b"``, or two crossed factors ``["scenario", "judge"]`` (pigeonhole
+        bootstrap: both drawn independently, a row repeated ``n_a * n_b`` times; its
+        variance is conservative, see the docs). Default: the matched AB/BA pair on a
+        pairwise table with order (its two records stay together), else the row.
+        A factor that splits matched AB/BA pairs is refused.
+    strata : str or list, optional
+        Held fixed: the clusters of each stratum are drawn among themselves. Default: the
+        table's declared strata (``table.strata``; none for a DataFrame); ``[]`` for none.
+    reps : int
+        Replicates (>= 2).
+    level : float
+        Confidence level.
+    ci : {"percentile", "expanded", "bca", "studentized"}
+        As in :func:`evalmix.inference.bootstrap.cluster_bootstrap` (R ``boot``'s
+        conventions). BCa takes its acceleration from the leave-one-cluster-out
+        jackknife; studentized needs a :class:`Sums` statistic (delta-method SE from the
+        resampled cluster sums). Two crossed factors: percentile and expanded only.
+    seed : int or numpy.random.Generator, optional
+        Seeds the draws; the result records the int that reproduces them.
+    progress : bool
+        Show replicates done, elapsed time and ETA on stderr.
+    name : str, optional
+        The statistic's name in results (default: the function's or expression's).
+
+    Returns
+    -------
+    StatisticBootstrap
+
+    Raises
+    ------
+    TooFewClustersError
+        Fewer than 5 clusters for a percentile, expanded or BCa interval.
+    EvalmixError
+        If the statistic raises (its error is kept as the cause).
+
+    Warns
+    -----
+    FewClustersWarning
+        Fewer than 20 clusters, or a stratum with a single cluster.
+
+    Examples
+    --------
+    >>> import evalmix
+    >>> t = evalmix.sim.clustered_scores(30, 6, p=0.3, icc=0.2, seed=1).table()
+    >>> r = evalmix.bootstrap(t, "mean(y)", cluster="cluster", reps=499, seed=2,
+    ...                       progress=False)
+    >>> bool(r.lo[0] < r.estimate[0] < r.hi[0]), r.n_clusters
+    (True, 30)
+
+    References
+    ----------
+    Davison & Hinkley (1997), doi:10.1017/CBO9780511802843, sections 3.8 and 5.3;
+    Owen (2007), doi:10.1214/07-AOAS122.
+    """
+    check_option("ci", ci, CI_TYPES)
+    level = check_level(level)
+    reps = check_count("reps", reps, minimum=MIN_REPS)
+    if isinstance(statistic, str):
+        statistic = expression(statistic)
+    if not (isinstance(statistic, Sums) or callable(statistic)):
+        raise InvalidOptionError(
+            f"statistic must be a function of a DataFrame, a Sums or an expression string; "
+            f"got {type(statistic).__name__}")
+    label = _statistic_name(statistic, name)
+    design = _design(table, cluster, strata)
+    crossed = len(design.factors) == 2
+    if crossed and ci in ("bca", "studentized"):
+        raise InvalidOptionError(
+            f"ci={ci!r} is not available for two crossed factors (no jackknife or "
+            "standard error over two crossed samples); use ci='percentile' or 'expanded'")
+    fast = isinstance(statistic, Sums)
+    if ci == "studentized" and not fast:
+        raise InvalidOptionError(
+            "ci='studentized' needs a standard error in every resample: give the "
+            "statistic as an expression or a Sums (delta-method SE from the cluster sums), "
+            "or use ci='bca' or 'percentile'")
+    _few_clusters(design, ci)
+    rng, recorded = seeded_rng(seed)
+    sizes = [int(c.max()) + 1 for c in design.factors]
+    engine = _SumsEngine(design, statistic) if isinstance(statistic, Sums) else \
+        _CallEngine(design, statistic, label)
+    estimate = engine.full()
+    k = estimate.size
+    draws = np.empty((reps, k))
+    var = np.empty((reps, k)) if ci == "studentized" else None
+    width = max(sum(sizes), engine.width)
+    chunks = [index_chunks(g, reps, rng, width) for g in design.groups]
+    with Progress(progress) as bar:
+        task = bar.task(f"bootstrap {label}", reps)
+        for parts in zip(*chunks, strict=True):
+            a, b = parts[0][0], parts[0][1]
+            idx = [p[2] for p in parts]
+            draws[a:b], v = engine.draws(idx, var is not None, bar, task)
+            if var is not None:
+                var[a:b] = v
+    notes: dict[str, str] = {}
+    lo, hi = np.full(k, np.nan), np.full(k, np.nan)
+    se, bias = np.full(k, np.nan), np.full(k, np.nan)
+    z0, acc = np.full(k, np.nan), np.full(k, np.nan)
+    finite = np.isfinite(draws) if var is None else np.isfinite(draws) & (var > 0)
+    jack = engine.jackknife() if ci == "bca" else None
+    se0 = engine.se(np.ones((1, sizes[0]))) if var is not None else None
+    for j in range(k):
+        good = draws[finite[:, j], j]
+        if good.size < 2 or not np.isfinite(estimate[j]):
+            notes[engine.names[j]] = ("fewer than 2 replicates gave a finite value"
+                                      if np.isfinite(estimate[j]) else
+                                      "undefined on the full table")
+            continue
+        se[j], bias[j] = good.std(ddof=1), good.mean() - estimate[j]
+        try:
+            if ci == "percentile":
+                lo[j], hi[j] = percentile_interval(good, level)
+            elif ci == "expanded":
+                lo[j], hi[j] = expanded_interval(good, min(sizes), level)
+            elif ci == "bca":
+                assert jack is not None
+                (lo[j], hi[j]), z0[j], acc[j] = bca_interval(
+                    good, estimate[j], jack[:, j], level, strata=design.stratum)
+            else:
+                assert var is not None and se0 is not None
+                t = (good - estimate[j]) / np.sqrt(var[finite[:, j], j])
+                lo[j], hi[j] = studentized_interval(estimate[j], se0[0, j], t, level)
+        except EvalmixError as exc:
+            notes[engine.names[j]] = str(exc)
+    details: dict[str, Any] = {
+        "unit": design.unit, "resampling": "pigeonhole" if crossed else "pairs",
+        "strata": design.strata, "n_clusters_by_factor": dict(zip(
+            design.unit.split("+"), sizes, strict=True)),
+        "fast_path": fast, "bias": bias, "notes": notes, "design_notes": design.notes}
+    if ci == "bca":
+        details.update(z0=z0, acceleration=acc)
+    if se0 is not None:
+        details["se_delta"] = se0[0]
+    return StatisticBootstrap(
+        statistic=label, names=engine.names, estimate=estimate, se=se, lo=lo, hi=hi,
+        draws=draws, reps=reps, seed=recorded, ci_type=ci, level=level,
+        cluster=design.label, n_clusters=min(sizes), n_failed=(~finite).sum(axis=0),
+        details=details)
+
+
+# ------------------------------------------------------------------------------ engines
+class _CallEngine:
+    """A Python function of the resampled frame: one call per replicate."""
+
+    width = 0
+
+    def __init__(self, design: _Design, fn: Callable[[pd.DataFrame], Any], label: str):
+        self.design, self.fn, self.label = design, fn, label
+        self.names: tuple[str, ...] = ()
+
+    def full(self) -> np.ndarray:
+        frame = self.design.frame.copy()
+        frame[COPY_COLUMN] = self.design.factors[0]
+        value, self.names = _call(self.fn, frame, None, f"statistic {self.label!r}")
+        return value
+
+    def draws(self, idx: list[np.ndarray], studentized: bool, bar: Progress, task: Any
+              ) -> tuple[np.ndarray, None]:
+        out = np.empty((idx[0].shape[0], len(self.names)))
+        for r in range(out.shape[0]):
+            frame = _resample(self.design, [i[r] for i in idx])
+            out[r] = _call(self.fn, frame, self.names,
+                           f"statistic {self.label!r} on a bootstrap resample")[0]
+            bar.advance(task)
+        return out, None
+
+    def jackknife(self) -> np.ndarray:
+        codes = self.design.factors[0]
+        g = int(codes.max()) + 1
+        out = np.empty((g, len(self.names)))
+        for c in range(g):
+            keep = codes != c
+            frame = self.design.frame.loc[keep].reset_index(drop=True)
+            frame[COPY_COLUMN] = codes[keep]
+            out[c] = _call(self.fn, frame, self.names,
+                           f"statistic {self.label!r} without cluster {c}")[0]
+        return out
+
+    def se(self, counts: np.ndarray) -> np.ndarray:  # pragma: no cover - refused earlier
+        raise InvalidOptionError("studentized intervals need a Sums statistic")
+
+
+class _SumsEngine:
+    """A function of column totals: replicates are counts times per-cluster sums."""
+
+    def __init__(self, design: _Design, stat: Sums):
+        self.design, self.stat, self.names = design, stat, stat.names
+        values = stat.values(design.frame)
+        a = design.factors[0]
+        self.sums = cluster_sums(values, a, int(a.max()) + 1)  # (G, p)
+        self.width = 0
+        if len(design.factors) == 2:
+            b = design.factors[1]
+            cell = intersect_codes(a, b)
+            first = np.unique(cell, return_index=True)[1]
+            self.cell_a, self.cell_b = a[first], b[first]
+            self.cell_sums = cluster_sums(values, cell, first.size)
+            self.width = first.size
+
+    def full(self) -> np.ndarray:
+        return self.stat.apply(self.sums.sum(axis=0))
+
+    def totals(self, idx: list[np.ndarray]) -> np.ndarray:
+        if len(idx) == 1:
+            return _gather_sums(idx[0], self.sums)
+        ca = _counts(idx[0], idx[0].shape[1])
+        cb = _counts(idx[1], idx[1].shape[1])
+        return (ca[:, self.cell_a] * cb[:, self.cell_b]) @ self.cell_sums
+
+    def draws(self, idx: list[np.ndarray], studentized: bool, bar: Progress, task: Any
+              ) -> tuple[np.ndarray, np.ndarray | None]:
+        out = self.stat.apply(self.totals(idx))
+        var = self.se(_counts(idx[0], self.sums.shape[0])) ** 2 if studentized else None
+        bar.advance(task, idx[0].shape[0])
+        return out, var
+
+    def jackknife(self) -> np.ndarray:
+        return self.stat.apply(self.sums.sum(axis=0) - self.sums)
+
+    def se(self, counts: np.ndarray) -> np.ndarray:
+        """Delta-method SE per replicate: ``sqrt(sum_h G_h/(G_h-1) sum_g w_g (a_g -
+        abar_h)^2)`` with ``a_g = grad f(T) . s_g`` (the ultimate-cluster variance of
+        the totals, within strata), ``(reps, k)``."""
+        T = counts @ self.sums  # (r, p)
+        p = T.shape[1]
+        step = 1e-6 * np.maximum(np.abs(T), 1.0)
+        grad = np.empty((T.shape[0], len(self.names), p))
+        for j in range(p):
+            e = np.zeros(p)
+            e[j] = 1.0
+            h = step[:, j:j + 1]
+            grad[:, :, j] = (self.stat.apply(T + h * e) - self.stat.apply(T - h * e)) / h / 2
+        a = np.einsum("rkp,gp->rkg", grad, self.sums)  # (r, k, G)
+        s = self.design.stratum
+        member = np.eye(int(s.max()) + 1)[s]  # (G, H)
+        g_h = member.sum(axis=0)
+        abar = ((counts[:, None, :] * a) @ member) / g_h  # (r, k, H)
+        dev = a - abar[..., s]
+        factor = np.where(g_h > 1, g_h / np.maximum(g_h - 1, 1), 0.0)
+        var = ((counts[:, None, :] * dev**2) @ member) @ factor
+        return np.sqrt(np.maximum(var, 0.0))
