@@ -53,6 +53,8 @@ _LAZY: dict[str, str] = {
     "rogan_gladen": "evalmix.humans.misclassification",
     "bootstrap": "evalmix.inference.custom",
     "StatisticBootstrap": "evalmix.inference.custom",
+    "permutation_test": "evalmix.inference.permutation",
+    "PermutationResult": "evalmix.inference.permutation",
 }
 
 __all__ = [
