@@ -15,8 +15,9 @@
 
 For the cell means the K x K covariance is formed once from the (cluster x model) sums
 of residuals, with the CR1/CR2/CR3 closed form of
-:func:`evalmix.inference.compare_all.cell_means_vcov`; for Bradley-Terry it is
-:func:`evalmix.inference.sandwich.vcov_cluster`. All ``K (K - 1) / 2`` differences, their
+:func:`evalmix.inference.compare_all.cell_means_vcov`; for Bradley-Terry it is the
+sandwich of :func:`evalmix.inference.sandwich.vcov_cluster`, computed on the distinct
+(pair, outcome, cluster) patterns with counts (:mod:`evalmix.inference.bt_fit`). All ``K (K - 1) / 2`` differences, their
 Holm-adjusted p-values, simultaneous max-t intervals, rank intervals and tier letters
 follow from that one matrix (:mod:`evalmix.inference.ranking`).
 
@@ -38,7 +39,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast, get_args
+from typing import TYPE_CHECKING, cast, get_args
 
 import numpy as np
 import pandas as pd
@@ -57,8 +58,8 @@ from evalmix.errors import (
     check_option,
 )
 from evalmix.inference.bootstrap import MIN_REPS
+from evalmix.inference.bt_fit import aggregate, fit_bt, vcov_bt, vcov_bt_multiway
 from evalmix.inference.compare_all import _cells, cell_means_vcov, holm
-from evalmix.inference.estimands import fit_logit
 from evalmix.inference.letters import MAX_LETTERS, check_max_letters, compact_letters
 from evalmix.inference.ranking import (
     all_pairs,
@@ -77,8 +78,6 @@ from evalmix.inference.sandwich import (
     _psd,
     cluster_codes,
     intersect_codes,
-    vcov_cluster,
-    vcov_multiway,
 )
 from evalmix.inference.scale import bounded_interval
 from evalmix.seeding import SeedLike, seeded_rng
@@ -207,13 +206,32 @@ class LeaderboardResult:
 # --------------------------------------------------------------------------- inputs
 @dataclass(frozen=True)
 class _Rows:
-    """Per-row arrays of one board type (aligned with the table's rows)."""
+    """Per-row arrays of one board type (aligned with the table's rows); models are
+    integer codes into ``names`` (sorted), never per-row strings."""
 
     estimand: str
     y: np.ndarray
-    first: np.ndarray  # model scored (cells) or model_a (Bradley-Terry)
-    second: np.ndarray | None  # model_b (Bradley-Terry)
+    first: np.ndarray  # code of the model scored (cells) or model_a (Bradley-Terry)
+    second: np.ndarray | None  # code of model_b (Bradley-Terry)
     baseline: str | None
+    names: np.ndarray
+
+    def subset(self, mask: np.ndarray) -> _Rows:
+        return _Rows(self.estimand, self.y[mask], self.first[mask],
+                     None if self.second is None else self.second[mask], self.baseline,
+                     self.names)
+
+    def models(self) -> np.ndarray:
+        """Codes of the models present, sorted."""
+        both = [self.first] if self.second is None else [self.first, self.second]
+        return np.flatnonzero(sum(np.bincount(c, minlength=self.names.size) for c in both))
+
+
+def _model_codes(*columns: pd.Series) -> tuple[list[np.ndarray], np.ndarray]:
+    """Codes of each column's model names into their sorted union, and that union."""
+    coded = [pd.factorize(c.astype(str)) for c in columns]
+    names = np.unique(np.concatenate([np.asarray(u, dtype=object) for _, u in coded]))
+    return [np.searchsorted(names, np.asarray(u, dtype=object))[c] for c, u in coded], names
 
 
 def _cluster_codes(table: EvalTable, cluster: str | Sequence[str] | None
@@ -248,32 +266,34 @@ def _rows(table: EvalTable, estimand: str) -> _Rows:
         if not table.has_condition:
             raise EvalmixError("a leaderboard of a scores table needs a condition column "
                                "(evalmix.read(..., condition='model'))")
-        return _Rows("mean", table.y, d["condition"].astype(str).to_numpy(), None, None)
+        (cond,), names = _model_codes(d["condition"])
+        return _Rows("mean", table.y, cond, None, None, names)
     if estimand == "mean":
         raise InvalidOptionError("estimand='mean' needs a scores table; use 'win_rate' or "
                                  "'bradley_terry' for a pairwise table")
-    a = d["model_a"].astype(str).to_numpy()
-    b = d["model_b"].astype(str).to_numpy()
+    (a, b), names = _model_codes(d["model_a"], d["model_b"])
     # a baseline is in every row, so it is one of the first row's two models
     in_every = [m for m in sorted({a[0], b[0]}) if np.all((a == m) | (b == m))]
     if estimand == "bradley_terry" or (estimand == "auto" and not in_every):
-        return _Rows("bradley_terry", table.y, a, b, None)
+        return _Rows("bradley_terry", table.y, a, b, None, names)
     if not in_every:
         raise EvalmixError(
             "estimand='win_rate' needs a baseline model that appears in every row (each "
             "model compared with the same baseline); no model does. Use "
             "estimand='bradley_terry' for round-robin or mixed designs")
-    base = str(in_every[0])
+    base = in_every[0]
     y_a = table.y
-    y_b = ((d["verdict"].to_numpy() == "b").astype(float) if table.ties == "separate"
+    y_b = ((d["verdict"] == "b").to_numpy(dtype=float) if table.ties == "separate"
            else 1.0 - y_a)
     scored = np.where(a == base, b, a)
-    return _Rows("win_rate", np.where(a == base, y_b, y_a), scored, None, base)
+    return _Rows("win_rate", np.where(a == base, y_b, y_a), scored, None, str(names[base]),
+                 names)
 
 
 # --------------------------------------------------------------------------- boards
 def _estimates_cells(rows: _Rows, codes: list[np.ndarray], method: str):  # noqa: ANN202
-    group, labels = pd.factorize(rows.first, sort=True)
+    group, present = pd.factorize(rows.first, sort=True)
+    labels = rows.names[present]
     if len(codes) > 1:
         return _estimates_cells_multiway(rows, group, np.asarray(labels), codes, method)
     cl, g = cluster_codes(codes[0])
@@ -336,11 +356,15 @@ def _estimates_cells_multiway(rows: _Rows, group: np.ndarray, labels: np.ndarray
 
 
 def _estimates_bt(rows: _Rows, codes: list[np.ndarray], method: str):  # noqa: ANN202
-    second = np.asarray(rows.second)
-    labels = np.unique(np.concatenate([rows.first, second]))
+    """Bradley-Terry abilities and their clustered covariance, fitted on the distinct
+    (pair, outcome, cluster) patterns with counts (:mod:`evalmix.inference.bt_fit`):
+    no (rows x models) design and no per-cluster (models x models) block is formed."""
+    present = rows.models()
+    labels = rows.names[present]
     k = labels.size
-    ia = np.searchsorted(labels, rows.first)
-    ib = np.searchsorted(labels, second)
+    recode = np.zeros(rows.names.size, dtype=np.int64)
+    recode[present] = np.arange(k)
+    ia, ib = recode[rows.first], recode[np.asarray(rows.second)]
     adj = coo_matrix((np.ones(ia.size), (ia, ib)), shape=(k, k))
     n_comp, comp = connected_components(adj, directed=False)
     if n_comp > 1:
@@ -350,32 +374,22 @@ def _estimates_bt(rows: _Rows, codes: list[np.ndarray], method: str):  # noqa: A
             f"abilities are not comparable across them (e.g. {list(alone[:5])} are never "
             "compared, directly or through others, with the largest group); add "
             "comparisons that link them or rank each group separately")
-    n = ia.size
-    X = np.zeros((n, k))
-    X[np.arange(n), ia] = 1.0
-    X[np.arange(n), ib] = -1.0
-    Xr = X[:, 1:]  # ability of labels[0] fixed at 0
-    fit = fit_logit(Xr, rows.y)
-    dense = [cluster_codes(c)[0] for c in codes]
-    g = min(int(c.max()) + 1 for c in dense)
-    if len(dense) == 1:
-        Vr = vcov_cluster(Xr, fit.resid, dense[0], type=cast(Method, method),
-                          working_weights=fit.working_weights)
-    elif method in MULTIWAY_METHODS:
-        Vr = vcov_multiway(Xr, fit.resid, dense, type=cast(Any, method),
-                           working_weights=fit.working_weights).vcov
-    else:
+    if len(codes) > 1 and method not in MULTIWAY_METHODS:
         raise InvalidOptionError(f"multiway clustering takes method in {MULTIWAY_METHODS}, got "
                                  f"{method!r}")
-    theta = np.concatenate([[0.0], fit.beta])
-    V = np.zeros((k, k))
-    V[1:, 1:] = Vr
+    battles = aggregate(ia, ib, rows.y, [cluster_codes(c)[0] for c in codes], k)
+    del ia, ib
+    fit = fit_bt(battles)
+    g = min(int(c.max()) + 1 for c in battles.clusters)
+    V = (vcov_bt(battles, fit, battles.clusters[0], type=cast(Method, method))
+         if len(codes) == 1 else vcov_bt_multiway(battles, fit, type=cast(Method, method)))
     A = np.eye(k) - 1.0 / k  # centre the abilities (contrasts are unchanged)
-    n_model = np.bincount(ia, minlength=k) + np.bincount(ib, minlength=k)
+    n_model = np.rint(np.bincount(battles.a, battles.count, minlength=k)
+                      + np.bincount(battles.b, battles.count, minlength=k)).astype(np.int64)
 
     def df_of(i, j):  # noqa: ANN001, ANN202
         return np.full(len(i), g - 1.0)
-    return labels, A @ theta, A @ V @ A.T, np.full(k, g - 1.0), df_of, n_model, g
+    return labels, A @ fit.theta, A @ V @ A.T, np.full(k, g - 1.0), df_of, n_model, g
 
 
 def _family(est, V, i, j, df, g, adjust, level, draws, rng):  # noqa: ANN001, ANN202
@@ -581,8 +595,7 @@ def leaderboard(
     codes, label = _cluster_codes(table, cluster)
     rows = _rows(table, estimand)
     if pairs is not None:
-        known = set(np.unique(rows.first if rows.second is None
-                              else np.concatenate([rows.first, rows.second])))
+        known = set(rows.names[rows.models()])
         pairs = [(str(a), str(b)) for a, b in pairs]
         unknown = sorted({m for pair in pairs for m in pair} - known)
         if unknown:
@@ -598,7 +611,7 @@ def leaderboard(
     opts = {"method": method, "cluster": label, "level": level, "adjust": adjust,
             "draws": int(draws), "seed": seed, "letters": bool(letters),
             "max_letters": max_letters, "bounded": bounded}
-    strata: list[tuple[str, np.ndarray]] = [("", np.ones(table.n_obs, dtype=bool))]
+    strata: list[tuple[str, np.ndarray | None]] = [("", None)]  # None: every row
     empty = pd.DataFrame({"by": pd.Series(dtype=str), "model": pd.Series(dtype=str)})
     if by is not None:
         if cluster is not None and by in label.replace("+", ":").split(":"):
@@ -607,23 +620,21 @@ def leaderboard(
         table.check_cluster(by)
         level_of = table.data[by].astype(str).to_numpy()
         strata += [(f"{by}={lev}", level_of == lev) for lev in np.unique(level_of)]
-        models = np.unique(np.concatenate(
-            [rows.first] + ([rows.second] if rows.second is not None else [])))
         present = pd.crosstab(level_of, rows.first)
         if rows.second is not None:
             present = present.add(pd.crosstab(level_of, rows.second), fill_value=0)
-        present = present.reindex(columns=models, fill_value=0)
+        present = present.reindex(columns=rows.models(), fill_value=0)
+        present.columns = rows.names[present.columns.to_numpy()]
         cells = present.stack()
         cells = cells[cells == 0]
         empty = pd.DataFrame({"by": cells.index.get_level_values(0).astype(str),
                               "model": cells.index.get_level_values(1).astype(str)})
     boards, pair_frames, skipped, notes = [], [], [], []
     for name, mask in strata:
-        sub = _Rows(rows.estimand, rows.y[mask], rows.first[mask],
-                    None if rows.second is None else rows.second[mask], rows.baseline)
-        n_models = np.unique(sub.first if sub.second is None
-                             else np.concatenate([sub.first, sub.second])).size
-        if n_models < 2 or min(np.unique(c[mask]).size for c in codes) < 2:
+        sub = rows if mask is None else rows.subset(mask)
+        sub_codes = codes if mask is None else [c[mask] for c in codes]
+        n_models = sub.models().size
+        if n_models < 2 or any(c.min() == c.max() for c in sub_codes):
             if not name:
                 raise EvalmixError(f"a leaderboard needs at least 2 models and 2 clusters; "
                                    f"found {n_models} models")
@@ -632,7 +643,7 @@ def leaderboard(
         # one BLAS thread: threaded gemm on tall (G x K) matrices stalls on a busy
         # machine (sandwich.py measured 30x; here 6.5 s against 0.01 s at G = 20,000)
         with one_blas_thread():
-            m, p, note = _board(sub, [c[mask] for c in codes], name, pairs, opts, rng)
+            m, p, note = _board(sub, sub_codes, name, pairs, opts, rng)
         boards.append(m)
         pair_frames.append(p)
         if note:
