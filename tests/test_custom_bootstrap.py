@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -71,9 +74,9 @@ def test_custom_paired_difference_reproduces_the_builtin_bootstrap():
         return float((wide["B"] - wide["A"]).mean())
 
     ref = evalmix.interval(t, "difference", method="bootstrap", cluster="scenario",
-                           reps=400, seed=5)
+                           reps=150, seed=5)
     assert ref.paired
-    got = evalmix.bootstrap(t, paired, cluster="scenario", reps=400, seed=5, progress=False)
+    got = evalmix.bootstrap(t, paired, cluster="scenario", reps=150, seed=5, progress=False)
     assert got.estimate[0] == pytest.approx(ref.estimate, rel=1e-12)
     assert (got.lo[0], got.hi[0], got.se[0]) == pytest.approx((ref.lo, ref.hi, ref.se),
                                                                rel=1e-10)
@@ -92,11 +95,13 @@ def test_fast_path_equals_the_function_of_the_resample(cluster, strata):
         by = d.groupby("condition")["red_flag"].mean()
         return float(by["B"] / by["A"])
 
-    kw = dict(cluster=cluster, strata=strata, reps=200, seed=9, progress=False)
+    ci = "percentile" if isinstance(cluster, list) else "bca"  # BCa: one factor only
+    kw = dict(cluster=cluster, strata=strata, reps=200, seed=9, ci=ci, progress=False)
     fast = evalmix.bootstrap(frame, text, **kw)
     slow = evalmix.bootstrap(frame, ratio, **kw)
     assert fast.details["fast_path"] and not slow.details["fast_path"]
     np.testing.assert_allclose(fast.draws, slow.draws, rtol=1e-10)
+    np.testing.assert_allclose([fast.lo, fast.hi], [slow.lo, slow.hi], rtol=1e-10)
     assert fast.estimate[0] == pytest.approx(ratio(frame))
 
 
@@ -203,3 +208,35 @@ def test_a_failing_statistic_is_reported_with_its_cause():
     s = Sums(lambda d: d[["y"]].to_numpy(), lambda T: T[..., 0], names=("a", "b"))
     with pytest.raises(InvalidOptionError, match="names"):
         evalmix.bootstrap(t, s, cluster="cluster", reps=10, progress=False)
+
+
+REF = Path(__file__).parent / "reference" / "bootstrap"
+#: boot's values went through write_json(digits = NA) (15 significant digits); the
+#: statistic is the same ratio computed from cluster sums (Python) and weighted row means (R)
+R_RTOL = 1e-12
+
+
+@pytest.mark.parametrize("case,seed,strata", [("plain", 20261208, None),
+                                              ("strata", 20261209, "stratum")])
+def test_ratio_bca_equals_r_boot_on_the_same_resamples(case, seed, strata):
+    ref = json.loads((REF / "custom_reference.json").read_text())[case]
+    frame = pd.read_csv(REF / "custom_data.csv")
+    stat = 'mean(red_flag, condition == "B") / mean(red_flag, condition == "A")'
+    kw = dict(cluster="scenario", strata=strata, reps=999, seed=seed, progress=False)
+    with pytest.warns(FewClustersWarning):  # 16 clusters
+        bca = evalmix.bootstrap(frame, stat, ci="bca", **kw)
+        perc = evalmix.bootstrap(frame, stat, **kw)
+    np.testing.assert_allclose(bca.draws[:5, 0], ref["draws_head"], rtol=R_RTOL)
+    assert bca.estimate[0] == pytest.approx(ref["t0"], rel=R_RTOL)
+    assert bca.se[0] == pytest.approx(ref["sd"], rel=1e-10)
+    assert bca.details["acceleration"][0] == pytest.approx(ref["acceleration"], rel=1e-9)
+    assert (bca.lo[0], bca.hi[0]) == pytest.approx(tuple(ref["bca"]), rel=1e-10)
+    assert (perc.lo[0], perc.hi[0]) == pytest.approx(tuple(ref["perc"]), rel=1e-10)
+    if case == "plain":  # a Python function of the rows draws R's first resamples too
+        def ratio(d: pd.DataFrame) -> float:
+            m = d.groupby("condition")["red_flag"].mean()
+            return float(m["B"] / m["A"])
+
+        with pytest.warns(FewClustersWarning):
+            head = evalmix.bootstrap(frame, ratio, **{**kw, "reps": 5})
+        np.testing.assert_allclose(head.draws[:, 0], ref["draws_head"], rtol=R_RTOL)
