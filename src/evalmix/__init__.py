@@ -55,6 +55,8 @@ _LAZY: dict[str, str] = {
     "StatisticBootstrap": "evalmix.inference.custom",
     "permutation_test": "evalmix.inference.permutation",
     "PermutationResult": "evalmix.inference.permutation",
+    "compare_runs": "evalmix.report.runs",
+    "RunComparison": "evalmix.compare.runs",
 }
 
 __all__ = [

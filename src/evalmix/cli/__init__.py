@@ -20,7 +20,7 @@ from typing import Any
 
 from evalmix._escape import terminal
 from evalmix._version import __version__
-from evalmix.cli import agreement, dstudy, plan, report
+from evalmix.cli import agreement, compare, dstudy, plan, report
 from evalmix.cli._common import _Interrupt, _Parser, parse_cluster, stop_if_interrupted
 from evalmix.errors import EvalmixError
 
@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"evalmix {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for module in (report, plan, agreement, dstudy):
+    for module in (report, plan, agreement, dstudy, compare):
         module.add_parser(sub)
     return parser
 

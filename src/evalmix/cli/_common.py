@@ -41,6 +41,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
              "Planning subcommands. dstudy: variance components of a table or an eval log "
              "(generalizability theory), reliability and SEs for other numbers of items, "
              "judges, templates and runs, the smallest and the cost-optimal design."),
+    "compare": ("runs of one benchmark compared sample by sample (paired tests)",
+                "Align two or more runs (Inspect logs, lm-eval output folders, long tables) "
+                "by sample id and epoch and compare each with the first: the paired "
+                "difference with a CR2 interval by sample or a grouping field, the paired "
+                "bootstrap, McNemar, Holm/BH over tasks, the minimum detectable difference, "
+                "and every sample not in both runs."),
 }
 
 

@@ -58,7 +58,7 @@ from evalmix.inference.sandwich import (
 from evalmix.seeding import SeedLike, seeded_rng
 from evalmix.tidy import RESULT_COLUMNS
 
-__all__ = ["compare_all", "ComparisonResult", "holm", "cell_means_vcov"]
+__all__ = ["compare_all", "ComparisonResult", "holm", "benjamini_hochberg", "cell_means_vcov"]
 
 Method = CRType
 METHODS: tuple[str, ...] = CR_TYPES
@@ -120,6 +120,30 @@ def holm(p: np.ndarray) -> np.ndarray:
     adj = np.minimum(1.0, np.maximum.accumulate((k - np.arange(k)) * p[order]))
     out = np.empty(k)
     out[order] = adj
+    return out
+
+
+def benjamini_hochberg(p: np.ndarray) -> np.ndarray:
+    """Benjamini-Hochberg step-up adjusted p-values (false discovery rate), as R's
+    ``p.adjust(p, "BH")``; NaN stays NaN and is not counted.
+
+    Examples
+    --------
+    >>> benjamini_hochberg(np.array([0.01, 0.04, 0.03])).round(3).tolist()
+    [0.03, 0.04, 0.04]
+    """
+    p = np.asarray(p, dtype=float)
+    out = np.full(p.shape, np.nan)
+    ok = ~np.isnan(p)
+    q = p[ok]
+    k = q.size
+    if k == 0:
+        return out
+    order = np.argsort(q)[::-1]
+    adj = np.minimum(1.0, np.minimum.accumulate(q[order] * k / np.arange(k, 0, -1)))
+    res = np.empty(k)
+    res[order] = adj
+    out[ok] = res
     return out
 
 

@@ -45,7 +45,7 @@ from evalmix.data.readers._common import Source, as_paths, choose, finish, label
 from evalmix.data.table import EvalTable
 from evalmix.errors import EvalmixError
 
-__all__ = ["read_inspect", "VALUE_MAP"]
+__all__ = ["read_inspect", "task_names", "VALUE_MAP"]
 
 #: Inspect's value constants (CORRECT, INCORRECT, PARTIAL, NOANSWER) as outcomes.
 VALUE_MAP: dict[str, float] = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
@@ -211,3 +211,20 @@ def read_inspect(source: Source, *, scorer: str | None = None, **read_kwargs: An
     if frame["epoch"].nunique() > 1:
         roles["replicate"] = "epoch"
     return finish(frame, label(files), roles, read_kwargs)
+
+
+def task_names(source: Source) -> list[str]:
+    """The task names of Inspect logs, from their headers alone (no samples read): the
+    label of a single-task table, whose rows carry no task column."""
+    log = _inspect_log()
+    items = [source] if isinstance(source, str | os.PathLike) else list(source)
+    files: list[str] = []
+    for item in items:
+        path = Path(item)
+        files += ([i.name.removeprefix("file://") for i in
+                   log.list_eval_logs(str(path), formats=["eval", "json"], recursive=True)]
+                  if path.is_dir() else [str(path)])
+    try:
+        return sorted({log.read_eval_log(f, header_only=True).eval.task for f in files})
+    except Exception:  # noqa: BLE001 (unreadable here: read_inspect names the file)
+        return []

@@ -37,7 +37,7 @@ from evalmix.data.readers._common import (
 from evalmix.data.table import EvalTable
 from evalmix.errors import EvalmixError, InvalidOptionError
 
-__all__ = ["read_lm_eval"]
+__all__ = ["read_lm_eval", "task_names", "doc_hashes"]
 
 #: ``samples_<task>_<date>.jsonl`` (the date is ISO format with ``:`` replaced by ``-``)
 SAMPLES_NAME = re.compile(r"^samples_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T[\d\-.]+)\.jsonl$")
@@ -166,3 +166,28 @@ def read_lm_eval(source: Source, *, metric: str | None = None, filter: str | Non
     if (runs > 1).any():
         roles["replicate"] = "run"
     return finish(frame, label(paths), roles, read_kwargs)
+
+
+def task_names(source: Source) -> list[str]:
+    """The tasks of lm-eval samples files, from their names (``samples_<task>_<date>``):
+    the label of a single-task table, whose rows carry no task column."""
+    out = set()
+    for path in as_paths(source, ("samples_*.jsonl",), "lm-eval samples files"):
+        m = SAMPLES_NAME.match(path.name)
+        out.add(m.group("task") if m else path.stem.removeprefix("samples_"))
+    return sorted(out)
+
+
+def doc_hashes(source: Source) -> pd.DataFrame:
+    """``task``, ``sample`` (the doc_id as text) and ``doc_hash`` of every document in
+    lm-eval samples files: two runs whose hashes differ for one doc_id scored different
+    documents there (a changed dataset or prompt), which a paired comparison leaves out."""
+    parts = []
+    for path in as_paths(source, ("samples_*.jsonl",), "lm-eval samples files"):
+        m = SAMPLES_NAME.match(path.name)
+        task = m.group("task") if m else path.stem.removeprefix("samples_")
+        recs = [(task, str(r.get("doc_id")), r.get("doc_hash")) for r in load_records(path)]
+        parts.append(pd.DataFrame(recs, columns=["task", "sample", "doc_hash"]))
+    frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
+        columns=["task", "sample", "doc_hash"])
+    return frame.dropna().drop_duplicates(["task", "sample"]).reset_index(drop=True)

@@ -1,0 +1,486 @@
+"""Two or more runs of one benchmark, compared sample by sample.
+
+:func:`paired_runs` aligns runs (Inspect logs, lm-eval output folders, long tables,
+each read by :func:`~evalmix.data.readers.read_log`) by task, sample id and epoch,
+and compares every run with the baseline (the first run) per task:
+
+- the mean paired difference with a cluster-robust interval by sample (epochs are
+  replicates inside it) or by a grouping field (``cluster=``): CR2 with Satterthwaite
+  df (the headline), and CR1, which equals Inspect's ``stderr(cluster=)``;
+- the paired cluster bootstrap (percentile interval, achieved significance level);
+- for binary scores with one epoch per sample, McNemar's exact test, and the unpaired
+  z test lm-eval's ``model_comparator.py`` applies (for contrast: it ignores the
+  pairing, lm-eval #3831);
+- Holm and Benjamini-Hochberg adjusted p-values over the tasks x runs compared (per
+  method), and the minimum detectable difference of each comparison (the difference
+  its CR2 test detects with ``power``, e.g. 80%).
+
+Samples present in one run and not the other, and samples whose content differs
+(lm-eval's ``doc_hash``), are left out of that comparison, counted in the rows and named
+in :attr:`RunComparison.missing`.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+import numpy as np
+import pandas as pd
+
+from evalmix.data.readers import detect_format, read_log
+from evalmix.data.readers.inspect_logs import task_names as inspect_task_names
+from evalmix.data.readers.lm_eval import doc_hashes
+from evalmix.data.readers.lm_eval import task_names as lm_eval_task_names
+from evalmix.data.table import EvalTable
+from evalmix.errors import (
+    EvalmixError,
+    FewClustersWarning,
+    InvalidOptionError,
+    check_count,
+    check_level,
+    check_number,
+    check_option,
+)
+from evalmix.inference.bootstrap import MIN_REPS
+from evalmix.inference.compare_all import benjamini_hochberg, holm
+from evalmix.inference.paired import (
+    detectable_difference,
+    mcnemar_pvalue,
+    paired_bootstrap,
+    paired_se,
+    unpaired_z,
+)
+from evalmix.inference.sandwich import MIN_BOOTSTRAP_CLUSTERS, CRType
+from evalmix.inference.scale import t_pvalue, t_quantile
+from evalmix.seeding import SeedLike, seeded_rng
+from evalmix.tidy import RESULT_COLUMNS
+
+__all__ = ["paired_runs", "RunComparison", "COLUMNS", "MISSING_COLUMNS", "ALL_TASKS"]
+
+#: Columns of :meth:`RunComparison.tidy`: the result contract's, then the comparison's.
+COLUMNS: tuple[str, ...] = RESULT_COLUMNS + (
+    "task", "run_a", "run_b", "estimate_a", "estimate_b", "t", "p_value", "p_holm", "p_bh",
+    "mde", "power", "n_pairs", "n_only_a", "n_only_b", "n_mismatched", "n_a_only_right",
+    "n_b_only_right",
+)
+#: Columns of :attr:`RunComparison.missing`: one row per sample left out of a comparison.
+MISSING_COLUMNS: tuple[str, ...] = ("task", "run_a", "run_b", "sample", "epoch", "reason")
+#: the ``task`` of the rows pooling every task (with two or more tasks)
+ALL_TASKS = "(all tasks)"
+#: methods of the rows, in order (``method=`` picks the headline sandwich)
+_SANDWICH = ("CR2", "CR1")
+
+
+@dataclass(frozen=True)
+class _Run:
+    label: str
+    source: str
+    frame: pd.DataFrame   # task, sample, epoch, y, group (cluster value), hash
+
+
+@dataclass(frozen=True, eq=False)
+class RunComparison:
+    """Paired comparisons of runs with a baseline, per task (:func:`paired_runs`).
+
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        One row per task x run x method, columns :data:`COLUMNS` (method ``CR2``,
+        ``CR1``, ``bootstrap``, ``mcnemar``, ``unpaired_z``).
+    missing : pandas.DataFrame
+        Every sample x epoch left out of a comparison, columns :data:`MISSING_COLUMNS`
+        (``reason``: ``only in <run>`` or ``content differs (doc_hash)``).
+    runs : pandas.DataFrame
+        The runs read: ``run``, ``source``, ``task``, ``n_samples``, ``n_epochs``, ``mean``.
+    baseline, cluster, method : str
+    level, power : float
+    reps : int
+    seed : int
+    """
+
+    table: pd.DataFrame
+    missing: pd.DataFrame
+    runs: pd.DataFrame
+    baseline: str
+    cluster: str
+    method: str
+    level: float
+    power: float
+    reps: int
+    seed: int
+
+    def tidy(self) -> pd.DataFrame:
+        """The comparison rows (a copy), columns :data:`COLUMNS`."""
+        return self.table.copy()
+
+    def headline(self) -> pd.DataFrame:
+        """The headline rows: the ``method`` (CR2) row of every task x run."""
+        return self.table[self.table["method"] == self.method].reset_index(drop=True)
+
+    def answer(self) -> list[str]:
+        """One plain sentence per task x run: the difference, its interval, the tests."""
+        out = []
+        rows = self.table.set_index(["task", "run_b", "method"])
+        for _, r in self.headline().iterrows():
+            key = (r["task"], r["run_b"])
+            where = f" on {r['task']}" if r["task"] else ""
+            text = (f"{r['run_b']} - {self.baseline}{where}: {r['estimate']:+.4f} "
+                    f"({self.level:.0%} CI {r['lo']:+.4f} to {r['hi']:+.4f}, {self.method} "
+                    f"by {self.cluster}, {r['n_clusters']} clusters, {r['n_pairs']} pairs); "
+                    f"p = {r['p_value']:.3g}")
+            if (*key, "mcnemar") in rows.index and np.isfinite(rows.loc[(*key, "mcnemar"),
+                                                                         "p_value"]):
+                text += f", McNemar p = {rows.loc[(*key, 'mcnemar'), 'p_value']:.3g}"
+            if np.isfinite(r["mde"]):
+                text += (f"; the smallest difference this comparison detects with "
+                         f"{self.power:.0%} power is {r['mde']:.4f}")
+            lost = int(r["n_only_a"] + r["n_only_b"] + r["n_mismatched"])
+            if lost:
+                text += f"; {lost} sample(s) not in both runs left out (see missing)"
+            out.append(text)
+        return out
+
+    def __str__(self) -> str:
+        show = self.headline()[["task", "run_b", "estimate", "lo", "hi", "p_value", "p_holm",
+                                "mde", "n_pairs"]]
+        return (f"paired comparison with {self.baseline!r} ({self.method} by {self.cluster}, "
+                f"{self.level:.0%})\n" + "\n".join(self.answer()) + "\n"
+                + show.to_string(index=False, float_format="{:.4g}".format))
+
+
+# --------------------------------------------------------------------------- reading
+def _with_hashes(frame: pd.DataFrame, hashes: pd.DataFrame) -> pd.DataFrame:
+    """The run's rows with lm-eval's ``doc_hash`` as column ``hash``."""
+    out = frame.merge(hashes.rename(columns={"doc_hash": "hash"}), on=["task", "sample"],
+                      how="left")
+    return out
+
+
+def _task_label(source: Any, kind: str) -> str:
+    """The task of a single-task log (its rows have no task column); ``""`` if unknown."""
+    names = (inspect_task_names(source) if kind == "inspect" else
+             lm_eval_task_names(source) if kind == "lm_eval" else [])
+    return names[0] if len(names) == 1 else ""
+
+
+def _runs_of(table: EvalTable, cluster: str, source: str, task: str = "") -> list[_Run]:
+    """The runs of one table: one per condition (model), or the whole table; ``task``
+    labels a table without a task role."""
+    if table.kind != "scores":
+        raise EvalmixError(f"{source}: compare_runs compares scored runs (one score per "
+                           "sample), not pairwise judgments")
+    d = table.data
+    if cluster != "item" and cluster not in table.clusters:
+        raise InvalidOptionError(
+            f"cluster={cluster!r} is not a cluster role of {source} (roles: "
+            f"{', '.join(table.clusters) or 'none'}); add it when reading, e.g. "
+            f"clusters={{'{cluster}': 'metadata.{cluster}'}} (--cluster {cluster}=COLUMN)")
+    if "item" not in table.clusters:
+        raise EvalmixError(f"{source} has no sample id (item role); read it with "
+                           "clusters={'item': 'ID_COLUMN'} (--cluster item=COLUMN)")
+    frame = pd.DataFrame({
+        "task": d["task"].astype(str) if "task" in table.clusters else task,
+        "sample": d["item"].astype(str).to_numpy(),
+        "epoch": (d["replicate"].astype(str).to_numpy() if table.replicate else "1"),
+        "y": table.y,
+        "group": d[cluster].astype(str).to_numpy(),
+    })
+    if "task" in table.clusters:  # the reader's "task/id": show the id
+        prefix = frame["task"] + "/"
+        starts = [s.startswith(p) for s, p in zip(frame["sample"], prefix, strict=True)]
+        frame.loc[starts, "sample"] = [s[len(p):] for s, p, ok in
+                                       zip(frame["sample"], prefix, starts, strict=True) if ok]
+    conds = (d["condition"].astype(str).to_numpy() if table.has_condition
+             else np.full(len(d), ""))
+    out = []
+    for cond in pd.unique(conds):
+        part = frame[conds == cond].reset_index(drop=True)
+        dup = part.duplicated(["task", "sample", "epoch"])
+        if dup.any():
+            first = part.loc[dup].iloc[0]
+            raise EvalmixError(
+                f"{source}: run {cond or source!r} scores sample {first['sample']!r} "
+                f"(epoch {first['epoch']}) {int(dup.sum()) + 1} or more times; a run holds "
+                "one score per sample and epoch (several runs of one model go in separate "
+                "files, or name the replicate column)")
+        out.append(_Run(label=str(cond) or source, source=source, frame=part))
+    return out
+
+
+def _read_runs(sources: Sequence[Any], labels: Sequence[str] | None, cluster: str,
+               read_kwargs: dict[str, Any]) -> list[_Run]:
+    runs: list[_Run] = []
+    for src in sources:
+        if isinstance(src, EvalTable):
+            table, name, task = src, src.source, ""
+        else:
+            table, name = read_log(src, **read_kwargs), str(src)
+            kind = read_kwargs.get("format", "auto")
+            kind = detect_format(src) if kind == "auto" else kind
+            task = _task_label(src, kind)
+        new = _runs_of(table, cluster, name, task)
+        if not isinstance(src, EvalTable) and kind == "lm_eval":
+            hashes = doc_hashes(src)
+            if len(hashes):
+                new = [_Run(label=r.label, source=r.source, frame=_with_hashes(r.frame, hashes))
+                       for r in new]
+        runs += new
+    if labels is not None:
+        labels = [str(x) for x in labels]
+        if len(labels) != len(runs):
+            raise InvalidOptionError(
+                f"labels= gives {len(labels)} names for {len(runs)} runs "
+                f"({', '.join(repr(r.label) for r in runs)}); give one per run")
+        runs = [_Run(label=lab, source=r.source, frame=r.frame) for lab, r in
+                zip(labels, runs, strict=True)]
+    seen: dict[str, int] = {}
+    for r in runs:
+        seen[r.label] = seen.get(r.label, 0) + 1
+    if any(v > 1 for v in seen.values()):   # same model in two files: name them by file
+        runs = [_Run(label=f"{r.label} ({os.path.basename(r.source.rstrip('/'))})"
+                     if seen[r.label] > 1 else r.label, source=r.source, frame=r.frame)
+                for r in runs]
+        dup = [lab for lab, n in pd.Series([r.label for r in runs]).value_counts().items()
+               if n > 1]
+        if dup:
+            raise InvalidOptionError(f"two runs are both called {dup[0]!r}; name them with "
+                                     "labels= (--label)")
+    if len(runs) < 2:
+        raise EvalmixError(f"compare_runs needs two or more runs; found {len(runs)} "
+                           f"({', '.join(repr(r.label) for r in runs)})")
+    return runs
+
+
+# --------------------------------------------------------------------------- aligning
+def _align(a: pd.DataFrame, b: pd.DataFrame, name_a: str, name_b: str
+           ) -> tuple[pd.DataFrame, list[dict[str, Any]], int, int, int]:
+    """Inner join on (sample, epoch) of one task; the left-out samples, named."""
+    keys = ["sample", "epoch"]
+    m = a.merge(b, on=keys, how="outer", suffixes=("_a", "_b"), indicator=True)
+    lost: list[dict[str, Any]] = []
+    for side, run in (("left_only", name_a), ("right_only", name_b)):
+        for _, r in m[m["_merge"] == side].iterrows():
+            lost.append({"sample": r["sample"], "epoch": r["epoch"], "reason": f"only in {run}"})
+    both = m[m["_merge"] == "both"]
+    n_mismatch = 0
+    if "hash_a" in both.columns and "hash_b" in both.columns:
+        bad = both["hash_a"].notna() & both["hash_b"].notna() & (both["hash_a"] != both["hash_b"])
+        for _, r in both[bad].iterrows():
+            lost.append({"sample": r["sample"], "epoch": r["epoch"],
+                         "reason": "content differs (doc_hash)"})
+        n_mismatch = int(bad.sum())
+        both = both[~bad]
+    n_only_a = int((m["_merge"] == "left_only").sum())
+    n_only_b = int((m["_merge"] == "right_only").sum())
+    return both.reset_index(drop=True), lost, n_only_a, n_only_b, n_mismatch
+
+
+def _is_binary(y: np.ndarray) -> bool:
+    return bool(np.isin(y, (0.0, 1.0)).all())
+
+
+def _rows(both: pd.DataFrame, *, method: str, level: float, power: float, reps: int,
+          rng: np.random.Generator) -> list[dict[str, Any]]:
+    """The rows of one comparison (one task, one run against the baseline)."""
+    ya, yb = both["y_a"].to_numpy(float), both["y_b"].to_numpy(float)
+    d = yb - ya
+    groups = both["group_a"].to_numpy()
+    base: dict[str, Any] = {"estimate": float(d.mean()) if d.size else np.nan,
+                            "estimate_a": float(ya.mean()) if ya.size else np.nan,
+                            "estimate_b": float(yb.mean()) if yb.size else np.nan,
+                            "n_pairs": int(d.size), "reps": 0, "note": ""}
+    binary = d.size > 0 and _is_binary(ya) and _is_binary(yb)
+    if binary:
+        base["n_a_only_right"] = int(((ya == 1) & (yb == 0)).sum())
+        base["n_b_only_right"] = int(((ya == 0) & (yb == 1)).sum())
+    n_groups = len(pd.unique(groups))
+    rows = []
+    for m in (method, *[x for x in _SANDWICH if x != method]):
+        row = {**base, "method": m, "n_clusters": n_groups}
+        if n_groups < 2:
+            row["note"] = "fewer than 2 clusters aligned: no standard error"
+        else:
+            ps = paired_se(d, groups, type=cast(CRType, m))
+            q = t_quantile(level, ps.df)
+            t = ps.estimate / ps.se if ps.se > 0 else np.nan
+            row.update(se=ps.se, df=ps.df, lo=ps.estimate - q * ps.se,
+                       hi=ps.estimate + q * ps.se, t=t,
+                       p_value=t_pvalue(t, ps.df) if np.isfinite(t) else np.nan)
+            if m == method:
+                row.update(mde=detectable_difference(ps.se, ps.df, level=level, power=power),
+                           power=power)
+            if not ps.se > 0:
+                row["note"] = "the two runs agree on every sample: no standard error"
+        rows.append(row)
+    row = {**base, "method": "bootstrap", "n_clusters": n_groups, "reps": reps}
+    if n_groups < MIN_BOOTSTRAP_CLUSTERS:
+        row["note"] = (f"{n_groups} clusters: the bootstrap needs at least "
+                       f"{MIN_BOOTSTRAP_CLUSTERS}")
+    else:
+        lo, hi, p, se = paired_bootstrap(d, groups, reps=reps, level=level, rng=rng)
+        row.update(lo=lo, hi=hi, p_value=p, se=se)
+    rows.append(row)
+    if binary:
+        one_per_cluster = n_groups == d.size
+        row = {**base, "method": "mcnemar", "n_clusters": n_groups}
+        if one_per_cluster:
+            row["p_value"] = mcnemar_pvalue(base["n_a_only_right"], base["n_b_only_right"])
+            row["note"] = "exact (binomial) McNemar test on the discordant samples"
+        else:
+            row["note"] = ("not computed: McNemar needs independent pairs, and the pairs "
+                           "share clusters (epochs or a grouping field); use the "
+                           f"{method} row or the bootstrap")
+        rows.append(row)
+    if d.size >= 2:
+        se, p = unpaired_z(ya, yb)
+        z = t_quantile(level, np.inf)
+        rows.append({**base, "method": "unpaired_z", "se": se, "df": np.inf, "p_value": p,
+                     "lo": base["estimate"] - z * se, "hi": base["estimate"] + z * se,
+                     "n_clusters": int(d.size),
+                     "note": "ignores the pairing (lm-eval model_comparator.py); for contrast"})
+    return rows
+
+
+def paired_runs(
+    sources: Sequence[Any],
+    *,
+    labels: Sequence[str] | None = None,
+    baseline: str | None = None,
+    cluster: str = "item",
+    method: str = "CR2",
+    level: float = 0.95,
+    power: float = 0.8,
+    reps: int = 2000,
+    seed: SeedLike = None,
+    **read_kwargs: Any,
+) -> RunComparison:
+    """Compare runs of one benchmark with a baseline, sample by sample, per task.
+
+    Parameters
+    ----------
+    sources : list of paths or EvalTables
+        Runs: Inspect logs (files or folders; a file with several models gives several
+        runs), lm-eval ``--output_path`` folders, long tables, or tables already read.
+    labels : list of str, optional
+        A name per run (in order); default the model name (with the file when two runs
+        share one).
+    baseline : str, optional
+        The run every other is compared with (default the first).
+    cluster : str
+        Cluster role of the intervals: ``"item"`` (the sample; its epochs are replicates
+        within it) or a grouping role added when reading (``clusters={"subject":
+        "metadata.subject"}``).
+    method : {"CR2", "CR1"}
+        The headline standard error (CR2 with Satterthwaite df; CR1 with ``G - 1``).
+    level : float
+        Confidence level (and ``1 - level`` is the test size of the MDE).
+    power : float
+        Power at which the minimum detectable difference (``mde``) is given.
+    reps : int
+        Paired bootstrap resamples.
+    seed : int, optional
+        Seeds the bootstrap.
+    **read_kwargs
+        Passed to :func:`~evalmix.data.readers.read_log` for every path (``format=``,
+        ``scorer=``, ``metric=``, ``filter=``, ``clusters=``, ...).
+
+    Returns
+    -------
+    RunComparison
+    """
+    check_option("method", method, _SANDWICH)
+    if not isinstance(cluster, str) or not cluster:
+        raise InvalidOptionError(f"cluster={cluster!r}: give one cluster role, e.g. 'item'")
+    level = check_level(level)
+    power = check_number("power", power, low=0.0, high=1.0)
+    if not 1 - level < power < 1:
+        raise InvalidOptionError(f"power={power} must be between the test size "
+                                 f"{1 - level:.3g} and 1")
+    reps = check_count("reps", reps, minimum=MIN_REPS)
+    if isinstance(sources, str | os.PathLike | EvalTable):
+        sources = [sources]
+    runs = _read_runs(list(sources), labels, cluster, read_kwargs)
+    names = [r.label for r in runs]
+    if baseline is None:
+        base = runs[0]
+    elif baseline in names:
+        base = runs[names.index(baseline)]
+    else:
+        raise InvalidOptionError(f"baseline={baseline!r} is not a run; the runs are "
+                                 f"{', '.join(map(repr, names))}")
+    rng, recorded = seeded_rng(seed)
+    rows: list[dict[str, Any]] = []
+    missing: list[dict[str, Any]] = []
+    tasks = sorted(set().union(*(set(r.frame["task"]) for r in runs)))
+    few = []
+    for other in (r for r in runs if r is not base):
+        per_task = []
+        for task in tasks:
+            a = base.frame[base.frame["task"] == task].drop(columns="task")
+            b = other.frame[other.frame["task"] == task].drop(columns="task")
+            both, lost, only_a, only_b, mism = _align(a, b, base.label, other.label)
+            missing += [{"task": task, "run_a": base.label, "run_b": other.label, **x}
+                        for x in lost]
+            counts = {"task": task, "run_a": base.label, "run_b": other.label,
+                      "n_only_a": only_a, "n_only_b": only_b, "n_mismatched": mism}
+            if both.empty:
+                rows.append({**counts, "method": method, "n_pairs": 0,
+                             "note": "no sample is in both runs"})
+                continue
+            both["task"] = task
+            per_task.append(both)
+            new = _rows(both, method=method, level=level, power=power, reps=reps, rng=rng)
+            if new[0]["n_clusters"] < 20:
+                few.append(f"{task or 'the task'} ({other.label}): {new[0]['n_clusters']}")
+            rows += [{**counts, **x} for x in new]
+        if len(tasks) > 1 and per_task:
+            pooled = pd.concat(per_task, ignore_index=True)
+            pooled["group_a"] = pooled["task"] + "/" + pooled["group_a"].astype(str)
+            counts = {"task": ALL_TASKS, "run_a": base.label, "run_b": other.label,
+                      **{k: int(sum(r[k] for r in rows if r.get("run_b") == other.label
+                                    and r.get("method") == method and r["task"] != ALL_TASKS))
+                         for k in ("n_only_a", "n_only_b", "n_mismatched")}}
+            rows += [{**counts, **x} for x in _rows(pooled, method=method, level=level,
+                                                     power=power, reps=reps, rng=rng)]
+    if few:
+        warnings.warn(f"few clusters in the comparison ({'; '.join(few[:5])}): the CR2 "
+                      "interval with Satterthwaite df is the one to read", FewClustersWarning,
+                      stacklevel=2)
+    table = pd.DataFrame(rows)
+    table = table.reindex(columns=list(COLUMNS))
+    table["estimand"] = "difference"
+    table["contrast"] = table["run_b"] + " - " + table["run_a"]
+    table["cluster"] = np.where(table["method"] == "unpaired_z", "", cluster)
+    table["scale"] = "identity"
+    table["level"] = level
+    table["seed"] = recorded
+    table["reps"] = table["reps"].fillna(0).astype(int)
+    table["note"] = table["note"].fillna("")
+    for col in ("n_pairs", "n_only_a", "n_only_b", "n_mismatched", "n_clusters"):
+        table[col] = table[col].fillna(0).astype(int)
+    per = table["task"] != ALL_TASKS
+    for m, idx in table[per].groupby("method").groups.items():
+        p = table.loc[idx, "p_value"].to_numpy(float)
+        ok = np.isfinite(p)
+        h = np.full(p.shape, np.nan)
+        h[ok] = holm(p[ok])
+        table.loc[idx, "p_holm"] = h
+        table.loc[idx, "p_bh"] = benjamini_hochberg(p)
+        del m
+    order = {m: i for i, m in enumerate((method, *_SANDWICH, "bootstrap", "mcnemar",
+                                         "unpaired_z"))}
+    table = table.assign(_o=table["method"].map(order)).sort_values(
+        ["run_b", "task", "_o"], key=lambda s: s.map({ALL_TASKS: "\uffff"}).fillna(s)
+        if s.name == "task" else s, kind="stable").drop(columns="_o").reset_index(drop=True)
+    miss = pd.DataFrame(missing, columns=list(MISSING_COLUMNS))
+    info = pd.DataFrame([{"run": r.label, "source": r.source, "task": task,
+                          "n_samples": int(f["sample"].nunique()),
+                          "n_epochs": int(f["epoch"].nunique()), "mean": float(f["y"].mean())}
+                         for r in runs for task, f in r.frame.groupby("task", sort=True)])
+    return RunComparison(table=table, missing=miss, runs=info, baseline=base.label,
+                         cluster=cluster, method=method, level=level, power=power, reps=reps,
+                         seed=recorded)
