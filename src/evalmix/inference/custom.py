@@ -34,7 +34,6 @@ doi:10.1111/j.1467-9868.2007.00593.x
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -44,13 +43,10 @@ import numpy as np
 import pandas as pd
 
 from evalmix._progress import Progress
-from evalmix.data.table import EvalTable, dense_codes, intersect_codes
+from evalmix.data.table import EvalTable, intersect_codes
 from evalmix.errors import (
     EvalmixError,
-    FewClustersWarning,
     InvalidOptionError,
-    InvalidTableError,
-    TooFewClustersError,
     check_count,
     check_level,
     check_option,
@@ -67,15 +63,22 @@ from evalmix.inference.bootstrap import (
     percentile_interval,
     studentized_interval,
 )
-from evalmix.inference.sandwich import FEW_CLUSTERS, MIN_BOOTSTRAP_CLUSTERS, cluster_sums
+from evalmix.inference.resampling import (
+    COPY_COLUMN,
+    Design,
+    call_statistic,
+    check_few_clusters,
+    resample,
+    resampling_design,
+    statistic_name,
+)
+from evalmix.inference.sandwich import cluster_sums
 from evalmix.inference.sums import Sums, expression
 from evalmix.seeding import SeedLike, seeded_rng
 from evalmix.tidy import PicklableProxies, tidy_rows
 
 __all__ = ["bootstrap", "StatisticBootstrap", "COPY_COLUMN", "Statistic"]
 
-#: Column of every resample numbering the drawn copy of its cluster (0..G-1).
-COPY_COLUMN = "boot_copy"
 Statistic = Callable[[pd.DataFrame], Any] | Sums | str
 
 
@@ -153,218 +156,6 @@ class StatisticBootstrap(PicklableProxies):
         return "\n".join(lines)
 
 
-# ------------------------------------------------------------------------ the resampling
-@dataclass(frozen=True)
-class _Design:
-    frame: pd.DataFrame
-    factors: tuple[np.ndarray, ...]  # per resampled factor: codes of the rows
-    groups: tuple[list[np.ndarray], ...]  # per factor: its clusters in each stratum
-    stratum: np.ndarray  # stratum of each cluster of factor 0
-    label: str
-    unit: str
-    strata: tuple[str, ...]
-    notes: tuple[str, ...]
-
-
-def _column_codes(frame: pd.DataFrame, name: str, what: str) -> np.ndarray:
-    """Codes of a DataFrame column (or ``"a:b"``, the cell of several columns)."""
-    parts = [p.strip() for p in name.split(":")]
-    missing = [p for p in parts if p not in frame.columns]
-    if missing:
-        raise InvalidOptionError(
-            f"{what} {name!r}: no column {missing[0]!r}; the columns are "
-            f"{', '.join(map(str, frame.columns))}")
-    codes = []
-    for p in parts:
-        col = frame[p]
-        if col.isna().any():
-            row = int(np.flatnonzero(col.isna().to_numpy())[0])
-            raise InvalidTableError([
-                f"{what} column {p!r} is missing in row {row}: every row needs a label "
-                "to be resampled with its cluster; fill it or drop those rows"])
-        codes.append(dense_codes(col.to_numpy()))
-    return intersect_codes(*codes)
-
-
-def _names(value: str | Sequence[str] | None) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    return (value,) if isinstance(value, str) else tuple(str(v) for v in value)
-
-
-def _design(table: EvalTable | pd.DataFrame, cluster: str | Sequence[str] | None,
-            strata: str | Sequence[str] | None) -> _Design:
-    """The rows, the resampled factors, and the strata they are drawn within."""
-    if isinstance(table, EvalTable):
-        frame = table.data
-        roles = table.check_cluster(cluster)
-        table.check_pairs_within(roles)
-        if roles:
-            factors = [np.asarray(table.codes(r)) for r in roles]
-            unit = "+".join(roles)
-        elif table.has_order:
-            factors, unit = [table.pair_codes()], "pair"
-        else:
-            factors, unit = [np.arange(table.n_obs)], "row"
-        given = strata is not None
-        strata_names = tuple(table.check_cluster(_names(strata))) if given else tuple(
-            s for s in table.strata if s not in roles)
-        strata_codes = [np.asarray(table.codes(s)) for s in strata_names]
-    elif isinstance(table, pd.DataFrame):
-        frame = table.reset_index(drop=True)
-        roles = _names(cluster)
-        factors = [_column_codes(frame, r, "cluster") for r in roles] or \
-            [np.arange(len(frame))]
-        unit = "+".join(roles) or "row"
-        strata_names, given = _names(strata), True
-        strata_codes = [_column_codes(frame, s, "stratum") for s in strata_names]
-    else:
-        raise InvalidOptionError(
-            f"bootstrap() needs an EvalTable (evalmix.read) or a pandas DataFrame; got "
-            f"{type(table).__name__}")
-    if len(factors) > 2:
-        raise InvalidOptionError(
-            f"cluster={cluster!r}: at most two crossed factors (the pigeonhole bootstrap); "
-            "join more into one cell with ':' (e.g. 'persona:scenario')")
-    if COPY_COLUMN in frame.columns:
-        raise InvalidTableError([
-            f"the table has a column {COPY_COLUMN!r}, which the bootstrap adds to every "
-            "resample; rename it"])
-    if len(frame) == 0:
-        raise InvalidTableError(["bootstrap() got a table without rows"])
-    s_codes = intersect_codes(*strata_codes) if strata_codes else np.zeros(len(frame),
-                                                                           dtype=np.int64)
-    groups, notes = [], []
-    stratum = np.zeros(int(factors[0].max()) + 1, dtype=np.int64)
-    for i, codes in enumerate(factors):
-        g = int(codes.max()) + 1
-        pairs = np.unique(codes * (int(s_codes.max()) + 1) + s_codes)
-        level_of = pairs // (int(s_codes.max()) + 1)
-        if strata_codes and level_of.size != g:
-            name = unit.split("+")[i]
-            msg = (f"cluster {name!r} is not nested in the strata "
-                   f"({', '.join(strata_names)}): a cluster spans several strata")
-            if given:
-                raise InvalidOptionError(
-                    f"{msg}, so the strata cannot be held fixed while it is resampled. "
-                    "Cluster by a factor nested in them, or pass strata=[]")
-            notes.append(f"{msg}; resampled across strata")
-            groups.append([np.arange(g)])
-            continue
-        s_of = (pairs % (int(s_codes.max()) + 1)) if strata_codes else np.zeros(g, np.int64)
-        if i == 0:
-            stratum = dense_codes(s_of)
-        groups.append([np.flatnonzero(s_of == h) for h in np.unique(s_of)])
-    return _Design(frame=frame, factors=tuple(factors), groups=tuple(groups),
-                   stratum=stratum, label="+".join(roles),
-                   unit=unit, strata=strata_names if strata_codes else (),
-                   notes=tuple(notes))
-
-
-def _few_clusters(design: _Design, ci: str) -> None:
-    for codes, groups, name in zip(design.factors, design.groups,
-                                   design.unit.split("+"), strict=True):
-        g = int(codes.max()) + 1
-        if g < MIN_BOOTSTRAP_CLUSTERS and ci in ("percentile", "expanded", "bca"):
-            raise TooFewClustersError(
-                f"only {g} clusters ({name}): a {ci} bootstrap interval cannot be trusted "
-                f"with fewer than {MIN_BOOTSTRAP_CLUSTERS}. Report the statistic per "
-                "cluster, or cluster by a finer factor")
-        if g < FEW_CLUSTERS:
-            warnings.warn(
-                f"only {g} clusters ({name}): cluster bootstrap intervals under-cover with "
-                f"fewer than {FEW_CLUSTERS} clusters; ci='bca' or 'expanded' help, and a "
-                "design-based CR2 interval or a permutation test is the safer reading",
-                FewClustersWarning, stacklevel=3)
-        lonely = sum(int(m.size == 1) for m in groups)
-        if lonely:
-            warnings.warn(
-                f"{lonely} stratum(s) hold a single {name} cluster: they add no resampling "
-                "variance, so the interval leaves out their uncertainty",
-                FewClustersWarning, stacklevel=3)
-
-
-def _expand(level_of_row: np.ndarray, idx: np.ndarray, n_levels: int
-            ) -> tuple[np.ndarray, np.ndarray]:
-    """Rows repeated once per drawn copy of their level: (row positions, copy numbers)."""
-    order = np.argsort(idx, kind="stable")
-    cnt = np.bincount(idx, minlength=n_levels)
-    first = np.concatenate([[0], np.cumsum(cnt)[:-1]])
-    m = cnt[level_of_row]
-    rows = np.repeat(np.arange(level_of_row.size), m)
-    within = np.arange(rows.size) - np.repeat(np.cumsum(m) - m, m)
-    return rows, order[np.repeat(first[level_of_row], m) + within]
-
-
-def _resample(design: _Design, idx: Sequence[np.ndarray]) -> pd.DataFrame:
-    """The resampled frame of one replicate (one index row per factor)."""
-    a = design.factors[0]
-    rows, copy = _expand(a, idx[0], int(a.max()) + 1)
-    if len(idx) == 2:
-        b = design.factors[1]
-        sub, copy_b = _expand(b[rows], idx[1], int(b.max()) + 1)
-        rows, copy = rows[sub], copy[sub] * idx[1].size + copy_b
-    out = design.frame.iloc[rows].reset_index(drop=True)
-    out[COPY_COLUMN] = copy
-    return out
-
-
-# ---------------------------------------------------------------------- user statistics
-def _vector(value: Any, names: tuple[str, ...] | None, what: str
-            ) -> tuple[np.ndarray, tuple[str, ...]]:
-    """A statistic's value as floats with component names (reindexed to ``names``)."""
-    if isinstance(value, pd.DataFrame):
-        raise InvalidOptionError(f"{what} returned a DataFrame; return a number, a dict or a "
-                                 "pandas Series (a named vector)")
-    if isinstance(value, Mapping):
-        value = pd.Series(dict(value), dtype=float)
-    try:
-        if isinstance(value, pd.Series):
-            value.index = value.index.map(str)
-            if names is not None:
-                value = value.reindex(list(names))
-            return value.to_numpy(dtype=float), tuple(value.index)
-        arr = np.asarray(value, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise InvalidOptionError(f"{what} returned {type(value).__name__}, not numbers: "
-                                 f"{exc}") from None
-    if arr.ndim > 1:
-        raise InvalidOptionError(f"{what} returned an array of shape {arr.shape}; return "
-                                 "a number or a one-dimensional named vector")
-    arr = np.atleast_1d(arr)
-    own = tuple(str(i) for i in range(arr.size))
-    if names is not None and arr.size != len(names):
-        raise InvalidOptionError(f"{what} returned {arr.size} values on a resample and "
-                                 f"{len(names)} on the full table; return a named Series "
-                                 "so components can be matched")
-    return arr, own
-
-
-def _call(fn: Callable[[pd.DataFrame], Any], frame: pd.DataFrame, names: tuple[str, ...] | None,
-          what: str) -> tuple[np.ndarray, tuple[str, ...]]:
-    try:
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            value = fn(frame)
-    except EvalmixError:
-        raise
-    except Exception as exc:  # the user's code: say where it failed, keep the cause
-        raise EvalmixError(
-            f"{what} raised {type(exc).__name__}: {exc}. A statistic that is undefined on "
-            "some resample (e.g. a condition drawn zero times) should return NaN there; "
-            "those replicates are counted and left out") from exc
-    v, nm = _vector(value, names, what)
-    return np.where(np.isfinite(v), v, np.nan), nm
-
-
-def _statistic_name(statistic: Any, name: str | None) -> str:
-    if name is not None:
-        return str(name)
-    if isinstance(statistic, Sums):
-        return statistic.name
-    own = getattr(statistic, "__name__", "statistic")
-    return "statistic" if own == "<lambda>" else str(own)
-
-
 # --------------------------------------------------------------------------- entry point
 def bootstrap(
     table: EvalTable | pd.DataFrame,
@@ -378,6 +169,7 @@ def bootstrap(
     seed: SeedLike = None,
     progress: bool = True,
     name: str | None = None,
+    columns: pd.DataFrame | None = None,
 ) -> StatisticBootstrap:
     """Pairs cluster bootstrap of any statistic of the table.
 
@@ -416,6 +208,10 @@ def bootstrap(
         Show replicates done, elapsed time and ETA on stderr.
     name : str, optional
         The statistic's name in results (default: the function's or expression's).
+    columns : DataFrame, optional
+        With an EvalTable: the frame it was read from, whose other columns (a red flag,
+        rubric scores) the statistic may then use; rows are matched on the table's
+        ``row`` (:func:`~evalmix.inference.resampling.with_columns`).
 
     Returns
     -------
@@ -456,8 +252,8 @@ def bootstrap(
         raise InvalidOptionError(
             f"statistic must be a function of a DataFrame, a Sums or an expression string; "
             f"got {type(statistic).__name__}")
-    label = _statistic_name(statistic, name)
-    design = _design(table, cluster, strata)
+    label = statistic_name(statistic, name)
+    design = resampling_design(table, cluster, strata, columns)
     crossed = len(design.factors) == 2
     if crossed and ci in ("bca", "studentized"):
         raise InvalidOptionError(
@@ -469,7 +265,7 @@ def bootstrap(
             "ci='studentized' needs a standard error in every resample: give the "
             "statistic as an expression or a Sums (delta-method SE from the cluster sums), "
             "or use ci='bca' or 'percentile'")
-    _few_clusters(design, ci)
+    check_few_clusters(design, ci)
     rng, recorded = seeded_rng(seed)
     sizes = [int(c.max()) + 1 for c in design.factors]
     engine = _SumsEngine(design, statistic) if isinstance(statistic, Sums) else \
@@ -540,22 +336,22 @@ class _CallEngine:
 
     width = 0
 
-    def __init__(self, design: _Design, fn: Callable[[pd.DataFrame], Any], label: str):
+    def __init__(self, design: Design, fn: Callable[[pd.DataFrame], Any], label: str):
         self.design, self.fn, self.label = design, fn, label
         self.names: tuple[str, ...] = ()
 
     def full(self) -> np.ndarray:
         frame = self.design.frame.copy()
         frame[COPY_COLUMN] = self.design.factors[0]
-        value, self.names = _call(self.fn, frame, None, f"statistic {self.label!r}")
+        value, self.names = call_statistic(self.fn, frame, None, f"statistic {self.label!r}")
         return value
 
     def draws(self, idx: list[np.ndarray], studentized: bool, bar: Progress, task: Any
               ) -> tuple[np.ndarray, None]:
         out = np.empty((idx[0].shape[0], len(self.names)))
         for r in range(out.shape[0]):
-            frame = _resample(self.design, [i[r] for i in idx])
-            out[r] = _call(self.fn, frame, self.names,
+            frame = resample(self.design, [i[r] for i in idx])
+            out[r] = call_statistic(self.fn, frame, self.names,
                            f"statistic {self.label!r} on a bootstrap resample")[0]
             bar.advance(task)
         return out, None
@@ -568,7 +364,7 @@ class _CallEngine:
             keep = codes != c
             frame = self.design.frame.loc[keep].reset_index(drop=True)
             frame[COPY_COLUMN] = codes[keep]
-            out[c] = _call(self.fn, frame, self.names,
+            out[c] = call_statistic(self.fn, frame, self.names,
                            f"statistic {self.label!r} without cluster {c}")[0]
         return out
 
@@ -579,7 +375,7 @@ class _CallEngine:
 class _SumsEngine:
     """A function of column totals: replicates are counts times per-cluster sums."""
 
-    def __init__(self, design: _Design, stat: Sums):
+    def __init__(self, design: Design, stat: Sums):
         self.design, self.stat, self.names = design, stat, stat.names
         values = stat.values(design.frame)
         a = design.factors[0]

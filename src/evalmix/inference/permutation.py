@@ -45,7 +45,7 @@ import pandas as pd
 from evalmix._progress import Progress
 from evalmix.data.table import EvalTable
 from evalmix.errors import EvalmixError, InvalidOptionError, check_count, check_option
-from evalmix.inference.custom import _call, _design, _statistic_name
+from evalmix.inference.resampling import call_statistic, resampling_design, statistic_name
 from evalmix.inference.sandwich import cluster_sums
 from evalmix.inference.sums import Sums, expression
 from evalmix.seeding import SeedLike, seeded_rng
@@ -220,6 +220,7 @@ def permutation_test(
     seed: SeedLike = None,
     progress: bool = True,
     name: str | None = None,
+    columns: pd.DataFrame | None = None,
 ) -> PermutationResult:
     """Randomization test of the condition effect, relabelling whole clusters.
 
@@ -254,6 +255,9 @@ def permutation_test(
         Counts and ETA on stderr.
     name : str, optional
         The statistic's name in the result.
+    columns : DataFrame, optional
+        With an EvalTable: the source frame, for a statistic of its other columns (as in
+        :func:`evalmix.bootstrap`).
 
     Returns
     -------
@@ -279,7 +283,7 @@ def permutation_test(
     """
     check_option("alternative", alternative, ALTERNATIVES)
     reps = check_count("reps", reps, minimum=1)
-    design = _design(table, cluster, strata)
+    design = resampling_design(table, cluster, strata, columns)
     if len(design.factors) != 1:
         raise InvalidOptionError("permutation_test randomizes one cluster factor; name one")
     frame, codes = design.frame, design.factors[0]
@@ -289,7 +293,7 @@ def permutation_test(
         statistic = _difference(outcome, col, a, b, pairwise and col == "model_b")
     elif isinstance(statistic, str):
         statistic = expression(statistic)
-    label = _statistic_name(statistic, name)
+    label = statistic_name(statistic, name)
     lab = frame[col].astype(str).to_numpy()
     keep = (lab == a) | (lab == b)
     g = int(codes.max()) + 1
@@ -336,10 +340,10 @@ def permutation_test(
                 on = z[r][codes] > 0.5
                 f = state0.copy()
                 f[col] = np.where(on, state1[col], state0[col])
-                out[r] = _call(fn, f, None, f"statistic {label!r} on an assignment")[0][0]
+                out[r] = call_statistic(fn, f, None, f"statistic {label!r} on an assignment")[0][0]
             return out
         chunk = 256
-        observed = float(_call(fn, frame, None, f"statistic {label!r}")[0][0])
+        observed = float(call_statistic(fn, frame, None, f"statistic {label!r}")[0][0])
     n_eval = total if exact else reps
     draws = np.empty(n_eval)
     with Progress(progress) as bar:
