@@ -34,6 +34,7 @@ _LAZY: dict[str, str] = {
     "compare_all": "evalmix.inference.compare_all",
     "leaderboard": "evalmix.inference.leaderboard",
     "LeaderboardResult": "evalmix.inference.leaderboard",
+    "length_controlled_win_rate": "evalmix.inference.length_control",
     "design_effect": "evalmix.design.effect",
     "gstudy": "evalmix.compare.gstudy",
     "GStudyResult": "evalmix.design.gresult",

@@ -31,6 +31,8 @@ _LAZY: dict[str, str] = {
     "expression": "evalmix.inference.sums",
     "leaderboard": "evalmix.inference.leaderboard",
     "LeaderboardResult": "evalmix.inference.leaderboard",
+    "length_controlled_win_rate": "evalmix.inference.length_control",
+    "LengthControlResult": "evalmix.inference.length_control",
 }
 
 __all__ = sorted(_LAZY)

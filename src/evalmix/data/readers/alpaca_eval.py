@@ -28,7 +28,9 @@ two outputs is not in the annotations, so the table has no ``first_shown``.
 Results folders: a file whose bytes repeat another's is read once, with a warning
 naming both (upstream's own folders hold such copies); a file comparing the baseline
 with itself (AlpacaEval writes one for the baseline, all draws) is skipped with a note;
-every error names its file. :func:`evalmix.data.readers.upstream.alpaca_eval_leaderboard`
+every error names its file. Where the annotations hold the outputs, the table has
+``length_a`` / ``length_b``: the characters of ``output_1`` and ``output_2``
+(:mod:`evalmix.data.answers`), for the length-controlled win rate. :func:`evalmix.data.readers.upstream.alpaca_eval_leaderboard`
 gives the leaderboard's own numbers (win rate, SE = sem x 100) from the table.
 """
 
@@ -42,6 +44,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from evalmix.data.answers import attach
 from evalmix.data.readers._common import Source, as_paths, finish, label, load_records
 from evalmix.data.table import EvalTable
 from evalmix.errors import EvalmixError, EvalmixWarning, InvalidOptionError, check_option
@@ -71,8 +74,11 @@ def alpaca_eval_frame(source: Source) -> tuple[pd.DataFrame, list[Path]]:
                 f"{str(path)!r} lacks the fields {missing} of AlpacaEval annotations "
                 f"(instruction, generator_1, generator_2, preference)"
             )
-        part = pd.DataFrame.from_records(records).drop(
-            columns=["output_1", "output_2", "raw_completion"], errors="ignore")
+        part = pd.DataFrame.from_records(records)
+        for col, side in (("output_1", "length_a"), ("output_2", "length_b")):
+            if col in part.columns:  # AlpacaEval's GLM counts characters: len(output)
+                part[side] = part[col].map(lambda t: len(t) if isinstance(t, str) else np.nan)
+        part = part.drop(columns=["output_1", "output_2", "raw_completion"], errors="ignore")
         part["file"] = str(path)
         self_rows = (part["generator_1"] == part["generator_2"]).to_numpy()
         if self_rows.all():
@@ -153,7 +159,8 @@ def read_alpaca_eval(source: Source, *, failures: AlpacaFailures = "drop",
             clusters[role] = col
     roles = {"outcome": "verdict", "model_a": "generator_1", "model_b": "generator_2",
              "clusters": clusters, "strata": STRATA}
-    table = finish(frame, label(paths), roles, read_kwargs)
+    table = attach(finish(frame, label(paths), roles, read_kwargs), frame,
+                   ("length_a", "length_b"))
     probabilistic = bool(np.isin(p_a[~np.isnan(p_a)], (0.0, 0.5, 1.0), invert=True).any())
     if not probabilistic:
         return table

@@ -22,6 +22,11 @@ prompt name]``, ``turn``. Each record becomes an AB and a BA row (matched pairs)
 ``model_a``, ``model_b``, ``winner`` only, a strong verdict on 3 identical rows) are
 recognised and read as games by :mod:`evalmix.data.readers.arena_hard`.
 
+Battles with ``conversation_a`` / ``conversation_b`` (Chatbot Arena conversations) give
+each answer's length and markdown counts as ``length_a``/``length_b``, ``headers_*``,
+``lists_*``, ``bold_*`` (:mod:`evalmix.data.answers`), for style-controlled
+Bradley-Terry.
+
 Clusters: ``item`` = question (question x turn when there are several turns, with
 ``question`` above it), ``judge`` when there are several judges. FastChat rows keep
 ``winner`` (the raw g1/g2 verdict), from which
@@ -35,6 +40,7 @@ from typing import Any
 
 import pandas as pd
 
+from evalmix.data.answers import ANSWER_FEATURES, attach, conversation_text, with_answer_columns
 from evalmix.data.readers._common import (
     Source,
     add_category_stratum,
@@ -90,6 +96,10 @@ def _fastchat_pairs(records: list[dict[str, Any]]) -> pd.DataFrame:
 
 def _battles(records: list[dict[str, Any]]) -> pd.DataFrame:
     frame = flatten(records, drop=("conversation_a", "conversation_b"))
+    if any("conversation_a" in r for r in records[:1]):
+        frame = with_answer_columns(
+            frame, [conversation_text(r.get("conversation_a")) for r in records],
+            [conversation_text(r.get("conversation_b")) for r in records])
     raw = frame["winner"].astype("string").str.strip().str.lower()
     unknown = raw.notna() & ~raw.isin(list(_WINNER))
     if unknown.any():
@@ -203,4 +213,5 @@ def read_battles(source: Source, *, model_a_first: bool = False, **read_kwargs: 
     roles["clusters"] = clusters
     frame["model_a"] = frame["model_a"].astype(str)
     frame["model_b"] = frame["model_b"].astype(str)
-    return finish(frame, label(paths), roles, read_kwargs)
+    return attach(finish(frame, label(paths), roles, read_kwargs), frame,
+                  [f"{f}_{s}" for f in ANSWER_FEATURES for s in ("a", "b")])

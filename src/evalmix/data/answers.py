@@ -1,0 +1,169 @@
+"""Per-answer features of pairwise logs: answer length and markdown style.
+
+Length- and style-controlled estimands (:mod:`evalmix.inference.length_control`,
+:mod:`evalmix.inference.style_control`) need one number per answer: the answer of
+``model_a`` and the answer of ``model_b`` in each row. A pairwise table carries them as
+two columns ``<name>_a`` and ``<name>_b`` of its canonical frame; the readers add them
+where the logs hold the answer texts:
+
+- AlpacaEval annotations: ``length_a`` / ``length_b``, the characters of ``output_1``
+  (the baseline) and ``output_2``, as AlpacaEval's own length-controlled GLM counts them
+  (``len(output)``);
+- Chatbot Arena battles with ``conversation_a`` / ``conversation_b``: ``length``,
+  ``headers``, ``lists`` and ``bold`` of the assistant turns (:func:`answer_features`).
+
+Any other per-answer column of a table read with :func:`evalmix.read` is used the same
+way: pass the source DataFrame as ``data=`` and name the feature (``"tokens"`` takes the
+columns ``tokens_a`` and ``tokens_b``).
+
+The markdown counts follow FastChat's ``count_markdown_elements``
+(``fastchat/serve/monitor/add_markdown_info.py``): fenced code blocks are removed first,
+then headers are lines starting with 1-6 ``#`` and a space, list items lines starting
+with ``1.``-style numbers or ``-``, ``*``, ``+`` and a space, bold spans ``**...**`` or
+``__...__`` within a line. FastChat counts length in tokens (tiktoken); evalmix counts
+characters, which needs no tokenizer (the controlled estimands standardise the
+feature, so the unit changes little; AlpacaEval's GLM counts characters too).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from evalmix.errors import EvalmixError, InvalidOptionError, InvalidTableError
+
+if TYPE_CHECKING:
+    from evalmix.data.table import EvalTable
+
+__all__ = ["ANSWER_FEATURES", "answer_features", "conversation_text", "answer_columns",
+           "with_answer_columns", "attach"]
+
+#: The features :func:`answer_features` counts.
+ANSWER_FEATURES: tuple[str, ...] = ("length", "headers", "lists", "bold")
+
+_CODE = re.compile(r"```[^`]*```")
+_HEADER = re.compile(r"^#{1,6}\s", re.MULTILINE)
+_LIST = re.compile(r"^\s*(?:\d+\.|[-*+])\s", re.MULTILINE)
+_BOLD = re.compile(r"\*\*[^*\n]+\*\*|__[^_\n]+__")
+
+
+def answer_features(texts: Iterable[Any]) -> pd.DataFrame:
+    r"""Length (characters) and markdown counts of each answer text.
+
+    Parameters
+    ----------
+    texts : iterable of str or None
+        The answers (None or NaN: a missing answer, all features NaN).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns :data:`ANSWER_FEATURES`: ``length`` (characters, code included),
+        ``headers``, ``lists`` and ``bold`` (counted outside fenced code blocks).
+
+    Examples
+    --------
+    >>> answer_features(["# Title\n- a\n- **b**\n```\n# not a header\n```"]).iloc[0].tolist()
+    [42.0, 1.0, 2.0, 1.0]
+    """
+    rows = []
+    for text in texts:
+        if not isinstance(text, str):
+            rows.append((np.nan,) * len(ANSWER_FEATURES))
+            continue
+        prose = _CODE.sub("", text)
+        rows.append((float(len(text)), float(len(_HEADER.findall(prose))),
+                     float(len(_LIST.findall(prose))), float(len(_BOLD.findall(prose)))))
+    return pd.DataFrame(rows, columns=list(ANSWER_FEATURES), dtype=float)
+
+
+def conversation_text(conversation: Any) -> str | None:
+    """The assistant turns of an OpenAI-style conversation (list of ``{"role",
+    "content"}``), joined by newlines, as FastChat's ``get_element_counts`` joins them;
+    None when it is not such a list."""
+    if not isinstance(conversation, list | tuple):
+        return None
+    parts = [str(t.get("content", "")) for t in conversation
+             if isinstance(t, dict) and t.get("role") == "assistant"]
+    return "\n".join(parts) if parts else None
+
+
+def with_answer_columns(frame: pd.DataFrame, texts_a: Iterable[Any],
+                        texts_b: Iterable[Any]) -> pd.DataFrame:
+    """``frame`` with ``<feature>_a`` / ``<feature>_b`` columns of the two answers."""
+    out = frame.copy()
+    for side, texts in (("a", texts_a), ("b", texts_b)):
+        feats = answer_features(texts)
+        for name in ANSWER_FEATURES:
+            out[f"{name}_{side}"] = feats[name].to_numpy()
+    return out
+
+
+def answer_columns(table: EvalTable, features: Sequence[str], data: pd.DataFrame | None = None
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """The ``(n_obs, p)`` arrays of each feature for model_a's and model_b's answers.
+
+    A feature ``f`` is the pair of columns ``f_a`` and ``f_b``: taken from the table's
+    canonical frame when there, else from ``data`` (the DataFrame the table was read
+    from, aligned by the table's ``row``).
+
+    Raises
+    ------
+    InvalidOptionError
+        A feature with neither column pair, or not numeric.
+    InvalidTableError
+        A feature with missing values in the table's rows.
+    """
+    if isinstance(features, str) or not features:
+        raise InvalidOptionError(
+            f"features={features!r}: pass a non-empty list of feature names, e.g. "
+            "['length'] or ['length', 'headers', 'lists', 'bold']")
+    d = table.data
+    rows = d["row"].to_numpy()
+    out: dict[str, list[np.ndarray]] = {"a": [], "b": []}
+    for name in features:
+        for side in ("a", "b"):
+            col = f"{name}_{side}"
+            if col in d.columns:
+                values = d[col]
+            elif data is not None and col in data.columns:
+                if len(data) < table.n_raw or int(rows.max(initial=-1)) >= len(data):
+                    raise EvalmixError(
+                        f"data= has {len(data)} rows but the table was read from "
+                        f"{table.n_raw}: pass the DataFrame the table was read from")
+                values = data[col].iloc[rows].reset_index(drop=True)
+            else:
+                where = (f"the table (source {table.source!r})" if data is None
+                         else "the table or data=")
+                raise InvalidOptionError(
+                    f"feature {name!r} needs the columns {name}_a and {name}_b (model_a's "
+                    f"and model_b's answers), which {where} lacks. The readers add length_a/"
+                    "length_b where the logs hold the answers; for other tables pass the "
+                    "source DataFrame as data= with both columns")
+            num = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
+            bad = np.isnan(num)
+            if bad.any():
+                raise InvalidTableError([
+                    f"{table.source}: column {col!r} has {int(bad.sum())} missing or "
+                    f"non-numeric values in the rows used (e.g. {values.iloc[int(np.flatnonzero(bad)[0])]!r}, "
+                    f"source row {int(rows[bad][0])}); fill them or drop those rows"])
+            out[side].append(num)
+    return np.column_stack(out["a"]), np.column_stack(out["b"])
+
+
+def attach(table: EvalTable, frame: pd.DataFrame, columns: Sequence[str]) -> EvalTable:
+    """``table`` with ``columns`` of its source ``frame`` (aligned by ``row``) added to the
+    canonical frame; columns absent from ``frame`` or all missing are skipped."""
+    keep = [c for c in columns if c in frame.columns and frame[c].notna().any()]
+    if not keep:
+        return table
+    data = table.frame()
+    rows = data["row"].to_numpy()
+    for c in keep:
+        data[c] = frame[c].to_numpy(dtype=float)[rows]
+    return replace(table, data=data)

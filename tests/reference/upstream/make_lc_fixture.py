@@ -1,0 +1,79 @@
+"""Build tests/fixtures/upstream/alpaca_eval/lc/ from tatsu-lab/alpaca_eval (run once;
+the output is committed). Needs a local clone (git directory) at the commit below:
+
+    python tests/reference/upstream/make_lc_fixture.py ALPACA_EVAL_GIT_DIR
+
+- tatsu-lab/alpaca_eval @ cd543a149df89434d8a54582c0151c0b945c3d20 (Apache-2.0)
+
+Writes, for the length-controlled win-rate tests:
+
+- ``annotations.csv.gz``: every ``results/<model>/weighted_alpaca_eval_gpt4_turbo/
+  annotations.json`` of the snapshot (56 models against gpt4_1106_preview; files of 4 MiB
+  and more, among them gpt4_1106_preview_verbose and _concise, are not in the public
+  snapshot this was built from), one row per annotation: ``model``, ``index`` (position
+  in the file = AlpacaEval's instruction index), ``preference`` (rounded to 6 decimals),
+  ``length_a`` / ``length_b`` (characters of output_1 and output_2, as upstream's
+  ``str.len()``). Instructions and outputs are left out.
+- ``weighted_alpaca_eval_gpt4_turbo_leaderboard.csv``: the AlpacaEval 2 leaderboard
+  (``src/alpaca_eval/leaderboards/data_AlpacaEval_2/``), columns win_rate,
+  standard_error, length_controlled_winrate, lc_standard_error.
+- ``baseline_gpt4_1106_preview.csv``: upstream's fitted GLM weights
+  (``src/alpaca_eval/metrics/weights/weighted_alpaca_eval_gpt4_turbo/
+  length_controlled_v1/``).
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+OUT = Path(__file__).resolve().parents[2] / "fixtures" / "upstream" / "alpaca_eval" / "lc"
+COMMIT = "cd543a149df89434d8a54582c0151c0b945c3d20"
+BASELINE = "gpt4_1106_preview"
+
+
+def git(repo: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", "--git-dir", repo, *args], capture_output=True, text=True)
+
+
+def main(repo: str) -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    listing = git(repo, "ls-tree", "-r", COMMIT, "results").stdout.splitlines()
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["model", "index", "preference", "length_a", "length_b"])
+    for line in listing:
+        meta, path = line.split("\t")
+        parts = path.split("/")
+        if len(parts) != 4 or parts[2:] != ["weighted_alpaca_eval_gpt4_turbo",
+                                            "annotations.json"] or parts[1] == BASELINE:
+            continue
+        blob = git(repo, "cat-file", "blob", meta.split()[2])
+        if blob.returncode:  # not in the snapshot
+            continue
+        for i, r in enumerate(json.loads(blob.stdout)):
+            assert r["generator_1"] == BASELINE, path  # model: the folder, as upstream's notebook
+            pref = r["preference"]
+            w.writerow([parts[1], i, pref if pref is None else round(float(pref), 6), len(r["output_1"] or ""),
+                        len(r["output_2"] or "")])
+    with gzip.open(OUT / "annotations.csv.gz", "wt", compresslevel=9) as f:
+        f.write(buf.getvalue())
+    lb = git(repo, "show", f"{COMMIT}:src/alpaca_eval/leaderboards/data_AlpacaEval_2/"
+             "weighted_alpaca_eval_gpt4_turbo_leaderboard.csv").stdout
+    rows = list(csv.reader(io.StringIO(lb)))
+    keep = [0] + [rows[0].index(c) for c in ("win_rate", "standard_error",
+                                             "length_controlled_winrate", "lc_standard_error")]
+    with open(OUT / "weighted_alpaca_eval_gpt4_turbo_leaderboard.csv", "w", newline="") as f:
+        csv.writer(f, lineterminator="\n").writerows([[r[k] for k in keep] for r in rows])
+    (OUT / "baseline_gpt4_1106_preview.csv").write_text(git(
+        repo, "show", f"{COMMIT}:src/alpaca_eval/metrics/weights/weighted_alpaca_eval_gpt4_turbo/"
+        "length_controlled_v1/baseline_gpt4_1106_preview.csv").stdout)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
