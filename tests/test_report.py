@@ -431,6 +431,16 @@ def test_many_models_get_a_leaderboard_at_the_recommended_level(tmp_path):
     assert paths["leaderboard.csv"].is_file() and paths["leaderboard_pairs.csv"].is_file()
     assert "every model pair" in paths["report.md"].read_text()
     assert (tmp_path / "r" / "plots" / "leaderboard.png").is_file()
+    # the JSON holds every table the folder holds (one table of parts: report.PARTS)
+    from evalmix.report.report import PARTS
+
+    data = json.loads(rep.to_json())
+    written = {f for f in paths if f.endswith(".csv")}
+    assert written == set(rep.frames()) == {"intervals.csv", "variance.csv", "judges.csv",
+                                            "leaderboard.csv", "leaderboard_pairs.csv"}
+    for part in PARTS:
+        if part.file in written:
+            assert len(data[part.attr]) == len(pd.read_csv(paths[part.file])), part
     # few models: no leaderboard (the contrasts list every difference)
     from evalmix.sim import pairwise_judges
 

@@ -12,7 +12,7 @@ import math
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,7 +33,7 @@ from evalmix.tidy import tidy_rows
 if TYPE_CHECKING:
     from evalmix.report.humans import HumansSection
 
-__all__ = ["Report", "check_report_dir", "REPORT_MARKER"]
+__all__ = ["Report", "PARTS", "Part", "check_report_dir", "REPORT_MARKER"]
 
 
 def _jsonable(obj: Any) -> Any:
@@ -57,6 +57,37 @@ def _jsonable(obj: Any) -> Any:
 
 #: Title of the report section for many-model tables.
 LEADERBOARD_TITLE = "Leaderboard: per-model intervals, every model pair, rank ranges"
+
+
+def _reliability_frame(reliability: Mapping[str, Any]) -> pd.DataFrame:
+    from evalmix.report.reliability import reliability_frame
+
+    return reliability_frame(dict(reliability))
+
+
+@dataclass(frozen=True)
+class Part:
+    """One part of a :class:`Report`: its attribute, its CSV file (None: in the JSON only)
+    and how the attribute's value becomes the file's table."""
+
+    attr: str
+    file: str | None
+    frame: Callable[[Any], pd.DataFrame] = lambda value: value
+
+
+#: The report's parts, written once: :meth:`Report.frames` (the CSV files that
+#: :meth:`Report.write` saves) and :meth:`Report.to_dict` (the JSON) both read this table,
+#: so a part cannot be saved and left out of the JSON, or the other way round.
+PARTS: tuple[Part, ...] = (
+    Part("intervals", "intervals.csv"),
+    Part("variance", "variance.csv"),
+    Part("judges", "judges.csv"),
+    Part("position", None),
+    Part("prior_sensitivity", "prior_sensitivity.csv"),
+    Part("reliability", "reliability.csv", _reliability_frame),
+    Part("leaderboard", "leaderboard.csv"),
+    Part("leaderboard_pairs", "leaderboard_pairs.csv"),
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -162,21 +193,27 @@ class Report:
         refs = {c.rpartition(" vs ")[2] for c in contrasts}
         return refs.pop() if len(refs) == 1 and all(" vs " in c for c in contrasts) else None
 
+    def frames(self) -> dict[str, pd.DataFrame]:
+        """Every table of the report that is present, by its CSV file name (the parts of
+        :data:`PARTS`, then the humans section's)."""
+        out = {part.file: part.frame(value) for part in PARTS
+               if part.file and (value := getattr(self, part.attr)) is not None}
+        if self.humans is not None:
+            out.update(self.humans.frames())
+        return out
+
     def to_dict(self) -> dict[str, Any]:
-        return _jsonable({
-            "summary": self.summary,
-            "headline": self.headline,
-            "warnings": list(self.warnings),
-            "design": self.design,
-            "intervals": self.intervals,
-            "variance": self.variance,
-            "judges": self.judges,
-            "position": self.position,
-            "truth": self.truth if self.truth is not None else None,
-            **({"prior_sensitivity": self.prior_sensitivity}
-               if self.prior_sensitivity is not None else {}),
-            **({"reliability": self.reliability} if self.reliability is not None else {}),
-        })
+        """The whole report as plain data: the summary, headline, warnings, design and
+        truth, then every part of :data:`PARTS` that is present (the same parts
+        :meth:`write` saves), and the humans section's tables."""
+        parts = {part.attr: value for part in PARTS
+                 if (value := getattr(self, part.attr)) is not None}
+        if self.humans is not None:
+            parts["humans"] = {name.removesuffix(".csv"): frame
+                               for name, frame in self.humans.frames().items()}
+        return _jsonable({"summary": self.summary, "headline": self.headline,
+                          "warnings": list(self.warnings), "design": self.design,
+                          "truth": self.truth, **parts})
 
     # ------------------------------------------------------------------ writers
     def to_json(self, path: str | Path | None = None) -> str:
@@ -280,16 +317,8 @@ class Report:
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-        names = ["intervals.csv", "variance.csv", "judges.csv", "design.json", "design.md",
+        names = [*self.frames(), "design.json", "design.md",
                  *(["report.html"] if complete else []), "report.md", "summary.json"]
-        if self.prior_sensitivity is not None:
-            names.append("prior_sensitivity.csv")
-        if self.leaderboard is not None:
-            names += ["leaderboard.csv", "leaderboard_pairs.csv"]
-        if self.humans is not None:
-            names += list(self.humans.frames())
-        if self.reliability is not None:
-            names.append("reliability.csv")
         return {name: Path(out) / name for name in names}
 
     def _extra_figures(self) -> list[tuple[str, Any]]:
@@ -327,25 +356,11 @@ class Report:
         def csv(frame: pd.DataFrame, name: str) -> None:
             csv_frame(frame, escape=escape_csv).to_csv(d / name, index=False)
 
-        csv(self.intervals, "intervals.csv")
-        csv(self.variance, "variance.csv")
-        csv(self.judges, "judges.csv")
+        for name, frame in self.frames().items():
+            csv(frame, name)
         (d / "design.json").write_text(json.dumps(_jsonable(self.design), indent=2,
                                                   default=str))
         (d / "design.md").write_text(design_markdown(self))
-        if self.prior_sensitivity is not None:
-            csv(self.prior_sensitivity, "prior_sensitivity.csv")
-        if self.reliability is not None:
-            from evalmix.report.reliability import reliability_frame
-
-            csv(reliability_frame(dict(self.reliability)), "reliability.csv")
-        if self.leaderboard is not None:
-            csv(self.leaderboard, "leaderboard.csv")
-            if self.leaderboard_pairs is not None:
-                csv(self.leaderboard_pairs, "leaderboard_pairs.csv")
-        if self.humans is not None:
-            for name, frame in self.humans.frames().items():
-                csv(frame, name)
         summary = dict(self.summary)
         summary["headline"] = self.headline
         summary["warnings"] = list(self.warnings)
