@@ -49,7 +49,7 @@ def test_bootstrap_records_the_canonical_name(pairwise):
 def test_unknown_family_names_the_choices(pairwise):
     with pytest.raises(InvalidOptionError, match=r"family='poisson'.*'gaussian', 'binomial'"):
         evalmix.interval(pairwise, "coef", family="poisson", cluster="scenario")
-    with pytest.raises(InvalidOptionError, match=r"'cumulative' \(or 'ordinal'"):
+    with pytest.raises(InvalidOptionError, match=r"family='poisson'.*'cumulative' \(or 'ordinal'"):
         build_spec(pairwise, family="poisson")
     assert family_name("ordinal") == "cumulative"
 
@@ -63,3 +63,16 @@ def test_ordinal_and_cumulative_build_the_same_spec():
     a, b = build_spec(t, family="ordinal"), build_spec(t, family="cumulative")
     assert a.family == b.family == "cumulative" and a.categories == b.categories
     np.testing.assert_array_equal(a.y, b.y)
+
+
+def test_a_family_the_table_implies_is_accepted_and_another_refused(pairwise):
+    """fit(family="binomial") on 0/1 verdicts is the model fit(family=None) builds (the
+    fitted family is binomial with one trial); a family that does not fit is refused."""
+    implied = build_spec(pairwise)
+    assert implied.family == "bernoulli"
+    for name in ("bernoulli", "binomial"):
+        spec = build_spec(pairwise, family=name)
+        assert spec.family == implied.family and spec.formula == implied.formula
+        np.testing.assert_array_equal(spec.y, implied.y)
+    with pytest.raises(InvalidOptionError, match=r"family='gaussian' does not fit .*'bernoulli'"):
+        build_spec(pairwise, family="gaussian")

@@ -145,10 +145,28 @@ ORDINAL_MAX_CATEGORIES = 30
 
 def _response(table, design: str, family: str | None = None
               ) -> tuple[np.ndarray, str, str, tuple[str, ...]]:
+    y, implied, response, cats = _implied_response(table, design, family)
+    if family is not None and not _agrees(family_name(family), implied):
+        raise InvalidOptionError(
+            f"family={family!r} does not fit this table: its outcome ({table.kind}, "
+            f"{table.outcome_type}) is modelled as {implied!r}; leave family=None (the "
+            "family follows from the table), or ask for family='ordinal' on numeric scores")
+    return y, implied, response, cats
+
+
+def _agrees(requested: str, implied: str) -> bool:
+    """Whether the family a user named is the one the table implies (0/1 rows are the
+    binomial family with one trial: ``bernoulli`` and ``binomial`` name the same model)."""
+    logistic = {"bernoulli", "binomial"}
+    return requested == implied or {requested, implied} <= logistic
+
+
+def _implied_response(table, design: str, family: str | None
+                      ) -> tuple[np.ndarray, str, str, tuple[str, ...]]:
     d = table.data
-    # None: the family follows from the table; the one family to ask for is the
-    # cumulative logit
-    ordinal = family is not None and family_name(family, ("cumulative",)) == "cumulative"
+    # None: the family follows from the table; the one family that changes the model is
+    # the cumulative logit (any other name must agree with the table: _agrees)
+    ordinal = family is not None and family_name(family) == "cumulative"
     if ordinal and not (table.kind == "scores"
                                     and table.outcome_type == "numeric"):
         raise InvalidOptionError("family='ordinal' is for numeric score tables (e.g. 1-10 "

@@ -98,9 +98,13 @@ def fit(
         Cluster roles with random intercepts (default: every role not in ``fixed``).
     reference : str, optional
         Reference level of the condition / model abilities.
-    family : {None, "ordinal", "cumulative"}
-        ``"ordinal"``: a cumulative-logit model for numeric scores (1-10 ratings) instead
-        of the Gaussian one (Bayesian back end; see :func:`~evalmix.models.spec.build_spec`).
+    family : {None, "ordinal", "cumulative", "gaussian", "bernoulli", "binomial"}
+        ``None``: the family follows from the table (Gaussian for numeric scores, binomial
+        for 0/1 and proportion outcomes and pairwise verdicts). ``"ordinal"``: a
+        cumulative-logit model for numeric scores (1-10 ratings) instead of the Gaussian
+        one (Bayesian back end; see :func:`~evalmix.models.spec.build_spec`). Any other
+        name must be the family the table implies (``"bernoulli"`` and ``"binomial"`` both
+        name the logistic model of 0/1 rows); a family that does not fit is refused.
     strata : str, optional
         Fit separately within each level of this cluster role (e.g. ``"judge"``); the
         tables are stacked with ``"<role>=<level>: "`` prefixed to terms and factors, and
