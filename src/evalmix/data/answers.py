@@ -13,7 +13,7 @@ where the logs hold the answer texts:
   ``headers``, ``lists`` and ``bold`` of the assistant turns (:func:`answer_features`).
 
 Any other per-answer column of a table read with :func:`evalmix.read` is used the same
-way: pass the source DataFrame as ``data=`` and name the feature (``"tokens"`` takes the
+way: pass the source DataFrame as ``columns=`` and name the feature (``"tokens"`` takes the
 columns ``tokens_a`` and ``tokens_b``).
 
 The markdown counts follow FastChat's ``count_markdown_elements``
@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from evalmix.errors import EvalmixError, InvalidOptionError, InvalidTableError
+from evalmix.errors import InvalidOptionError, InvalidTableError
 
 if TYPE_CHECKING:
     from evalmix.data.table import EvalTable
@@ -104,13 +104,14 @@ def with_answer_columns(frame: pd.DataFrame, texts_a: Iterable[Any],
     return out
 
 
-def answer_columns(table: EvalTable, features: Sequence[str], data: pd.DataFrame | None = None
+def answer_columns(table: EvalTable, features: Sequence[str], columns: pd.DataFrame | None = None
                    ) -> tuple[np.ndarray, np.ndarray]:
     """The ``(n_obs, p)`` arrays of each feature for model_a's and model_b's answers.
 
     A feature ``f`` is the pair of columns ``f_a`` and ``f_b``: taken from the table's
-    canonical frame when there, else from ``data`` (the DataFrame the table was read
-    from, aligned by the table's ``row``).
+    canonical frame when there, else from ``columns`` (the DataFrame the table was read
+    from, aligned by the table's ``row``; the ``columns=`` of
+    :func:`evalmix.inference.custom.statistic`).
 
     Raises
     ------
@@ -131,20 +132,20 @@ def answer_columns(table: EvalTable, features: Sequence[str], data: pd.DataFrame
             col = f"{name}_{side}"
             if col in d.columns:
                 values = d[col]
-            elif data is not None and col in data.columns:
-                if len(data) < table.n_raw or int(rows.max(initial=-1)) >= len(data):
-                    raise EvalmixError(
-                        f"data= has {len(data)} rows but the table was read from "
-                        f"{table.n_raw}: pass the DataFrame the table was read from")
-                values = data[col].iloc[rows].reset_index(drop=True)
+            elif columns is not None and col in columns.columns:
+                if int(rows.max(initial=-1)) >= len(columns):
+                    raise InvalidOptionError(
+                        f"columns= has {len(columns)} rows but the table was read from at "
+                        f"least {int(rows.max()) + 1}: pass the DataFrame it was read from")
+                values = columns[col].iloc[rows].reset_index(drop=True)
             else:
-                where = (f"the table (source {table.source!r})" if data is None
-                         else "the table or data=")
+                where = (f"the table (source {table.source!r})" if columns is None
+                         else "the table or columns=")
                 raise InvalidOptionError(
                     f"feature {name!r} needs the columns {name}_a and {name}_b (model_a's "
                     f"and model_b's answers), which {where} lacks. The readers add length_a/"
                     "length_b where the logs hold the answers; for other tables pass the "
-                    "source DataFrame as data= with both columns")
+                    "source DataFrame as columns= with both columns")
             num = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
             bad = np.isnan(num)
             if bad.any():

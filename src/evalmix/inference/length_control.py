@@ -281,7 +281,7 @@ class LengthControlResult:
 
 
 # --------------------------------------------------------------------------- API
-def _oriented(table: EvalTable, baseline: str | None, data: pd.DataFrame | None
+def _oriented(table: EvalTable, baseline: str | None, columns: pd.DataFrame | None
               ) -> tuple[_Data, str]:
     d = table.data
     a = d["model_a"].astype(str).to_numpy()
@@ -295,7 +295,7 @@ def _oriented(table: EvalTable, baseline: str | None, data: pd.DataFrame | None
     elif baseline not in in_every:
         raise InvalidOptionError(f"baseline={baseline!r} is not in every row of the table "
                                  f"(models in every row: {in_every})")
-    len_a, len_b = answer_columns(table, ["length"], data)
+    len_a, len_b = answer_columns(table, ["length"], columns)
     base_a = a == baseline
     y_a = d["y"].to_numpy(dtype=float)
     y = np.where(base_a, 1.0 - y_a, y_a)
@@ -369,7 +369,7 @@ def _resample(data: _Data, rng: np.random.Generator, by_item: list[np.ndarray]
 def length_controlled_win_rate(
     table: EvalTable, *, baseline: str | None = None,
     difficulty: pd.Series | None = None, gamed: str | Sequence[str] | None = "auto",
-    regularize: float = UPSTREAM_LAMBDA, data: pd.DataFrame | None = None,
+    regularize: float = UPSTREAM_LAMBDA, columns: pd.DataFrame | None = None,
     reps: int = 200, level: float = 0.95, seed: SeedLike = None,
 ) -> LengthControlResult:
     """AlpacaEval 2's length-controlled win rate of every model against the baseline.
@@ -391,9 +391,9 @@ def length_controlled_win_rate(
         and ``<baseline>_concise`` when the table holds them (as upstream); None: none.
     regularize : float
         Total weight of the gamed rows (upstream's 0.2, split evenly between them).
-    data : pandas.DataFrame, optional
-        The source DataFrame, when the lengths are its columns ``length_a`` /
-        ``length_b`` rather than the table's.
+    columns : pandas.DataFrame, optional
+        The DataFrame the table was read from, when the lengths are its columns
+        ``length_a`` / ``length_b`` rather than the table's.
     reps : int
         Cluster-bootstrap replicates (instructions resampled, everything refitted;
         about 0.5 s each for 56 models x 805 instructions).
@@ -417,7 +417,7 @@ def length_controlled_win_rate(
     level = check_level(level)
     reps = check_count("reps", reps, minimum=MIN_REPS)
     lam = check_number("regularize", regularize, low=0.0)
-    dat, baseline = _oriented(table, baseline, data)
+    dat, baseline = _oriented(table, baseline, columns)
     gamed_codes = _gamed_codes(dat.models, baseline, gamed)
     item_labels = np.asarray(dat.items)
     given = None if difficulty is None else _difficulty_from(difficulty, item_labels)
