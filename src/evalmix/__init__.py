@@ -35,6 +35,7 @@ _LAZY: dict[str, str] = {
     "leaderboard": "evalmix.inference.leaderboard",
     "LeaderboardResult": "evalmix.inference.leaderboard",
     "length_controlled_win_rate": "evalmix.inference.length_control",
+    "style_controlled_bt": "evalmix.inference.style_control",
     "design_effect": "evalmix.design.effect",
     "gstudy": "evalmix.compare.gstudy",
     "GStudyResult": "evalmix.design.gresult",

@@ -33,6 +33,8 @@ _LAZY: dict[str, str] = {
     "LeaderboardResult": "evalmix.inference.leaderboard",
     "length_controlled_win_rate": "evalmix.inference.length_control",
     "LengthControlResult": "evalmix.inference.length_control",
+    "style_controlled_bt": "evalmix.inference.style_control",
+    "StyleControlResult": "evalmix.inference.style_control",
 }
 
 __all__ = sorted(_LAZY)

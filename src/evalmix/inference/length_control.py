@@ -80,7 +80,7 @@ if TYPE_CHECKING:
     from evalmix.data.table import EvalTable
 
 __all__ = ["length_controlled_win_rate", "LengthControlResult", "estimate_difficulty",
-           "lc_glm"]
+           "lc_glm", "weighted_logit"]
 
 #: Upstream's ``regularize_to_baseline_lambda`` (``length_controlled_v1``).
 UPSTREAM_LAMBDA = 0.2
@@ -93,23 +93,32 @@ _RIDGE = 1e-6
 
 
 # --------------------------------------------------------------------------- fits
-def _newton(X: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Weighted logistic regression (probability targets) by Newton's method."""
+def weighted_logit(X: np.ndarray, y: np.ndarray, w: np.ndarray,
+                   penalty: np.ndarray | None = None) -> np.ndarray:
+    """Weighted logistic regression with probability targets by Newton's method.
+
+    Maximises ``sum_r w_r (y_r eta_r - log(1 + e^eta_r)) - penalty . beta^2 / 2``
+    (``penalty``: a ridge per coefficient, on that summed scale; None: none).
+    :func:`evalmix.inference.estimands.fit_logit` is the unweighted, unpenalised fit
+    with a convergence warning instead of an error.
+    """
     beta = np.zeros(X.shape[1])
+    pen = np.zeros(X.shape[1]) if penalty is None else np.asarray(penalty, dtype=float)
     for _ in range(_MAXIT):
         mu = expit(X @ beta)
         v = w * mu * (1 - mu)
         try:
-            step = np.linalg.solve((X * v[:, None]).T @ X, X.T @ (w * (y - mu)))
+            step = np.linalg.solve((X * v[:, None]).T @ X + np.diag(pen),
+                                   X.T @ (w * (y - mu)) - pen * beta)
         except np.linalg.LinAlgError:
             raise EvalmixError(
-                "the length-controlled GLM is singular (a model's lengths or difficulties "
-                "do not vary, or it won or lost every instruction)") from None
+                "the logistic fit is singular (a covariate does not vary, a model is "
+                "never compared, or one side won every comparison)") from None
         beta += step
         if np.max(np.abs(step)) < _TOL * (1 + np.max(np.abs(beta))):
             return beta
-    raise EvalmixError(f"the length-controlled GLM did not converge in {_MAXIT} Newton steps "
-                       "(a model that wins or loses nearly everything has no finite fit)")
+    raise EvalmixError(f"the logistic fit did not converge in {_MAXIT} Newton steps (a model "
+                       "that wins or loses nearly everything has no finite fit)")
 
 
 def estimate_difficulty(y: np.ndarray, model: np.ndarray, item: np.ndarray, t: np.ndarray,
@@ -212,7 +221,7 @@ def lc_glm(data: _Data, difficulty: np.ndarray, gamed: Sequence[int], lam: float
         X = np.column_stack([t[rows], d_row[rows],
                              np.r_[np.ones(own.size), np.zeros(g_rows.size)]])
         w = np.r_[np.ones(own.size), np.full(g_rows.size, g_w)]
-        beta = _newton(X, data.y[rows], w)
+        beta = weighted_logit(X, data.y[rows], w)
         pred = expit(beta[2] + beta[1] * d_row[own])
         coef[m], lc[m] = beta, pred.mean()
         sem[m] = pred.std(ddof=1) / np.sqrt(own.size) if own.size > 1 else np.nan
