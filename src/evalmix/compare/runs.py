@@ -124,11 +124,11 @@ class RunComparison:
     def answer(self) -> list[str]:
         """One plain sentence per task x run: the difference, its interval, the tests."""
         out = []
-        rows = self.table.set_index(["task", "run_b", "method"])
+        rows = self.table.set_index(["task", "run_a", "run_b", "method"])
         for _, r in self.headline().iterrows():
-            key = (r["task"], r["run_b"])
+            key = (r["task"], r["run_a"], r["run_b"])
             where = f" on {r['task']}" if r["task"] else ""
-            text = (f"{r['run_b']} - {self.baseline}{where}: {r['estimate']:+.4f} "
+            text = (f"{r['run_b']} - {r['run_a']}{where}: {r['estimate']:+.4f} "
                     f"({self.level:.0%} CI {r['lo']:+.4f} to {r['hi']:+.4f}, {self.method} "
                     f"by {self.cluster}, {r['n_clusters']} clusters, {r['n_pairs']} pairs); "
                     f"p = {r['p_value']:.3g}")
@@ -147,7 +147,7 @@ class RunComparison:
     def __str__(self) -> str:
         show = self.headline()[["task", "run_b", "estimate", "lo", "hi", "p_value", "p_holm",
                                 "mde", "n_pairs"]]
-        return (f"paired comparison with {self.baseline!r} ({self.method} by {self.cluster}, "
+        return (f"paired comparison ({self.method} by {self.cluster}, "
                 f"{self.level:.0%})\n" + "\n".join(self.answer()) + "\n"
                 + show.to_string(index=False, float_format="{:.4g}".format))
 
@@ -350,6 +350,7 @@ def paired_runs(
     *,
     labels: Sequence[str] | None = None,
     baseline: str | None = None,
+    pairs: Sequence[tuple[str, str]] | None = None,
     cluster: str = "item",
     method: str = "CR2",
     level: float = 0.95,
@@ -370,6 +371,9 @@ def paired_runs(
         share one).
     baseline : str, optional
         The run every other is compared with (default the first).
+    pairs : list of (str, str), optional
+        Instead of a baseline: the comparisons to make, each ``(A, B)`` giving ``B - A``
+        (e.g. every model with its own earlier run).
     cluster : str
         Cluster role of the intervals: ``"item"`` (the sample; its epochs are replicates
         within it) or a grouping role added when reading (``clusters={"subject":
@@ -405,10 +409,21 @@ def paired_runs(
         sources = [sources]
     runs = _read_runs(list(sources), labels, cluster, read_kwargs)
     names = [r.label for r in runs]
-    if baseline is None:
-        base = runs[0]
+    by_name = dict(zip(names, runs, strict=True))
+    if pairs is not None:
+        if baseline is not None:
+            raise InvalidOptionError("give baseline= or pairs=, not both")
+        pairs = [(str(a), str(b)) for a, b in pairs]
+        for name in (x for pair in pairs for x in pair):
+            if name not in by_name:
+                raise InvalidOptionError(f"pairs= names {name!r}, which is not a run; the "
+                                         f"runs are {', '.join(map(repr, names))}")
+        if not pairs:
+            raise InvalidOptionError("pairs= is empty; give (A, B) run names, B - A compared")
+    elif baseline is None:
+        pairs = [(names[0], n) for n in names[1:]]
     elif baseline in names:
-        base = runs[names.index(baseline)]
+        pairs = [(baseline, n) for n in names if n != baseline]
     else:
         raise InvalidOptionError(f"baseline={baseline!r} is not a run; the runs are "
                                  f"{', '.join(map(repr, names))}")
@@ -417,7 +432,7 @@ def paired_runs(
     missing: list[dict[str, Any]] = []
     tasks = sorted(set().union(*(set(r.frame["task"]) for r in runs)))
     few = []
-    for other in (r for r in runs if r is not base):
+    for base, other in ((by_name[a], by_name[b]) for a, b in pairs):
         per_task = []
         for task in tasks:
             a = base.frame[base.frame["task"] == task].drop(columns="task")
@@ -442,6 +457,7 @@ def paired_runs(
             pooled["group_a"] = pooled["task"] + "/" + pooled["group_a"].astype(str)
             counts = {"task": ALL_TASKS, "run_a": base.label, "run_b": other.label,
                       **{k: int(sum(r[k] for r in rows if r.get("run_b") == other.label
+                                    and r.get("run_a") == base.label
                                     and r.get("method") == method and r["task"] != ALL_TASKS))
                          for k in ("n_only_a", "n_only_b", "n_mismatched")}}
             rows += [{**counts, **x} for x in _rows(pooled, method=method, level=level,
@@ -473,14 +489,17 @@ def paired_runs(
         del m
     order = {m: i for i, m in enumerate((method, *_SANDWICH, "bootstrap", "mcnemar",
                                          "unpaired_z"))}
-    table = table.assign(_o=table["method"].map(order)).sort_values(
-        ["run_b", "task", "_o"], key=lambda s: s.map({ALL_TASKS: "\uffff"}).fillna(s)
-        if s.name == "task" else s, kind="stable").drop(columns="_o").reset_index(drop=True)
+    pair_no = {pair: i for i, pair in enumerate(pairs)}
+    table = table.assign(
+        _p=[pair_no[(a, b)] for a, b in zip(table["run_a"], table["run_b"], strict=True)],
+        _t=(table["task"] == ALL_TASKS).astype(int), _o=table["method"].map(order),
+    ).sort_values(["_p", "_t", "task", "_o"], kind="stable").drop(
+        columns=["_p", "_t", "_o"]).reset_index(drop=True)
     miss = pd.DataFrame(missing, columns=list(MISSING_COLUMNS))
     info = pd.DataFrame([{"run": r.label, "source": r.source, "task": task,
                           "n_samples": int(f["sample"].nunique()),
                           "n_epochs": int(f["epoch"].nunique()), "mean": float(f["y"].mean())}
                          for r in runs for task, f in r.frame.groupby("task", sort=True)])
-    return RunComparison(table=table, missing=miss, runs=info, baseline=base.label,
+    return RunComparison(table=table, missing=miss, runs=info, baseline=pairs[0][0],
                          cluster=cluster, method=method, level=level, power=power, reps=reps,
                          seed=recorded)

@@ -32,10 +32,10 @@ __all__ = ["compare_runs", "write_comparison", "COMPARISON_FILES"]
 #: the files :func:`write_comparison` puts in its folder (besides the manifest)
 COMPARISON_FILES = ("report.md", "report.html", "summary.json", "comparison.csv",
                     "missing.csv")
-_HEADLINE = ["task", "run_b", "estimate_a", "estimate_b", "estimate", "se", "lo", "hi", "df",
+_HEADLINE = ["task", "run_a", "run_b", "estimate_a", "estimate_b", "estimate", "se", "lo", "hi", "df",
              "p_value", "p_holm", "p_bh", "mde", "n_pairs", "n_clusters", "n_only_a",
              "n_only_b", "n_mismatched"]
-_METHODS = ["task", "run_b", "method", "estimate", "se", "lo", "hi", "df", "p_value",
+_METHODS = ["task", "run_a", "run_b", "method", "estimate", "se", "lo", "hi", "df", "p_value",
             "p_holm", "p_bh", "n_clusters", "n_a_only_right", "n_b_only_right", "note"]
 
 
@@ -45,6 +45,7 @@ def compare_runs(
     out: str | os.PathLike[str] | None = None,
     labels: Sequence[str] | None = None,
     baseline: str | None = None,
+    pairs: Sequence[tuple[str, str]] | None = None,
     cluster: str = "item",
     method: str = "CR2",
     level: float = 0.95,
@@ -71,7 +72,7 @@ def compare_runs(
     out : path, optional
         Write the report folder there (``report.md``, ``report.html``,
         ``summary.json``, ``comparison.csv``, ``missing.csv``).
-    labels, baseline, cluster, method, level, power, reps, seed, **read_kwargs
+    labels, baseline, pairs, cluster, method, level, power, reps, seed, **read_kwargs
         As :func:`~evalmix.compare.runs.paired_runs`.
     escape_csv : bool
         Escape CSV cells a spreadsheet would run as formulas (see
@@ -90,7 +91,8 @@ def compare_runs(
     """
     if out is not None:
         check_report_dir(out)   # before the work: a bad out fails at once
-    result = paired_runs(sources, labels=labels, baseline=baseline, cluster=cluster,
+    result = paired_runs(sources, labels=labels, baseline=baseline, pairs=pairs,
+                         cluster=cluster,
                          method=method, level=level, power=power, reps=reps, seed=seed,
                          **read_kwargs)
     if out is not None:
@@ -125,7 +127,7 @@ def _missing_view(r: RunComparison, most: int = 200) -> pd.DataFrame:
 
 def comparison_markdown(r: RunComparison) -> str:
     """The comparison as Markdown: the answer first, then the tables."""
-    lines = [f"# Paired comparison with {md_text(r.baseline)}", ""]
+    lines = ["# Paired comparison of runs", ""]
     lines += [f"- {md_text(a)}" for a in r.answer()]
     lines += ["", f"_{r.method} by {md_text(r.cluster)} at {r.level:.0%}; p_holm and p_bh "
               "adjust over the tasks x runs compared; mde is the smallest true difference the "
@@ -140,7 +142,7 @@ def comparison_markdown(r: RunComparison) -> str:
 def comparison_html(r: RunComparison) -> str:
     """The comparison as one self-contained HTML page."""
     answer = "".join(f"<li>{html_text(a)}</li>" for a in r.answer())
-    body = (f"<h1>Paired comparison with {html_text(r.baseline)}</h1>"
+    body = ("<h1>Paired comparison of runs</h1>"
             f"<ul class='rec'>{answer}</ul>"
             f"<p class='muted'>{html_text(r.method)} by {html_text(r.cluster)} at "
             f"{r.level:.0%}; p_holm and p_bh adjust over the tasks x runs compared; mde is "
