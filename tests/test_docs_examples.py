@@ -83,6 +83,8 @@ BASH: list[tuple[str, str, str]] = [
      "planning CLI: tests/test_plan_cli.py"),
     ("docs/gtheory.md", "evalmix plan dstudy ratings.csv",
      "the D-study CLI: tests/test_cli_dstudy.py"),
+    ("docs/plans.md", "evalmix plan check plan.toml mtbench.csv",
+     "the plan CLI: tests/test_analysis_plan.py (test_cli_plan_check)"),
     ("docs/report.md", "evalmix report DATA --outcome COL",
      "a usage synopsis with placeholders, not a command"),
     ("docs/report.md", ".venv/bin/python -c \"import evalmix.datasets",

@@ -59,6 +59,9 @@ _LAZY: dict[str, str] = {
     "PermutationResult": "evalmix.inference.permutation",
     "compare_runs": "evalmix.report.runs",
     "RunComparison": "evalmix.compare.runs",
+    "read_plan": "evalmix.data.analysis_plan",
+    "AnalysisPlan": "evalmix.data.analysis_plan",
+    "position_classes": "evalmix.compare.position",
 }
 
 __all__ = [

@@ -37,8 +37,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
                   "AC1, pooled agreement with the human votes and the human ceiling) with "
                   "delta-method and cluster-bootstrap intervals; --alt-test adds the "
                   "alternative annotator test."),
-    "plan": ("plan a design: evalmix plan dstudy DATA (G and D studies)",
-             "Planning subcommands. dstudy: variance components of a table or an eval log "
+    "plan": ("plan a design (evalmix plan dstudy DATA) or check an analysis plan "
+             "(evalmix plan check PLAN DATA)",
+             "Planning subcommands. check: an analysis plan declared in advance, checked "
+             "against a table. dstudy: variance components of a table or an eval log "
              "(generalizability theory), reliability and SEs for other numbers of items, "
              "judges, templates and runs, the smallest and the cost-optimal design."),
     "compare": ("runs of one benchmark compared sample by sample (paired tests)",

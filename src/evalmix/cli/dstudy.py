@@ -77,6 +77,9 @@ def add_parser(subparsers: Any) -> list[str]:
     ds.add_argument("--quiet", action="store_true", help="no progress bars")
     ds.add_argument("--out", required=True, metavar="DIR", help="output folder")
     ds.set_defaults(func=run_dstudy)
+    from evalmix.cli.plan import add_check
+
+    add_check(sub)
     plan.set_defaults(func=lambda args: _no_subcommand(plan))
     return ["plan"]
 

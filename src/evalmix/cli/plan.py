@@ -5,7 +5,8 @@
 number of clusters, one line per factor added). With ``--components`` it simulates from
 variance components instead (one line per factor varied). ``evalmix coverage`` runs
 :func:`evalmix.plan.coverage` and writes ``coverage.csv``, ``coverage.jsonl`` (streamed,
-resumable) and ``coverage.png``.
+resumable) and ``coverage.png``. ``evalmix plan check PLAN DATA`` checks an analysis plan
+(:mod:`evalmix.data.analysis_plan`) against a table and says what the data will force.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from evalmix.cli._common import (
 from evalmix.errors import InvalidOptionError
 from evalmix.vocabulary import PilotDifference
 
-__all__ = ["add_parser", "run_power", "run_coverage", "parse_numbers"]
+__all__ = ["add_parser", "add_check", "run_power", "run_coverage", "run_check",
+           "parse_numbers"]
 
 
 def parse_numbers(text: str, *, integer: bool = False) -> list[Any]:
@@ -251,4 +253,63 @@ def run_coverage(args: argparse.Namespace) -> int:
     print(f"evalmix coverage: {len(res.table)} rows in {res.seconds:.1f} s "
           f"({res.n_resumed} cells resumed); wrote {Path(args.out) / 'coverage.csv'} and "
           f"{Path(args.out) / 'coverage.png'}")
+    return 0
+
+
+# ------------------------------------------------------------------------- check
+def add_check(sub: Any) -> None:
+    """Register ``check`` in the ``evalmix plan`` group."""
+    from evalmix.cli.report import add_read_arguments
+
+    ck = sub.add_parser(
+        "check", help="check an analysis plan (plan.toml) against a table before the report",
+        description="Read an analysis plan declared in advance (the eight items: primary "
+                    "estimand, primary cluster unit, fallback if clusters are too few, "
+                    "sensitivity cluster levels, interval method, bootstrap replicates, tie "
+                    "handling, judge pooling rule; docs/plans.md) and check it against DATA "
+                    "read with the same options as evalmix report: roles, contrasts, "
+                    "methods, ties. Prints each item as it will run and the deviations the "
+                    "data force (the fallback); exit 2 when the plan does not fit.")
+    ck.add_argument("plan", metavar="PLAN", help="analysis plan (TOML)")
+    add_read_arguments(ck)
+    ck.set_defaults(func=run_check)
+
+
+def run_check(args: argparse.Namespace) -> int:
+    from evalmix._escape import terminal
+    from evalmix.cli.report import read_plan_for, read_table
+    from evalmix.compare.recommend import level_label
+    from evalmix.report.planned import resolve_plan
+
+    plan = read_plan_for(args)
+    table = read_table(args, plan)
+    use = resolve_plan(plan, table)
+    t = use.table
+
+    def levels(level: tuple[str, ...]) -> str:
+        if not level:
+            return "none (rows independent)"
+        return f"{level_label(level)} ({min(t.n_levels(r) for r in level)} levels)"
+
+    n = len(use.keys)
+    shown = ", ".join(c for _, c in use.keys[:3]) + (" ..." if n > 3 else "")
+    fb = plan.fallback_method or plan.method
+    lines = [
+        f"evalmix plan check: {plan.path} (sha256 {plan.sha256[:16]}) fits {args.data} "
+        f"({t.n_obs:,} rows, {t.kind})",
+        f"  1. primary estimand: {plan.estimand}, {n} contrast(s): {shown}",
+        f"  2. primary cluster: {levels(use.declared)}",
+        f"  3. fallback below {plan.min_clusters} levels: {fb} by {levels(use.fallback)}",
+        "  4. sensitivity clusters: "
+        + ("; ".join(levels(lv) for lv in use.sensitivity) or "none"),
+        f"  5. interval method: {plan.method}",
+        f"  6. bootstrap replicates: {plan.reps}",
+        f"  7. ties: {plan.ties}" + (f" ({t.n_ties:,} tie verdicts read)"
+                                     if t.kind == "pairwise" else " (scores table: none)"),
+        f"  8. judges: {plan.judges}",
+    ]
+    lines += [f"deviation the data force: {d}" for d in use.deviations] or [
+        f"no deviation: the primary result will be {use.method} by "
+        f"{level_label(use.cluster) or 'none'}"]
+    print(terminal("\n".join(lines)))
     return 0

@@ -37,8 +37,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fast", action="store_true",
                    help="design-based methods only: no model fit unless --backend asks for "
                         "one, never MCMC")
-    p.add_argument("--reps", type=positive_int, default=2000, metavar="B",
-                   help="bootstrap replicates (default 2000)")
+    p.add_argument("--reps", type=positive_int, default=None, metavar="B",
+                   help="bootstrap replicates (default 2000, or the --plan's)")
     p.add_argument("--seed", type=nonnegative_int, default=None, metavar="S",
                    help="master seed")
     p.add_argument("--draws", type=positive_int, default=None,
@@ -55,9 +55,8 @@ def _common(p: argparse.ArgumentParser) -> None:
                         "would run as a formula, starting with = + - @, gets a leading ')")
 
 
-def add_parser(subparsers: Any) -> list[str]:
-    """Register ``report`` and ``demo`` on the top-level CLI."""
-    rp = add_command(subparsers, "report")
+def add_read_arguments(rp: argparse.ArgumentParser) -> None:
+    """The options that say how to read DATA (``report``, ``plan check``)."""
     rp.add_argument("data", metavar="DATA",
                     help="CSV/TSV/Parquet/JSONL table, or an eval log file or folder "
                          "(Inspect, lm-eval, AlpacaEval, Arena/FastChat, arena-hard; see --format)")
@@ -93,22 +92,7 @@ def add_parser(subparsers: Any) -> list[str]:
                          "sampled (benchmark subsets, categories); held fixed, intervals "
                          "cluster within them. Replaces the log format's default strata "
                          "(e.g. AlpacaEval's item_group); --strata '' declares none")
-    rp.add_argument("--human", action="append", default=None, metavar="RATER",
-                    help="a value of the judge role that is a person (repeatable): adds the "
-                         "'Judges against humans' section")
-    rp.add_argument("--rater-kind", dest="rater_kind", default=None, metavar="COL",
-                    help="column saying human / llm for each judge-role value (instead of "
-                         "--human)")
     rp.add_argument("--roles", help="roles.toml with the same keys")
-    rp.add_argument("--backend", choices=("bayes", "statsmodels"), default=None,
-                    help="model back end (default: statsmodels, plus bayes unless --fast)")
-    rp.add_argument("--cluster-levels", "--levels", dest="cluster_levels", nargs="*",
-                    default=None, metavar="LEVEL",
-                    help="cluster levels to run (roles, a+b for multiway, none; --levels is "
-                         "the old name)")
-    rp.add_argument("--no-letters", dest="letters", action="store_false",
-                    help="no tier letters on the leaderboard (more than 6 models): the rank "
-                         "ranges carry the comparisons")
     rp.add_argument("--encoding", default=None,
                     help="text encoding of a CSV/TSV/JSON file (default utf-8), e.g. latin-1")
     rp.add_argument("--on-unparsed", dest="on_unparsed", choices=("auto", "error", "drop"),
@@ -119,10 +103,35 @@ def add_parser(subparsers: Any) -> list[str]:
                     choices=("auto", "verdict", "winner"), default=None,
                     help="pairwise: the outcome holds a verdict (a/b/tie) or the winner's "
                          "name (needed when a model is called a, b, 0, 1 or tie)")
+
+
+def add_parser(subparsers: Any) -> list[str]:
+    """Register ``report`` and ``demo`` on the top-level CLI."""
+    rp = add_command(subparsers, "report")
+    add_read_arguments(rp)
+    rp.add_argument("--human", action="append", default=None, metavar="RATER",
+                    help="a value of the judge role that is a person (repeatable): adds the "
+                         "'Judges against humans' section")
+    rp.add_argument("--rater-kind", dest="rater_kind", default=None, metavar="COL",
+                    help="column saying human / llm for each judge-role value (instead of "
+                         "--human)")
+    rp.add_argument("--backend", choices=("bayes", "statsmodels"), default=None,
+                    help="model back end (default: statsmodels, plus bayes unless --fast)")
+    rp.add_argument("--cluster-levels", "--levels", dest="cluster_levels", nargs="*",
+                    default=None, metavar="LEVEL",
+                    help="cluster levels to run (roles, a+b for multiway, none; --levels is "
+                         "the old name)")
+    rp.add_argument("--no-letters", dest="letters", action="store_false",
+                    help="no tier letters on the leaderboard (more than 6 models): the rank "
+                         "ranges carry the comparisons")
     rp.add_argument("--no-sensitivity", dest="sensitivity", action="store_false",
                     help="do not refit the Bayesian model with 2.5x wider SD priors "
                          "(by default done when a cluster factor has fewer than 5 levels; "
                          "it doubles the MCMC time)")
+    rp.add_argument("--plan", default=None, metavar="PLAN.toml",
+                    help="analysis plan declared in advance (docs/plans.md): the report opens "
+                         "with its primary result, marks deviations, labels the rest "
+                         "exploratory; its ties and reps apply")
     rp.add_argument("--out", required=True, metavar="DIR", help="output folder")
     _common(rp)
     rp.set_defaults(func=run_report)
@@ -141,7 +150,25 @@ def _role_lists(args: argparse.Namespace) -> dict[str, list[str]]:
             if value is not None}
 
 
-def _read_log(args: argparse.Namespace, fmt: str) -> Any:
+def read_plan_for(args: argparse.Namespace) -> Any:
+    """The ``--plan`` file read (None without one); ``--ties`` and ``--reps`` given
+    beside it must agree with it."""
+    if not getattr(args, "plan", None):
+        return None
+    from evalmix.data.analysis_plan import read_plan
+
+    plan = read_plan(args.plan)
+    for option, value, key, planned in (("--ties", args.ties, "ties", plan.ties),
+                                        ("--reps", getattr(args, "reps", None),
+                                         "[interval] reps", plan.reps)):
+        if value is not None and value != planned:
+            raise InvalidOptionError(
+                f"{option} {value} contradicts the analysis plan {plan.path!r} ({key} = "
+                f"{planned!r}); drop {option} (the plan's applies), or change the plan")
+    return plan
+
+
+def _read_log(args: argparse.Namespace, fmt: str, ties: str | None = None) -> Any:
     """A log format: reader options, clusters, ties and replicate go to its reader."""
     from evalmix.data.readers import read_log
 
@@ -153,13 +180,18 @@ def _read_log(args: argparse.Namespace, fmt: str) -> Any:
                                      f"{item!r}")
         low = value.strip().lower()
         kwargs[key.strip()] = {"true": True, "false": False}.get(low, value.strip())
-    extra = {"clusters": parse_cluster(args.cluster) or None, "ties": args.ties,
+    extra = {"clusters": parse_cluster(args.cluster) or None, "ties": args.ties or ties,
              "replicate": args.replicate, **_role_lists(args)}
     kwargs.update({k: v for k, v in extra.items() if v is not None})
     return read_log(args.data, format=cast(LogFormat, fmt), **kwargs)
 
 
-def _read(args: argparse.Namespace) -> Any:
+def read_table(args: argparse.Namespace, plan: Any = None) -> Any:
+    """DATA read as the reading options say (a ``plan``'s tie handling unless --ties)."""
+    return _read(args, ties=plan.ties if plan is not None else None)
+
+
+def _read(args: argparse.Namespace, ties: str | None = None) -> Any:
     from evalmix.data import read
     from evalmix.data.readers import detect_format
 
@@ -167,7 +199,7 @@ def _read(args: argparse.Namespace) -> Any:
     if fmt == "auto":
         fmt = "table" if (args.outcome or args.roles) else detect_format(args.data)
     if fmt != "table":
-        return _read_log(args, fmt)
+        return _read_log(args, fmt, ties)
     if not args.outcome and not args.roles:
         raise InvalidOptionError("--outcome is required (or give it in --roles roles.toml)")
     clusters = parse_cluster(args.cluster) or None
@@ -177,8 +209,8 @@ def _read(args: argparse.Namespace) -> Any:
         "roles": args.roles, "replicate": args.replicate, "encoding": args.encoding,
         "outcome_kind": args.outcome_kind,
     }
-    if args.ties is not None:
-        kwargs["ties"] = args.ties
+    if (args.ties or ties) is not None:
+        kwargs["ties"] = args.ties or ties
     kwargs.update(_role_lists(args))
     kwargs = {k: v for k, v in kwargs.items() if v is not None}
     # the dropped-rows count (and examples) always reaches the terminal
@@ -258,12 +290,14 @@ def run_report(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     check_report_dir(args.out)  # before the work: an unwritable --out fails at once
-    table = _read(args)
+    plan = read_plan_for(args)
+    table = read_table(args, plan)
     humans = _humans(args, table)
     try:
         report = analyze(
             table, cluster_levels=args.cluster_levels, backend=args.backend, fast=args.fast,
-            reps=args.reps, seed=args.seed, progress=not args.quiet, draws=args.draws,
+            reps=args.reps or 2000, seed=args.seed, plan=plan, progress=not args.quiet,
+            draws=args.draws,
             model_timeout=args.model_timeout, command=_command_line(), out=args.out,
             fit_options=None if args.sensitivity else {"sensitivity": None}, humans=humans,
             letters=args.letters)
@@ -280,7 +314,7 @@ def run_demo(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     check_report_dir(args.out)
     try:
-        report = demo_report(seed=args.seed, fast=args.fast, reps=args.reps,
+        report = demo_report(seed=args.seed, fast=args.fast, reps=args.reps or 2000,
                              draws=args.draws, progress=not args.quiet,
                              model_timeout=args.model_timeout, command=_command_line(),
                              out=args.out)

@@ -21,6 +21,12 @@ cluster (``cluster`` role, by default each matched pair, or each record of a
 single-order table), so a judge's bias is judged against item-to-item variation, not
 against row counts.
 
+:func:`position_classes` sorts the matched AB/BA cells (the two verdicts of one
+comparison -- same item, judge and models -- in both orders) into four classes, with
+cluster bootstrap intervals (see its docstring): stable condition wins, stable slot
+(position) wins, stable ties and flips; the first-shown win rate and the AB/BA-controlled
+win rate are sums over these classes.
+
 References
 ----------
 Shi, L. et al. (2024). Judging the Judges: A Systematic Study of Position Bias in
@@ -35,12 +41,16 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from evalmix.errors import check_count, check_level
+from evalmix.inference.bootstrap import MIN_REPS, cluster_weights, expanded_interval
 from evalmix.inference.sandwich import cluster_codes, cr1_factor
+from evalmix.seeding import child_seed, resolve_seed
 
 if TYPE_CHECKING:
     from evalmix.data.table import EvalTable
 
-__all__ = ["mean_cr1", "pair_agreement", "position_bias"]
+__all__ = ["mean_cr1", "pair_agreement", "position_bias", "position_classes",
+           "classes_wide", "CLASS_QUANTITIES", "CLASS_COLUMNS"]
 
 POSITION_COLUMNS = (
     "judge", "n_decisive", "first_shown_win_rate", "first_shown_lo", "first_shown_hi",
@@ -153,3 +163,243 @@ def position_bias(table: EvalTable, *, judge: str | None, cluster: str | None = 
             rows.append(_one(part, str(name), cluster, level))
     rows.append(_one(d, "(all judges)", cluster, level))
     return pd.DataFrame(rows, columns=list(POSITION_COLUMNS))
+
+
+# ------------------------------------------------------------------ AB/BA classes
+#: The nine (verdict in the AB order, verdict in the BA order) outcomes of a matched
+#: cell, with ``A`` the cell's model_a and ``AB`` the record that showed it first.
+_OUTCOMES = (("A", "A"), ("B", "B"), ("A", "B"), ("B", "A"), ("tie", "tie"),
+             ("A", "tie"), ("tie", "A"), ("B", "tie"), ("tie", "B"))
+#: Each quantity as (numerator weights, denominator weights) over :data:`_OUTCOMES`;
+#: ``None`` denominator = every matched cell. ``t`` in the controlled rate is the tie
+#: score (0.5 under ties="half", 0 under "separate"), filled in at run time.
+_CLASS_WEIGHTS: dict[str, tuple[tuple[float, ...], tuple[float, ...] | None]] = {
+    "stable_condition_win": ((1, 1, 0, 0, 0, 0, 0, 0, 0), None),
+    "stable_slot_win": ((0, 0, 1, 1, 0, 0, 0, 0, 0), None),
+    "stable_tie": ((0, 0, 0, 0, 1, 0, 0, 0, 0), None),
+    "flip": ((0, 0, 0, 0, 0, 1, 1, 1, 1), None),
+    "condition_win_a": ((1, 0, 0, 0, 0, 0, 0, 0, 0), None),
+    "condition_win_b": ((0, 1, 0, 0, 0, 0, 0, 0, 0), None),
+    "slot_win_first": ((0, 0, 1, 0, 0, 0, 0, 0, 0), None),
+    "slot_win_second": ((0, 0, 0, 1, 0, 0, 0, 0, 0), None),
+    "flip_to_a": ((0, 0, 0, 0, 0, 1, 1, 0, 0), None),
+    "flip_to_b": ((0, 0, 0, 0, 0, 0, 0, 1, 1), None),
+    # decisive verdicts won by the answer shown first, among decisive verdicts
+    "first_shown_win_rate": ((1, 1, 2, 0, 0, 1, 0, 0, 1), (2, 2, 2, 2, 0, 1, 1, 1, 1)),
+}
+#: Quantities of :func:`position_classes`, in output order.
+CLASS_QUANTITIES: tuple[str, ...] = (*_CLASS_WEIGHTS, "controlled_win_rate")
+CLASS_COLUMNS = ("judge", "quantity", "count", "estimate", "lo", "hi", "n_cells",
+                 "n_clusters", "cluster", "level", "reps", "seed", "ci_type")
+
+
+def _controlled_weights(tie: float) -> tuple[float, ...]:
+    """model_b's score averaged over both orders, per outcome (``tie``: a tie's score)."""
+    score = {"A": 0.0, "B": 1.0, "tie": tie}
+    return tuple((score[ab] + score[ba]) / 2 for ab, ba in _OUTCOMES)
+
+
+def _cells(frame: pd.DataFrame, cluster: str | None) -> pd.DataFrame:
+    """One row per matched AB/BA cell: its outcome code (index into :data:`_OUTCOMES`),
+    judge-free cluster label and the records' models."""
+    known = frame[(frame["pair_id"] >= 0) & frame["a_first"].notna()]
+    # the order as the model shown first (a record may list the models either way round)
+    shown = known.assign(_first=np.where(known["a_first"] == 1.0, known["model_a"],
+                                         known["model_b"]))
+    size = shown.groupby("pair_id")["_first"].transform("size")
+    orders = shown.groupby("pair_id")["_first"].transform("nunique")
+    both = known[((size == 2) & (orders == 2)).to_numpy()].sort_values(["pair_id", "row"])
+    if both.empty:
+        return pd.DataFrame(columns=["pair_id", "code", "cluster"])
+    # the cell's A: model_a of its first record; each verdict re-expressed for A / B
+    first = both.groupby("pair_id")["model_a"].transform("first")
+    winner = np.where(both["verdict"] == "a", both["model_a"],
+                      np.where(both["verdict"] == "b", both["model_b"], None))
+    who = np.where(winner == None, "tie", np.where(winner == first, "A", "B"))  # noqa: E711
+    a_shown_first = np.where(both["model_a"] == first, both["a_first"] == 1.0,
+                             both["a_first"] == 0.0)
+    rec = pd.DataFrame({"pair_id": both["pair_id"].to_numpy(), "who": who,
+                        "ab": a_shown_first})
+    ab = rec[rec["ab"]].set_index("pair_id")["who"]
+    ba = rec[~rec["ab"]].set_index("pair_id")["who"]
+    code_of = {o: i for i, o in enumerate(_OUTCOMES)}
+    pair = ab.index.to_numpy()
+    codes = np.array([code_of[(x, y)] for x, y in zip(ab.to_numpy(), ba.loc[pair].to_numpy(),
+                                                        strict=True)], dtype=np.int64)
+    labels = (both.groupby("pair_id")[cluster].first().loc[pair].to_numpy()
+              if cluster is not None else pair)
+    return pd.DataFrame({"pair_id": pair, "code": codes, "cluster": labels})
+
+
+def _class_rows(cells: pd.DataFrame, name: str, cl_name: str, tie: float, level: float,
+                reps: int, seed: int) -> list[dict]:
+    """The quantities of one judge (or the pooled cells), each with its bootstrap
+    interval from one set of cluster resampling weights."""
+    codes, g = cluster_codes(cells["cluster"].to_numpy()) if len(cells) else (
+        np.zeros(0, np.int64), 0)
+    # per-cluster counts of each outcome: (G, 9); every quantity is a ratio of sums
+    counts = np.zeros((g, len(_OUTCOMES)))
+    np.add.at(counts, (codes, cells["code"].to_numpy(dtype=np.int64)), 1.0)
+    weights = {k: (np.asarray(num, float), np.ones(len(_OUTCOMES)) if den is None
+                   else np.asarray(den, float)) for k, (num, den) in _CLASS_WEIGHTS.items()}
+    weights["controlled_win_rate"] = (np.asarray(_controlled_weights(tie)),
+                                      np.ones(len(_OUTCOMES)))
+    num = np.column_stack([counts @ w[0] for w in weights.values()])  # (G, Q)
+    den = np.column_stack([counts @ w[1] for w in weights.values()])
+    total_num, total_den = num.sum(axis=0), den.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        est = total_num / total_den
+    lo = hi = np.full(len(weights), np.nan)
+    if g >= 2:
+        w = cluster_weights(g, reps, np.random.default_rng(seed))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            draws = (w @ num) / (w @ den)  # (reps, Q)
+        ok = np.isfinite(draws).all(axis=0) & np.isfinite(est)
+        if ok.any():
+            iv = expanded_interval(draws[:, ok].T, g, level)
+            lo, hi = lo.copy(), hi.copy()
+            lo[ok], hi[ok] = iv[:, 0], iv[:, 1]
+    out = []
+    for j, q in enumerate(weights):
+        share = weights[q][1].min() == 1.0 and q != "controlled_win_rate"
+        out.append({"judge": name, "quantity": q,
+                    "count": int(total_num[j]) if share else np.nan,
+                    "estimate": float(est[j]), "lo": float(lo[j]), "hi": float(hi[j]),
+                    "n_cells": int(len(cells)), "n_clusters": int(g), "cluster": cl_name,
+                    "level": level, "reps": reps, "seed": seed,
+                    "ci_type": "expanded" if g >= 2 else ""})
+    return out
+
+
+def position_classes(table: EvalTable, *, judge: str | None = None,
+                     cluster: str | None = None, level: float = 0.95, reps: int = 2000,
+                     seed: int | np.random.Generator | None = None) -> pd.DataFrame:
+    """Matched AB/BA cells sorted into stable condition wins, stable slot wins, stable
+    ties and flips, per judge and pooled, with cluster bootstrap intervals.
+
+    A matched cell is one comparison (same item, judge and models; same replicate) judged
+    in both orders, AB (its ``model_a`` shown first) and BA. Its two verdicts put it in
+    one class:
+
+    ``stable_condition_win``
+        The same model wins in both orders (split into ``condition_win_a`` /
+        ``condition_win_b``): a verdict about the answers, not the order.
+    ``stable_slot_win``
+        The answer in the same position wins in both orders, i.e. the winner swaps with
+        the order (``slot_win_first`` / ``slot_win_second``): position decided it. This is
+        the flip rate of :func:`position_bias` (a decisive verdict that reverses).
+    ``stable_tie``
+        A tie in both orders.
+    ``flip``
+        A tie in one order and a win in the other (``flip_to_a`` / ``flip_to_b``: the
+        model the decisive verdict favoured).
+
+    The four shares sum to 1 over the matched cells. Two rates follow from them:
+    ``first_shown_win_rate`` = (2 slot_win_first + stable_condition_win + flips won by
+    the answer shown first) / (2 (stable_condition_win + stable_slot_win) + flip), the
+    share of decisive verdicts won by the answer shown first (the
+    :func:`position_bias` rate restricted to matched cells), and
+    ``controlled_win_rate`` = condition_win_b + (stable_slot_win)/2 + t stable_tie +
+    (1 + t)/2 flip_to_b + t/2 flip_to_a, ``model_b``'s win rate averaged over both
+    orders (the report's ``"B vs A"`` orientation; ``t`` = 0.5 under ``ties="half"``,
+    0 under ``"separate"``), equal to :func:`evalmix.interval`'s
+    ``controlled_win_rate`` on the same cells.
+
+    Intervals: every quantity is a ratio of per-cluster sums, so one set of pairs
+    cluster bootstrap weights (clusters of cells drawn with replacement) gives all of
+    them at once (``W @ numerators / W @ denominators``); the expanded percentile
+    interval (Hesterberg 2015) as the report's cluster bootstrap rows use.
+
+    Parameters
+    ----------
+    table : EvalTable
+        A pairwise table with a first-shown column and matched AB/BA pairs.
+    judge : str, optional
+        Cluster role holding the judge: one block of rows per judge, plus
+        ``(all judges)``.
+    cluster : str, optional
+        Cluster role the cells are resampled by (e.g. ``"item"``: the cells of one item
+        -- all its judges and models -- move together); default each cell alone.
+    level : float
+        Confidence level.
+    reps : int
+        Bootstrap replicates.
+    seed : int or numpy.random.Generator, optional
+        Master seed (recorded per row; each judge's block gets a child seed).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Long: one row per judge x quantity, columns ``judge, quantity, count, estimate,
+        lo, hi, n_cells, n_clusters, cluster, level, reps, seed, ci_type``
+        (``count`` for the class shares; NaN for the two rates). Empty when the table
+        has no matched AB/BA cell (single-order or no order column). Under
+        ``ties="exclude"`` a cell with a tie has lost that record and is not matched:
+        read with ``ties="half"`` or ``"separate"`` to classify ties.
+
+    Examples
+    --------
+    >>> import evalmix
+    >>> t = evalmix.datasets.load_table("mtbench_position_bias")  # doctest: +SKIP
+    >>> evalmix.position_classes(t, judge="judge", cluster="item", seed=1)  # doctest: +SKIP
+
+    References
+    ----------
+    Shi, L. et al. (2024). Judging the Judges: A Systematic Study of Position Bias in
+    LLM-as-a-Judge. arXiv:2406.07791. https://doi.org/10.48550/arXiv.2406.07791
+    Hesterberg, T. C. (2015). What teachers should know about the bootstrap. The
+    American Statistician 69, 371-386. https://doi.org/10.1080/00031305.2015.1089789
+    """
+    level = check_level(level)
+    reps = check_count("reps", reps, minimum=MIN_REPS)
+    seed = resolve_seed(seed)
+    if table.kind != "pairwise" or not table.has_order or table.single_order:
+        return pd.DataFrame(columns=list(CLASS_COLUMNS))
+    for role in (judge, cluster):
+        if role is not None:
+            table.check_cluster(role)
+    tie = 0.5 if table.ties == "half" else 0.0
+    cells = _cells(table.data, cluster)
+    if cells.empty:
+        return pd.DataFrame(columns=list(CLASS_COLUMNS))
+    cl_name = cluster or "cell"
+    rows: list[dict] = []
+    names: list[str] = []
+    if judge is not None:
+        of = table.data.groupby("pair_id")[judge].first()
+        judges = of.loc[cells["pair_id"]].astype(str).to_numpy()
+        names = sorted(set(judges))
+        for i, name in enumerate(names):
+            rows += _class_rows(cells[judges == name], name, cl_name, tie, level, reps,
+                                child_seed(seed, i))
+    rows += _class_rows(cells, "(all judges)", cl_name, tie, level, reps,
+                        child_seed(seed, len(names)) if names else seed)
+    return pd.DataFrame(rows, columns=list(CLASS_COLUMNS))
+
+
+#: The classes and rates the report shows, with their column titles.
+_SHOWN = (("stable_condition_win", "stable condition wins"),
+          ("stable_slot_win", "stable slot wins"), ("stable_tie", "stable ties"),
+          ("flip", "flips"), ("controlled_win_rate", "controlled win rate (B vs A)"))
+
+
+def classes_wide(classes: pd.DataFrame) -> pd.DataFrame:
+    """:func:`position_classes` one row per judge: matched cells, then each class as
+    ``share [lo, hi] (count)`` and the AB/BA-controlled win rate with its interval."""
+    if classes is None or classes.empty:
+        return pd.DataFrame()
+
+    def cell(r: pd.Series) -> str:
+        iv = (f" [{r['lo']:.3f}, {r['hi']:.3f}]" if np.isfinite(r["lo"])
+              and np.isfinite(r["hi"]) else "")
+        n = f" ({int(r['count'])})" if np.isfinite(r["count"]) else ""
+        return f"{r['estimate']:.3f}{iv}{n}"
+
+    rows = []
+    for name, part in classes.groupby("judge", sort=False):
+        by = part.set_index("quantity")
+        first = by.iloc[0]
+        rows.append({"judge": name, "matched cells": int(first["n_cells"]),
+                     **{title: cell(by.loc[q]) for q, title in _SHOWN},
+                     "clusters": f"{int(first['n_clusters'])} ({first['cluster']})"})
+    return pd.DataFrame(rows)

@@ -32,7 +32,7 @@ from evalmix.compare.decide import (
     headline,
 )
 from evalmix.compare.model_rows import fits_to_run, model_rows
-from evalmix.compare.position import position_bias
+from evalmix.compare.position import position_bias, position_classes
 from evalmix.compare.recommend import (
     ALL_METHODS,
     MAX_DIFFERENCE_LEVELS,
@@ -65,6 +65,7 @@ from evalmix.seeding import SeedLike, child_seed, resolve_seed
 from evalmix.vocabulary import Backend
 
 if TYPE_CHECKING:
+    from evalmix.data.analysis_plan import AnalysisPlan
     from evalmix.data.table import EvalTable
     from evalmix.report.report import Report
 
@@ -212,6 +213,7 @@ def analyze(
     levels: Sequence[str] | None = None,
     humans: Sequence[str] | None = None,
     letters: bool = True,
+    plan: AnalysisPlan | None = None,
 ) -> Report:
     """Every estimand x method x cluster level of ``table``, in one report.
 
@@ -285,6 +287,13 @@ def analyze(
     letters : bool
         Tier letters on the leaderboard (tables with more than 6 models); False leaves
         its ``tier`` column empty (:func:`evalmix.inference.leaderboard.leaderboard`).
+    plan : AnalysisPlan, optional
+        A pre-declared analysis plan (:func:`evalmix.read_plan`): checked against the
+        table (a mismatch raises :class:`~evalmix.errors.InvalidTableError` naming the
+        plan file); its ``reps`` and ``level`` replace the arguments, its cluster levels
+        and methods are run, and the report opens with the primary result, marks the
+        deviations the data forced (the fallback) and labels every other row
+        exploratory (:mod:`evalmix.report.planned`).
 
     Returns
     -------
@@ -325,10 +334,16 @@ def analyze(
     model_methods = [m for m in MODEL_METHODS if m in chosen] if methods is not None \
         else None
     table = table.with_sampled(sampled, strata=strata)
+    use = None
+    if plan is not None:
+        from evalmix.report.planned import resolve_plan
+
+        use = resolve_plan(plan, table)
+        table, reps, level = use.table, plan.reps, check_level(plan.level)
     levels_run = levels_to_run(table, cluster_levels)
     judge = judge_role(table)
     rec = recommend_cluster(table)
-    plan = contrasts(table)
+    todo = contrasts(table)
     notes: list[str] = list(table.outcome_notes)
     rec_level = rec.cluster
     if rec_level not in levels_run:
@@ -338,15 +353,20 @@ def analyze(
                          "levels you asked for, so the headline can compare against it")
     if "naive" not in design_methods or rec.method not in design_methods:
         design_methods = list(dict.fromkeys(["naive", *design_methods, rec.method]))
+    if use is not None:  # every level and method the plan names is run
+        levels_run += [lv for lv in use.levels if lv not in levels_run]
+        design_methods = list(dict.fromkeys([*design_methods, *use.methods]))
 
     # ---------------------------------------------------------------- design jobs
-    jobs = [_Job(c, m, lv) for c in plan for m in design_methods for lv in levels_run
+    jobs = [_Job(c, m, lv) for c in todo for m in design_methods for lv in levels_run
             if _applicable(table, c, m, lv)]
     judge_jobs: list[_Job] = []
     if judge is not None and table.n_levels(judge) > 1:
         for jl in table.levels(judge):
-            for c in plan:
-                for m, lv in dict.fromkeys((("naive", ()), (rec.method, rec_level))):
+            for c in todo:
+                planned = ((use.method, use.cluster),) if use and use.judge else ()
+                for m, lv in dict.fromkeys((("naive", ()), (rec.method, rec_level),
+                                            *planned)):
                     if lv or m == "naive":
                         judge_jobs.append(_Job(c, m, lv, judge=str(jl)))
     rows: list[dict[str, Any]] = []
@@ -450,6 +470,8 @@ def analyze(
                     "model_timeout": model_timeout, "upstream": upstream}
 
         position = position_bias(table, judge=judge, cluster=one_way, level=level)
+        classes = position_classes(table, judge=judge, cluster=one_way, level=level,
+                                   reps=reps, seed=child_seed(seed, len(jobs) + len(judge_jobs)))
         section = None
         if humans is not None:
             with bar.stage("judges against humans"):
@@ -458,23 +480,34 @@ def analyze(
                       judges=_judges_frame(jrows, position, level),
                       design=design, headline=pd.DataFrame(), warnings=(),
                       position=position,
+                      position_classes=None if classes.empty else classes,
                       summary=summary({}), leaderboard=board, leaderboard_pairs=board_pairs,
                       humans=section, reliability=rel)
         if out is not None and fits_to_run(table, backend=backend, fast=fast,
                                            methods=model_methods):
             # the design-based results are on disk before any model fit starts
             with bar.stage("writing the design-based results"):
-                _assemble(base, rows, table, rec, plan, notes, callee,
-                          incomplete="model fits running").write(out)
+                _planned(_assemble(base, rows, table, rec, todo, notes, callee,
+                                   incomplete="model fits running"), use).write(out)
 
         # ------------------------------------------------------------ model rows
         fits, mrows, variance, mnotes, prior_sensitivity = model_rows(
-            table, plan, backend=backend, fast=fast, methods=model_methods, level=level,
+            table, todo, backend=backend, fast=fast, methods=model_methods, level=level,
             seed=seed, draws=draws, fit_options=dict(fit_options or {}),
             model_timeout=model_timeout, bar=bar)
     base = replace(base, variance=variance, prior_sensitivity=prior_sensitivity,
                    summary=summary(fits))
-    return _assemble(base, rows + mrows, table, rec, plan, [*notes, *mnotes], callee)
+    return _planned(_assemble(base, rows + mrows, table, rec, todo, [*notes, *mnotes],
+                              callee), use)
+
+
+def _planned(rep: Report, use: Any) -> Report:
+    """The report labelled against the analysis plan (unchanged without one)."""
+    if use is None:
+        return rep
+    from evalmix.report.planned import apply_plan
+
+    return apply_plan(rep, use)
 
 
 def _humans_section(table: EvalTable, humans: Sequence[str], level: float,

@@ -270,6 +270,26 @@ def _display(rep: Report, a: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     return view, note
 
 
+def _plan_block(rep: Report, *, html: bool) -> list[str]:
+    """With an analysis plan, the pre-declared primary result (it comes first)."""
+    if rep.plan is None:
+        return []
+    from evalmix.report.planned import plan_html, plan_markdown
+
+    return [plan_html(dict(rep.plan))] if html else plan_markdown(dict(rep.plan))
+
+
+def _exploratory(rep: Report) -> str:
+    """The answer's label under an analysis plan: evalmix's own recommendation is
+    exploratory unless the plan declared the same interval."""
+    if rep.plan is None:
+        return ""
+    h = rep.headline
+    if not h.empty and "analysis" in h and h["analysis"].eq("primary").all():
+        return "Recommended interval (the plan's primary one): "
+    return "Exploratory (evalmix's recommended interval, not the plan's): "
+
+
 def _title(rep: Report) -> str:
     return "evalmix report"
 
@@ -286,8 +306,8 @@ def answer_html(rep: Report) -> str:
     esc = html_text
     a = answer_frame(rep)
     view, note = _display(rep, a)
-    parts = [f"<h1>{esc(_title(rep))}</h1>",
-             f"<p class='answer'>{esc(answer_sentence(rep))}</p>",
+    parts = [f"<h1>{esc(_title(rep))}</h1>", *_plan_block(rep, html=True),
+             f"<p class='answer'>{esc(_exploratory(rep) + answer_sentence(rep))}</p>",
              f"<p class='roles'>{esc(roles_sentence(rep))}</p>"]
     if not view.empty:
         head = "".join(f"<th>{esc(str(c))}</th>" for c in view.columns)
@@ -310,7 +330,8 @@ def answer_markdown(rep: Report) -> list[str]:
     """The opening lines of report.md: title, the two sentences, the ranked table."""
     a = answer_frame(rep)
     view, note = _display(rep, a)
-    out = [f"# {_title(rep)}", "", md_text(answer_sentence(rep)), "",
+    out = [f"# {_title(rep)}", "", *_plan_block(rep, html=False),
+           md_text(_exploratory(rep) + answer_sentence(rep)), "",
            md_text(roles_sentence(rep)), ""]
     if not view.empty:
         out += [markdown_table(view, cell=str), ""]

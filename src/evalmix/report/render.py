@@ -12,6 +12,7 @@ import pandas as pd
 
 from evalmix._escape import html_text, md_code, md_text
 from evalmix._markdown import markdown_table
+from evalmix.compare.position import classes_wide
 from evalmix.report.answer import answer_html, answer_markdown
 from evalmix.report.plots import draw_figures, figure_list
 
@@ -43,6 +44,18 @@ table.answer td.iv,table.answer td.num{white-space:nowrap}
 p.answer{font-size:1.1em;margin:.3em 0}
 p.roles{color:#444;font-size:.9em;margin:.3em 0}
 """
+
+
+#: What the AB/BA class table says.
+_CLASSES = (
+    "Each matched AB/BA cell (one comparison judged in both orders) by its two verdicts: "
+    "a stable condition win (the same model wins in both orders), a stable slot win (the "
+    "answer in the same position wins both times: the order decided), a stable tie, or a "
+    "flip (a tie in one order, a win in the other); share [interval] (count) of the "
+    "matched cells, cluster bootstrap (expanded percentile) over the clusters named. The "
+    "controlled win rate is model_b's win rate averaged over both orders, summed from "
+    "the classes; the stable slot share is the flip rate above. Every cell is in "
+    "position_classes.csv.")
 
 
 def fmt(v: Any, digits: int = 3) -> str:
@@ -116,6 +129,7 @@ def _headline_view(rep: Report) -> pd.DataFrame:
         "fragile": h["fragile"].astype(bool),
         "what it means": [m.replace("your error bar was ", "") for m in h["message"]],
         "rows that disagree with the recommended decision": h["disagreeing"],
+        **({"analysis": h["analysis"]} if "analysis" in h else {}),
     })
 
 
@@ -306,6 +320,10 @@ def html(rep: Report, sections: Sequence[tuple[str, str]] = (),
         if "position" in figs:
             parts.append(_img(figs, "position", "position bias"))
         parts.append(_table_html(rep.position))
+        classes = classes_wide(rep.position_classes)
+        if not classes.empty:
+            parts.append(f"<h3>AB/BA classes</h3><p class='muted'>{html_text(_CLASSES)}</p>")
+            parts.append(_table_html(classes))
     parts.append("<h2>Headline table</h2>")
     common = rep.common_reference
     if common:
@@ -424,6 +442,9 @@ def markdown(rep: Report, *, plots_dir: str | None = None,
         out += ["## Position bias by judge", "", _table_md(rep.position), ""]
         if "position" in names:
             out += [f"![position]({plots_dir}/position.png)", ""]
+        classes = classes_wide(rep.position_classes)
+        if not classes.empty:
+            out += ["### AB/BA classes", "", md_text(_CLASSES), "", _table_md(classes), ""]
     if "controlled" in names:
         out += ["## AB/BA-controlled vs uncontrolled win rates", "",
                 f"![controlled]({plots_dir}/controlled.png)", ""]

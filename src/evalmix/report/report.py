@@ -87,6 +87,8 @@ PARTS: tuple[Part, ...] = (
     Part("reliability", "reliability.csv", _reliability_frame),
     Part("leaderboard", "leaderboard.csv"),
     Part("leaderboard_pairs", "leaderboard_pairs.csv"),
+    Part("position_classes", "position_classes.csv"),
+    Part("plan", None),
 )
 
 
@@ -110,6 +112,11 @@ class Report:
         ``first_shown_win_rate``, ``flip_rate``, ``consistency``).
     position : pandas.DataFrame
         The same position-bias numbers, one row per judge (wide).
+    position_classes : pandas.DataFrame or None
+        Matched AB/BA cells by class (stable condition wins, stable slot wins, stable
+        ties, flips) and the rates derived from them, per judge and pooled, with cluster
+        bootstrap intervals (:func:`evalmix.compare.position.position_classes`); None
+        without matched pairs.
     design : Mapping
         Design summary, ICC / design effect per factor, cluster levels, the
         recommendation and why, dropped rows.
@@ -139,6 +146,11 @@ class Report:
         model): the G study of :mod:`evalmix.report.reliability` (``summary``: E rho^2,
         Phi, the SEs next to the naive ones, the advice; ``facets`` and ``components``
         frames); None otherwise.
+    plan : Mapping or None
+        With ``analyze(plan=...)``: the analysis plan as applied
+        (:func:`evalmix.report.planned.apply_plan`: path, SHA-256, the eight items, the
+        cluster and method used, the deviations the data forced, the primary rows); the
+        report opens with it. None otherwise.
     """
 
     intervals: pd.DataFrame
@@ -155,6 +167,8 @@ class Report:
     leaderboard_pairs: pd.DataFrame | None = None
     humans: HumansSection | None = None
     reliability: Mapping[str, Any] | None = None
+    plan: Mapping[str, Any] | None = None
+    position_classes: pd.DataFrame | None = None
 
     def tidy(self) -> pd.DataFrame:
         """The interval table in the result contract: :data:`evalmix.tidy.RESULT_COLUMNS`
