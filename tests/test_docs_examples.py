@@ -61,6 +61,9 @@ SMALLER: list[tuple[str, str, str, str]] = [
      "coverage grid: 40 replications per cell instead of 2,000, in-process"),
     ("docs/planning.md", "R = 20000", "R = 1000",
      "power-table appendix: 1,000 simulated data sets per design instead of 20,000"),
+    ("docs/custom-statistics.md", 'cluster="scenario", reps=2000, seed=1)',
+     'cluster="scenario", reps=199, seed=1, progress=False)',
+     "a Python statistic: 199 bootstrap replicates instead of 2,000"),
     ("docs/report.md", "report = evalmix.analyze(table, fast=False, reps=2000, seed=1)",
      "report = evalmix.analyze(table, fast=False, reps=199, seed=1, draws=200, "
      "progress=False)",
@@ -85,6 +88,8 @@ BASH: list[tuple[str, str, str]] = [
      "the D-study CLI: tests/test_cli_dstudy.py"),
     ("docs/plans.md", "evalmix plan check plan.toml mtbench.csv",
      "the plan CLI: tests/test_analysis_plan.py (test_cli_plan_check)"),
+    ("docs/custom-statistics.md", "evalmix report data.csv --outcome correct",
+     "the report CLI with --statistic: tests/test_report_custom.py"),
     ("docs/report.md", "evalmix report DATA --outcome COL",
      "a usage synopsis with placeholders, not a command"),
     ("docs/report.md", ".venv/bin/python -c \"import evalmix.datasets",

@@ -68,6 +68,10 @@ BUILDERS = {
     "WildResult": lambda s, j: wild_cluster_bootstrap(*_xy(s), target=0, reps=199,
                                                       null=0.7, seed=1),
     "ComparisonResult": lambda s, j: compare_all(j, cluster="scenario", reps=199, seed=1),
+    "StatisticBootstrap": lambda s, j: evalmix.bootstrap(
+        s, "m = mean(y)\nn = count()", cluster="cluster", reps=50, seed=1, progress=False),
+    "PermutationResult": lambda s, j: evalmix.permutation_test(
+        j, cluster="scenario", reps=50, seed=1, progress=False),
     "LeaderboardResult": lambda s, j: _quiet(
         leaderboard, baseline_leaderboard(6, 30, seed=2).table(), cluster="item",
         by="judge", seed=1, draws=500),

@@ -7,6 +7,7 @@ import shlex
 import sys
 import time
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -23,7 +24,7 @@ from evalmix.data.readers import FORMATS
 from evalmix.errors import DroppedRowsWarning, InvalidOptionError
 from evalmix.vocabulary import LogFormat
 
-__all__ = ["add_parser", "run_report", "run_demo"]
+__all__ = ["add_parser", "run_report", "run_demo", "parse_statistics"]
 
 
 def _command_line() -> str:
@@ -132,6 +133,18 @@ def add_parser(subparsers: Any) -> list[str]:
                     help="analysis plan declared in advance (docs/plans.md): the report opens "
                          "with its primary result, marks deviations, labels the rest "
                          "exploratory; its ties and reps apply")
+    rp.add_argument("--statistic", dest="statistics", action="append", default=[],
+                    metavar="[NAME=]SPEC",
+                    help="custom statistic, repeatable, bootstrapped at the recommended "
+                         "cluster level: module:function (a function of the rows, e.g. "
+                         "evalmix.inference.statistics:red_flag_rate) or an expression of "
+                         "column rates, e.g. 'mean(red_flag, condition == \"B\") / "
+                         "mean(red_flag, condition == \"A\")' (parsed, never run); it "
+                         "sees every column of a table file")
+    rp.add_argument("--randomized", action="store_true",
+                    help="the conditions were assigned at random (within or between "
+                         "clusters of the recommended level): add the cluster "
+                         "randomization test beside the design-based p-value")
     rp.add_argument("--out", required=True, metavar="DIR", help="output folder")
     _common(rp)
     rp.set_defaults(func=run_report)
@@ -284,6 +297,53 @@ def _humans(args: argparse.Namespace, table: Any) -> list[str] | None:
     return sorted(frame.loc[kind == "human", column].astype(str).str.strip().unique())
 
 
+def parse_statistics(specs: Sequence[str]) -> dict[str, Any]:
+    """``--statistic`` values as name -> statistic: ``NAME=SPEC`` or ``SPEC``, where SPEC
+    is ``module:function`` (imported; the module the user named is trusted) or an
+    expression of column rates (parsed, never run)."""
+    import importlib
+
+    from evalmix.inference.sums import expression
+
+    out: dict[str, Any] = {}
+    for raw in specs:
+        name, sep, spec = raw.partition("=")
+        if not sep or "(" in name or not name.strip().isidentifier():
+            name, spec = "", raw
+        spec = spec.strip()
+        module, colon, attr = spec.partition(":")
+        if colon and "(" not in spec and module.replace(".", "").replace("_", "").isalnum():
+            try:
+                fn = getattr(importlib.import_module(module), attr)
+            except (ImportError, AttributeError) as exc:
+                raise InvalidOptionError(
+                    f"--statistic {raw!r}: cannot import {attr!r} from module {module!r} "
+                    f"({exc}); give module:function with the module on the Python path") \
+                    from None
+            label = name.strip() or attr
+        else:
+            fn = expression(spec)
+            label = name.strip() or fn.name
+        if label in out:
+            raise InvalidOptionError(f"--statistic: two statistics named {label!r}; name "
+                                     "them with NAME=...")
+        out[label] = fn
+    return out
+
+
+def _statistics(args: argparse.Namespace) -> tuple[dict[str, Any] | None, Any]:
+    """``--statistic`` parsed, and the table file's columns for them (None for a log)."""
+    if not args.statistics:
+        return None, None
+    from evalmix.data.load import load_frame
+
+    statistics = parse_statistics(args.statistics)
+    table_file = args.format == "table" or (args.format == "auto" and (args.outcome or
+                                                                       args.roles))
+    columns = load_frame(args.data, encoding=args.encoding)[0] if table_file else None
+    return statistics, columns
+
+
 def run_report(args: argparse.Namespace) -> int:
     from evalmix.report.analyze import analyze
     from evalmix.report.report import check_report_dir
@@ -293,6 +353,7 @@ def run_report(args: argparse.Namespace) -> int:
     plan = read_plan_for(args)
     table = read_table(args, plan)
     humans = _humans(args, table)
+    statistics, columns = _statistics(args)
     try:
         report = analyze(
             table, cluster_levels=args.cluster_levels, backend=args.backend, fast=args.fast,
@@ -300,7 +361,8 @@ def run_report(args: argparse.Namespace) -> int:
             draws=args.draws,
             model_timeout=args.model_timeout, command=_command_line(), out=args.out,
             fit_options=None if args.sensitivity else {"sensitivity": None}, humans=humans,
-            letters=args.letters)
+            letters=args.letters, statistics=statistics, columns=columns,
+            randomized=args.randomized)
         _finish(report, Path(args.out), t0, args.escape_csv)
     except KeyboardInterrupt:
         raise _keep_partial(Path(args.out)) from None

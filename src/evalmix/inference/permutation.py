@@ -245,8 +245,9 @@ def permutation_test(
     column, outcome : str
         Condition and outcome columns (defaults: ``condition``/``model_b`` and ``y``).
     alternative : {"two-sided", "greater", "less"}
-        Two-sided counts ``|T - E T| >= |t - E T|`` (``E T`` the mean over the
-        assignments); one-sided ``T >= t`` or ``T <= t``.
+        One-sided: the share of assignments with ``T >= t`` (or ``T <= t``); two-sided:
+        twice the smaller of the two, capped at 1 (as ``scipy.stats.permutation_test``;
+        it needs no centre, so a discrete statistic's ties count on both sides).
     reps : int
         Random assignments when the design allows more than :data:`EXACT_LIMIT`.
     seed : int or numpy.random.Generator, optional
@@ -357,20 +358,15 @@ def permutation_test(
         raise EvalmixError(f"the statistic {label!r} is not finite on the data as assigned")
     ok = np.isfinite(draws)
     null = draws[ok]
-    centre = float(null.mean()) if alternative == "two-sided" else 0.0
-    dev, obs = null - centre, observed - centre
     tol = TIE_RTOL * max(abs(observed), float(np.abs(null).max(initial=0.0)), 1e-300)
-    if alternative == "two-sided":
-        hits = int(np.sum(np.abs(dev) >= abs(obs) - tol))
-    elif alternative == "greater":
-        hits = int(np.sum(null >= observed - tol))
-    else:
-        hits = int(np.sum(null <= observed + tol))
-    p = hits / null.size if exact else (1 + hits) / (1 + null.size)
+    hits = {"greater": int(np.sum(null >= observed - tol)),
+            "less": int(np.sum(null <= observed + tol))}
+    one = {k: h / null.size if exact else (1 + h) / (1 + null.size) for k, h in hits.items()}
+    p = min(1.0, 2 * min(one.values())) if alternative == "two-sided" else one[alternative]
     return PermutationResult(
         statistic=label, contrast=f"{b} - {a}", estimate=observed, p_value=float(p),
         exact=exact, design=kind, n_assignments=int(total), reps=int(n_eval),
         null_draws=draws, cluster=design.label, n_clusters=g,
         seed=None if exact else recorded, alternative=alternative,
-        details={"unit": design.unit, "n_undefined": int((~ok).sum()), "centre": centre,
+        details={"unit": design.unit, "n_undefined": int((~ok).sum()),
                  "strata": design.strata, "column": col, "conditions": (a, b)})

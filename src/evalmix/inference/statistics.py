@@ -4,18 +4,16 @@ Each is a function of a DataFrame (a resample of the rows) returning a named vec
 keyword options for the column names; ``functools.partial`` (or a lambda) sets them, and
 the defaults make each usable as is from the command line
 (``--statistic evalmix.inference.statistics:red_flag_rate``). They group by
-:data:`~evalmix.inference.custom.COPY_COLUMN` where units nested in a cluster matter, so
+:data:`~evalmix.inference.resampling.COPY_COLUMN` where units nested in a cluster matter, so
 two drawn copies of a cluster stay two units.
 
-============================  ==============================================================
-:func:`red_flag_rate`          rate of a 0/1 flag per condition, their ratio and difference
-:func:`rubric_delta`           mean of each rubric column under B minus under A, and overall
-:func:`tie_adjusted_win_rate`  (wins + ties / 2) / n of ``model_b``, the tie rate, the
-                               decisive win rate
-:func:`judge_agreement`        share of judge pairs giving the same verdict on a unit, and
-                               the share of units with a unanimous verdict
-:func:`weighted_composite`     weighted sum of column means, per condition and B - A
-============================  ==============================================================
+- :func:`red_flag_rate`: rate of a 0/1 flag per condition, their ratio and difference;
+- :func:`rubric_delta`: mean of each rubric column under B minus under A, and overall;
+- :func:`tie_adjusted_win_rate`: (wins + ties / 2) / n of ``model_b``, the tie rate, the
+  decisive win rate;
+- :func:`judge_agreement`: share of judge pairs giving the same verdict on a unit, and the
+  share of units with a unanimous verdict;
+- :func:`weighted_composite`: weighted sum of column means, per condition and B - A.
 
 The red-flag ratio and the composite are also expressions (the vectorised fast path):
 ``mean(red_flag, condition == "B") / mean(red_flag, condition == "A")`` and

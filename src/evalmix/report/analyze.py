@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -60,6 +60,7 @@ from evalmix.inference.api import interval
 from evalmix.inference.bootstrap import MIN_REPS
 from evalmix.inference.estimands import build_problem
 from evalmix.inference.sandwich import FEW_CLUSTERS
+from evalmix.report.custom import custom_rows
 from evalmix.report.reliability import reliability
 from evalmix.seeding import SeedLike, child_seed, resolve_seed
 from evalmix.vocabulary import Backend
@@ -67,6 +68,7 @@ from evalmix.vocabulary import Backend
 if TYPE_CHECKING:
     from evalmix.data.analysis_plan import AnalysisPlan
     from evalmix.data.table import EvalTable
+    from evalmix.inference.custom import Statistic
     from evalmix.report.report import Report
 
 __all__ = ["analyze"]
@@ -214,6 +216,9 @@ def analyze(
     humans: Sequence[str] | None = None,
     letters: bool = True,
     plan: AnalysisPlan | None = None,
+    statistics: Mapping[str, Statistic] | None = None,
+    columns: pd.DataFrame | None = None,
+    randomized: bool = False,
 ) -> Report:
     """Every estimand x method x cluster level of ``table``, in one report.
 
@@ -294,6 +299,17 @@ def analyze(
         and methods are run, and the report opens with the primary result, marks the
         deviations the data forced (the fallback) and labels every other row
         exploratory (:mod:`evalmix.report.planned`).
+    statistics : mapping, optional
+        Name -> custom statistic (a function of the rows, or an expression;
+        :func:`evalmix.bootstrap`), bootstrapped at the recommended cluster level into the
+        report's ``custom`` section (``custom.csv``).
+    columns : DataFrame, optional
+        The source frame, whose other columns the custom statistics may use
+        (:func:`~evalmix.inference.resampling.with_columns`).
+    randomized : bool
+        The conditions were assigned at random (within or between clusters of the
+        recommended level): adds the cluster randomization test of the condition
+        difference (:func:`evalmix.permutation_test`) beside its design-based p-value.
 
     Returns
     -------
@@ -469,6 +485,15 @@ def analyze(
                                command=command, fits=fits),
                     "model_timeout": model_timeout, "upstream": upstream}
 
+        custom: pd.DataFrame | None = None
+        custom_notes: list[str] = []
+        if statistics or randomized:
+            with bar.stage("custom statistics and randomization test"):
+                custom, custom_notes = custom_rows(
+                    table, statistics=dict(statistics or {}), cluster=rec.cluster,
+                    randomized=randomized, intervals=pd.DataFrame(rows), method=rec.method,
+                    columns=columns, reps=reps, seed=seed, level=level)
+            notes += custom_notes
         position = position_bias(table, judge=judge, cluster=one_way, level=level)
         classes = position_classes(table, judge=judge, cluster=one_way, level=level,
                                    reps=reps, seed=child_seed(seed, len(jobs) + len(judge_jobs)))
@@ -482,7 +507,7 @@ def analyze(
                       position=position,
                       position_classes=None if classes.empty else classes,
                       summary=summary({}), leaderboard=board, leaderboard_pairs=board_pairs,
-                      humans=section, reliability=rel)
+                      humans=section, reliability=rel, custom=custom)
         if out is not None and fits_to_run(table, backend=backend, fast=fast,
                                            methods=model_methods):
             # the design-based results are on disk before any model fit starts

@@ -89,6 +89,7 @@ PARTS: tuple[Part, ...] = (
     Part("leaderboard_pairs", "leaderboard_pairs.csv"),
     Part("position_classes", "position_classes.csv"),
     Part("plan", None),
+    Part("custom", "custom.csv"),
 )
 
 
@@ -151,6 +152,10 @@ class Report:
         (:func:`evalmix.report.planned.apply_plan`: path, SHA-256, the eight items, the
         cluster and method used, the deviations the data forced, the primary rows); the
         report opens with it. None otherwise.
+    custom : pandas.DataFrame or None
+        With ``analyze(statistics=..., randomized=True)``: custom statistics bootstrapped
+        at the recommended level and the cluster randomization test beside the
+        design-based p-value (:mod:`evalmix.report.custom`); None otherwise.
     """
 
     intervals: pd.DataFrame
@@ -169,6 +174,7 @@ class Report:
     reliability: Mapping[str, Any] | None = None
     plan: Mapping[str, Any] | None = None
     position_classes: pd.DataFrame | None = None
+    custom: pd.DataFrame | None = None
 
     def tidy(self) -> pd.DataFrame:
         """The interval table in the result contract: :data:`evalmix.tidy.RESULT_COLUMNS`
@@ -258,6 +264,10 @@ class Report:
             from evalmix.report.reliability import RELIABILITY_TITLE, reliability_markdown
 
             sections.append((RELIABILITY_TITLE, reliability_markdown(dict(self.reliability))))
+        if self.custom is not None:
+            from evalmix.report.custom import CUSTOM_TITLE, custom_markdown
+
+            sections.append((CUSTOM_TITLE, custom_markdown(self.custom)))
         text = markdown(self, plots_dir=plots_dir, sections=sections)
         if path is not None:
             Path(path).write_text(text)
@@ -289,6 +299,10 @@ class Report:
             from evalmix.report.reliability import RELIABILITY_TITLE, reliability_html
 
             sections.append((RELIABILITY_TITLE, reliability_html(dict(self.reliability))))
+        if self.custom is not None:
+            from evalmix.report.custom import CUSTOM_TITLE, custom_html
+
+            sections.append((CUSTOM_TITLE, custom_html(self.custom)))
         text = html(self, sections=sections, figures=figures)
         if path is not None:
             Path(path).write_text(text, encoding="utf-8")
@@ -300,7 +314,9 @@ class Report:
         Files: ``intervals.csv``, ``variance.csv``, ``judges.csv``, ``design.json``,
         ``design.md``, ``report.html``, ``report.md`` (with ``plots/*.png``),
         ``summary.json``, ``prior_sensitivity.csv`` when the Bayesian model was
-        refitted with wider SD priors, and ``reliability.csv`` with a G study. The folder is built as a hidden sibling of ``out``
+        refitted with wider SD priors, ``reliability.csv`` with a G study, and
+        ``custom.csv`` with custom statistics or a randomization test. The folder is
+        built as a hidden sibling of ``out``
         and renamed into place, replacing an earlier report there as a whole: an
         interrupted write leaves the old report (or nothing), stale files of the old
         report do not survive, and two writers never mix their files. An existing
