@@ -61,7 +61,7 @@ def test_equal_sized_paired_design_matches_scipy():
                                  permutation_type="samples", n_resamples=np.inf)
     res = permutation_test(d, cluster="s", progress=False)
     assert res.p_value == pytest.approx(ref.pvalue, rel=1e-12)
-    one = permutation_test(d, cluster="s", alternative="greater", progress=False)
+    one = permutation_test(d, cluster="s", alternative="larger", progress=False)
     ref1 = stats.permutation_test((b, a), lambda x, y: np.mean(x - y),
                                   permutation_type="samples", n_resamples=np.inf,
                                   alternative="greater")

@@ -50,6 +50,11 @@ DIFFERENT_BY_DESIGN: dict[str, str] = {
     "n_judges": "simulators' defaults differ by design size",
     "sd_judge": "simulators' defaults differ by design",
     "tie_threshold": "simulators' defaults differ by design",
+    "outcome": "read/gstudy name the source column; permutation_test a table column ('y')",
+    "baseline": "an optional reference model vs the simulator's baseline name",
+    "path": "an optional output path vs a file to read",
+    "power": "a target power or a grid of them (planning) vs one target (compare_runs)",
+    "statistic": "required by bootstrap; permutation_test defaults to the condition mean",
 }
 
 

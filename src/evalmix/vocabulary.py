@@ -32,6 +32,7 @@ __all__ = [
     "HumanTies", "Scoring", "PPIEstimand", "PPIMethod", "RatingKind",
     # planning
     "PowerEstimand", "PilotEstimand", "PilotDifference", "Alternative", "Distribution",
+    "PlanEstimand", "JudgeRule",
 ]
 
 # -- the table ---------------------------------------------------------------------------
@@ -137,7 +138,11 @@ PowerEstimand = Literal["mean", "win_rate", "difference"]
 PilotEstimand = Literal["mean", "win_rate", "controlled_win_rate", "difference"]
 #: the quantities of the parametric power simulation from a pilot
 PilotDifference = Literal["mean", "difference"]
-#: the alternative hypothesis of a power calculation
+#: the alternative hypothesis of a test or a power calculation (statsmodels' words)
 Alternative = Literal["two-sided", "larger", "smaller"]
 #: the reference distribution of a power calculation
 Distribution = Literal["t", "normal"]
+#: the estimands an analysis plan may declare primary (the report's contrasts)
+PlanEstimand = Literal["mean", "win_rate", "controlled_win_rate", "difference"]
+#: how an analysis plan pools the judges
+JudgeRule = Literal["pooled", "per_judge", "sampled"]

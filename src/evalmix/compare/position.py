@@ -44,7 +44,7 @@ from scipy import stats
 from evalmix.errors import check_count, check_level
 from evalmix.inference.bootstrap import MIN_REPS, cluster_weights, expanded_interval
 from evalmix.inference.sandwich import cluster_codes, cr1_factor
-from evalmix.seeding import child_seed, resolve_seed
+from evalmix.seeding import SeedLike, child_seed, resolve_seed
 
 if TYPE_CHECKING:
     from evalmix.data.table import EvalTable
@@ -273,7 +273,7 @@ def _class_rows(cells: pd.DataFrame, name: str, cl_name: str, tie: float, level:
 
 def position_classes(table: EvalTable, *, judge: str | None = None,
                      cluster: str | None = None, level: float = 0.95, reps: int = 2000,
-                     seed: int | np.random.Generator | None = None) -> pd.DataFrame:
+                     seed: SeedLike = None) -> pd.DataFrame:
     """Matched AB/BA cells sorted into stable condition wins, stable slot wins, stable
     ties and flips, per judge and pooled, with cluster bootstrap intervals.
 

@@ -37,20 +37,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 from evalmix.data.table import INTERACTION_SEP, is_judge_role
 from evalmix.errors import InvalidOptionError
+from evalmix.vocabulary import JudgeRule, PlanEstimand
 
 if TYPE_CHECKING:
     from evalmix.data.table import EvalTable
 
 __all__ = ["AnalysisPlan", "read_plan", "PLAN_ESTIMANDS", "JUDGE_RULES", "PLAN_EXAMPLE"]
 
-PlanEstimand = Literal["mean", "win_rate", "controlled_win_rate", "difference"]
 #: Estimands a plan may declare primary (the report's contrasts).
 PLAN_ESTIMANDS: tuple[str, ...] = get_args(PlanEstimand)
-JudgeRule = Literal["pooled", "per_judge", "sampled"]
 #: Judge pooling rules: one estimate over the judges held fixed (``pooled``), one per
 #: judge (``per_judge``), or judges as a sample of possible judges (``sampled``: the judge
 #: role must be part of the primary cluster).

@@ -37,7 +37,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal, get_args
+from typing import Any, get_args
 
 import numpy as np
 import pandas as pd
@@ -50,12 +50,12 @@ from evalmix.inference.sandwich import cluster_sums
 from evalmix.inference.sums import Sums, expression
 from evalmix.seeding import SeedLike, seeded_rng
 from evalmix.tidy import PicklableProxies, tidy_rows
+from evalmix.vocabulary import Alternative
 
 __all__ = ["permutation_test", "PermutationResult", "EXACT_LIMIT"]
 
 #: Enumerate every assignment when there are at most this many (2^16: 16 paired clusters).
 EXACT_LIMIT = 2**16
-Alternative = Literal["two-sided", "greater", "less"]
 ALTERNATIVES: tuple[str, ...] = get_args(Alternative)
 #: Relative tolerance for "as extreme as observed" (the observed assignment must count
 #: itself although its statistic is recomputed through another summation order).
@@ -244,7 +244,7 @@ def permutation_test(
         The two labels compared (default: the column's two levels).
     column, outcome : str
         Condition and outcome columns (defaults: ``condition``/``model_b`` and ``y``).
-    alternative : {"two-sided", "greater", "less"}
+    alternative : {"two-sided", "larger", "smaller"}
         One-sided: the share of assignments with ``T >= t`` (or ``T <= t``); two-sided:
         twice the smaller of the two, capped at 1 (as ``scipy.stats.permutation_test``;
         it needs no centre, so a discrete statistic's ties count on both sides).
@@ -359,8 +359,8 @@ def permutation_test(
     ok = np.isfinite(draws)
     null = draws[ok]
     tol = TIE_RTOL * max(abs(observed), float(np.abs(null).max(initial=0.0)), 1e-300)
-    hits = {"greater": int(np.sum(null >= observed - tol)),
-            "less": int(np.sum(null <= observed + tol))}
+    hits = {"larger": int(np.sum(null >= observed - tol)),
+            "smaller": int(np.sum(null <= observed + tol))}
     one = {k: h / null.size if exact else (1 + h) / (1 + null.size) for k, h in hits.items()}
     p = min(1.0, 2 * min(one.values())) if alternative == "two-sided" else one[alternative]
     return PermutationResult(
