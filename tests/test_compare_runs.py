@@ -241,3 +241,27 @@ def test_errors_are_one_line(tmp_path, capsys):
         paired_runs([a, a], cluster="subject", metric="acc")
     with pytest.raises(EvalmixError, match="labels= gives 1 names for 2 runs"):
         paired_runs([a, _lm_eval_copy(tmp_path, "c")], labels=["x"], metric="acc")
+
+
+def test_csv_runs_and_hostile_names_are_written_safely(tmp_path, capsys):
+    """A long CSV of two models (names a spreadsheet formula and HTML) through the CLI:
+    the report shows them as text, the CSV cells are escaped, the terminal line is plain."""
+    rng = np.random.default_rng(5)
+    y = rng.integers(0, 2, (2, 30))
+    frame = pd.DataFrame({"doc": np.tile(np.arange(30), 2), "acc": y.ravel(),
+                          "model": np.repeat(["=HYPERLINK(\"x\")", "<img src=x>"], 30)})
+    frame.to_csv(tmp_path / "runs.csv", index=False)
+    out = tmp_path / "cmp"
+    code = main(["compare", str(tmp_path / "runs.csv"), "--out", str(out), "--format",
+                 "table", "--read-option", "outcome=acc", "--read-option", "condition=model",
+                 "--cluster", "item=doc", "--reps", "99", "--seed", "1"])
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    html = (out / "report.html").read_text()
+    assert "<img src=x>" not in html and "&lt;img src=x&gt;" in html
+    assert "<img" not in (out / "report.md").read_text()
+    cells = pd.read_csv(out / "comparison.csv", dtype=str)
+    assert cells["run_a"].str.startswith("'=").all()
+    # the baseline is the first model read: the difference is the second's minus it
+    assert float(cells.loc[cells["method"] == "CR1", "estimate"].iloc[0]) == pytest.approx(
+        (y[1] - y[0]).mean())

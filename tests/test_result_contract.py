@@ -110,10 +110,21 @@ BUILDERS = {
     "TransportResult": lambda s, j: transport_check(
         judge_labels(20, 10, n_labelled=200, seed=1).data, by="model", rating="score"),
     "LabelBudget": lambda s, j: label_budget(_humans(), judge="judge", target_se=0.05),
+    "RunComparison": lambda s, j: evalmix.compare_runs([_two_runs()], reps=50, seed=1),
     "Report": lambda s, j: _quiet(evalmix.analyze, j, methods=["naive", "CR2",
                                                                "glmm_laplace"],
                                   reps=199, seed=3, progress=False),
 }
+
+
+def _two_runs():
+    """Two runs of two tasks, 12 samples each, as one table (compare_runs)."""
+    rng = np.random.default_rng(1)
+    d = pd.DataFrame({"task": np.tile(np.repeat(["t1", "t2"], 12), 2),
+                      "id": np.tile([f"t{t}/{i}" for t in (1, 2) for i in range(12)], 2),
+                      "model": np.repeat(["a", "b"], 24), "y": rng.integers(0, 2, 48)})
+    return evalmix.read(d, outcome="y", condition="model",
+                        clusters={"item": "id", "task": "task"})
 
 
 def _projection():

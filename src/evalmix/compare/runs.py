@@ -469,7 +469,9 @@ def paired_runs(
     table = pd.DataFrame(rows)
     table = table.reindex(columns=list(COLUMNS))
     table["estimand"] = "difference"
-    table["contrast"] = table["run_b"] + " - " + table["run_a"]
+    # the task is part of the key: the same pair on two tasks is two rows
+    table["contrast"] = (table["run_b"] + " - " + table["run_a"]).where(
+        table["task"] == "", table["run_b"] + " - " + table["run_a"] + " on " + table["task"])
     table["cluster"] = np.where(table["method"] == "unpaired_z", "", cluster)
     table["scale"] = "identity"
     table["level"] = level
