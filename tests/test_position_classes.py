@@ -87,7 +87,7 @@ def test_hand_cells_under_separate_ties():
     c = position_classes(_hand_table("separate"), reps=99, seed=1).set_index("quantity")
     # a tie scores 0 for new: 0, 1, .5, .5, 0, 0, .5, .5 -> 3 / 8
     assert c.loc["controlled_win_rate", "estimate"] == pytest.approx(3 / 8)
-    assert c.loc["stable_tie", "count"] == 1 and c["cluster"].iloc[0] == "cell"
+    assert c.loc["stable_tie", "count"] == 1 and c["cluster"].iloc[0] == "pair"
 
 
 def test_excluded_ties_leave_cells_unmatched():
@@ -95,6 +95,9 @@ def test_excluded_ties_leave_cells_unmatched():
     # cells with a tie lost that record: 4 matched cells left, none of them tie or flip
     assert c.loc["stable_tie", "n_cells"] == 4
     assert c.loc["stable_tie", "count"] == 0 and c.loc["flip", "count"] == 0
+    # 4 cells are too few clusters for a bootstrap interval: estimates only
+    assert c["lo"].isna().all() and (c["n_clusters"] == 4).all()
+    assert c.loc["stable_slot_win", "estimate"] == 0.5
 
 
 def test_per_judge_blocks_and_seeds():
@@ -154,7 +157,7 @@ def test_mtbench_classes_sum_to_the_matched_cells(mtbench, mt_classes):
 
 def test_mtbench_classes_reproduce_the_position_table(mtbench, mt_classes):
     est = mt_classes.pivot(index="judge", columns="quantity", values="estimate")
-    cells = _cells(mtbench.data, None)
+    cells = _cells(mtbench.data)
     matched = mtbench.subset(mtbench.data["pair_id"].isin(cells["pair_id"]).to_numpy())
     pos = position_bias(matched, judge="judge", cluster="item").set_index("judge")
     # on the matched rows the first-shown win rate is the same sum, to rounding
@@ -173,7 +176,7 @@ def test_mtbench_classes_reproduce_the_position_table(mtbench, mt_classes):
 
 
 def test_mtbench_controlled_rate_equals_the_estimand(mtbench, mt_classes):
-    cells = _cells(mtbench.data, None)
+    cells = _cells(mtbench.data)
     matched = mtbench.subset(mtbench.data["pair_id"].isin(cells["pair_id"]).to_numpy())
     pooled = _pooled(mt_classes)
     base = evalmix.interval(matched, "controlled_win_rate", model="vicuna-13b-v1.3",
@@ -186,11 +189,17 @@ def test_mtbench_controlled_rate_equals_the_estimand(mtbench, mt_classes):
     assert mine["controlled_win_rate"] == pytest.approx(ref.estimate, rel=1e-12)
 
 
-def test_class_interval_is_the_builtin_cluster_bootstrap(mtbench):
+def test_class_interval_is_the_builtin_cluster_bootstrap():
+    # without strata (the bundled table declares the categories one): the built-in
+    # bootstrap of a mean resamples the items alone
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mtbench = load_table("mtbench_position_bias", strata=[])
     c = position_classes(mtbench, cluster="item", reps=499, seed=5).set_index("quantity")
-    cells = _cells(mtbench.data, "item")
+    cells = _cells(mtbench.data)
+    item = mtbench.data.groupby("pair_id")["item"].first()
     frame = pd.DataFrame({"y": cells["code"].isin([2, 3]).astype(float),
-                          "item": cells["cluster"].astype(str)})
+                          "item": item.loc[cells["pair_id"]].to_numpy()})
     t = evalmix.read(frame, outcome="y", clusters={"item": "item"})
     ref = evalmix.interval(t, "mean", method="bootstrap", cluster="item", reps=499, seed=5,
                            ci="expanded")

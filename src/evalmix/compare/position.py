@@ -41,9 +41,11 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from evalmix.errors import check_count, check_level
-from evalmix.inference.bootstrap import MIN_REPS, cluster_weights, expanded_interval
+from evalmix.errors import TooFewClustersError, check_count, check_level
+from evalmix.inference.bootstrap import MIN_REPS
+from evalmix.inference.custom import bootstrap
 from evalmix.inference.sandwich import cluster_codes, cr1_factor
+from evalmix.inference.sums import Sums
 from evalmix.seeding import SeedLike, child_seed, resolve_seed
 
 if TYPE_CHECKING:
@@ -187,6 +189,8 @@ _CLASS_WEIGHTS: dict[str, tuple[tuple[float, ...], tuple[float, ...] | None]] = 
     # decisive verdicts won by the answer shown first, among decisive verdicts
     "first_shown_win_rate": ((1, 1, 2, 0, 0, 1, 0, 0, 1), (2, 2, 2, 2, 0, 1, 1, 1, 1)),
 }
+#: The class counts come first in :data:`_CLASS_WEIGHTS` (the rates after them).
+_N_CLASSES = 10
 #: Quantities of :func:`position_classes`, in output order.
 CLASS_QUANTITIES: tuple[str, ...] = (*_CLASS_WEIGHTS, "controlled_win_rate")
 CLASS_COLUMNS = ("judge", "quantity", "count", "estimate", "lo", "hi", "n_cells",
@@ -199,9 +203,9 @@ def _controlled_weights(tie: float) -> tuple[float, ...]:
     return tuple((score[ab] + score[ba]) / 2 for ab, ba in _OUTCOMES)
 
 
-def _cells(frame: pd.DataFrame, cluster: str | None) -> pd.DataFrame:
-    """One row per matched AB/BA cell: its outcome code (index into :data:`_OUTCOMES`),
-    judge-free cluster label and the records' models."""
+def _cells(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per matched AB/BA cell: its ``pair_id`` and outcome ``code`` (the index
+    of its two verdicts in :data:`_OUTCOMES`)."""
     known = frame[(frame["pair_id"] >= 0) & frame["a_first"].notna()]
     # the order as the model shown first (a record may list the models either way round)
     shown = known.assign(_first=np.where(known["a_first"] == 1.0, known["model_a"],
@@ -210,7 +214,7 @@ def _cells(frame: pd.DataFrame, cluster: str | None) -> pd.DataFrame:
     orders = shown.groupby("pair_id")["_first"].transform("nunique")
     both = known[((size == 2) & (orders == 2)).to_numpy()].sort_values(["pair_id", "row"])
     if both.empty:
-        return pd.DataFrame(columns=["pair_id", "code", "cluster"])
+        return pd.DataFrame(columns=["pair_id", "code"])
     # the cell's A: model_a of its first record; each verdict re-expressed for A / B
     first = both.groupby("pair_id")["model_a"].transform("first")
     winner = np.where(both["verdict"] == "a", both["model_a"],
@@ -226,49 +230,56 @@ def _cells(frame: pd.DataFrame, cluster: str | None) -> pd.DataFrame:
     pair = ab.index.to_numpy()
     codes = np.array([code_of[(x, y)] for x, y in zip(ab.to_numpy(), ba.loc[pair].to_numpy(),
                                                         strict=True)], dtype=np.int64)
-    labels = (both.groupby("pair_id")[cluster].first().loc[pair].to_numpy()
-              if cluster is not None else pair)
-    return pd.DataFrame({"pair_id": pair, "code": codes, "cluster": labels})
+    return pd.DataFrame({"pair_id": pair, "code": codes})
 
 
-def _class_rows(cells: pd.DataFrame, name: str, cl_name: str, tie: float, level: float,
-                reps: int, seed: int) -> list[dict]:
-    """The quantities of one judge (or the pooled cells), each with its bootstrap
-    interval from one set of cluster resampling weights."""
-    codes, g = cluster_codes(cells["cluster"].to_numpy()) if len(cells) else (
-        np.zeros(0, np.int64), 0)
-    # per-cluster counts of each outcome: (G, 9); every quantity is a ratio of sums
-    counts = np.zeros((g, len(_OUTCOMES)))
-    np.add.at(counts, (codes, cells["code"].to_numpy(dtype=np.int64)), 1.0)
-    weights = {k: (np.asarray(num, float), np.ones(len(_OUTCOMES)) if den is None
-                   else np.asarray(den, float)) for k, (num, den) in _CLASS_WEIGHTS.items()}
-    weights["controlled_win_rate"] = (np.asarray(_controlled_weights(tie)),
-                                      np.ones(len(_OUTCOMES)))
-    num = np.column_stack([counts @ w[0] for w in weights.values()])  # (G, Q)
-    den = np.column_stack([counts @ w[1] for w in weights.values()])
-    total_num, total_den = num.sum(axis=0), den.sum(axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        est = total_num / total_den
-    lo = hi = np.full(len(weights), np.nan)
-    if g >= 2:
-        w = cluster_weights(g, reps, np.random.default_rng(seed))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            draws = (w @ num) / (w @ den)  # (reps, Q)
-        ok = np.isfinite(draws).all(axis=0) & np.isfinite(est)
-        if ok.any():
-            iv = expanded_interval(draws[:, ok].T, g, level)
-            lo, hi = lo.copy(), hi.copy()
-            lo[ok], hi[ok] = iv[:, 0], iv[:, 1]
-    out = []
-    for j, q in enumerate(weights):
-        share = weights[q][1].min() == 1.0 and q != "controlled_win_rate"
-        out.append({"judge": name, "quantity": q,
-                    "count": int(total_num[j]) if share else np.nan,
-                    "estimate": float(est[j]), "lo": float(lo[j]), "hi": float(hi[j]),
-                    "n_cells": int(len(cells)), "n_clusters": int(g), "cluster": cl_name,
-                    "level": level, "reps": reps, "seed": seed,
-                    "ci_type": "expanded" if g >= 2 else ""})
-    return out
+def _class_sums(tie: float) -> tuple[np.ndarray, np.ndarray]:
+    """(numerator, denominator) weights, (9, Q), of every quantity over the outcomes."""
+    num = [np.asarray(n, float) for n, _ in _CLASS_WEIGHTS.values()]
+    den = [np.ones(len(_OUTCOMES)) if d is None else np.asarray(d, float)
+           for _, d in _CLASS_WEIGHTS.values()]
+    num.append(np.asarray(_controlled_weights(tie)))
+    den.append(np.ones(len(_OUTCOMES)))
+    return np.column_stack(num), np.column_stack(den)
+
+
+def _class_rows(table: EvalTable, code_of_pair: pd.Series, name: str,
+                cluster: str | None, tie: float, level: float, reps: int, seed: int
+                ) -> list[dict]:
+    """The quantities of one judge's matched cells (or all of them): every quantity is a
+    ratio of sums of outcome indicators, so one :func:`evalmix.bootstrap` with a
+    :class:`~evalmix.inference.sums.Sums` statistic gives them all from the same
+    resamples (each record carries half of its cell's indicator; a cell's two records
+    share its cluster, so they are drawn together)."""
+    num_w, den_w = _class_sums(tie)
+    eye = np.eye(len(_OUTCOMES))
+
+    def columns(frame: pd.DataFrame) -> np.ndarray:
+        return 0.5 * eye[code_of_pair.loc[frame["pair_id"]].to_numpy()]
+
+    def combine(totals: np.ndarray) -> np.ndarray:
+        return (totals @ num_w) / (totals @ den_w)
+
+    stat = Sums(columns, combine, names=CLASS_QUANTITIES, name="position_classes")
+    counts = stat.values(table.data).sum(axis=0) @ num_w
+    try:
+        res = bootstrap(table, stat, cluster=cluster, reps=reps, level=level,
+                        ci="expanded", seed=seed, progress=False)
+        est, lo, hi, g = res.estimate, res.lo, res.hi, res.n_clusters
+        unit = res.cluster or str(res.details.get("unit", "pair"))
+    except TooFewClustersError:
+        est = stat.evaluate(table.data)
+        lo = hi = np.full(len(CLASS_QUANTITIES), np.nan)
+        g = table.n_levels(cluster) if cluster else int(np.unique(table.data["pair_id"]).size)
+        unit = cluster or "pair"
+    n_cells = int(round(stat.values(table.data).sum()))
+    return [{"judge": name, "quantity": q,
+             "count": float(round(counts[j])) if j < _N_CLASSES else np.nan,
+             "estimate": float(est[j]), "lo": float(lo[j]), "hi": float(hi[j]),
+             "n_cells": n_cells, "n_clusters": int(g), "cluster": unit, "level": level,
+             "reps": reps, "seed": seed,
+             "ci_type": "expanded" if np.isfinite(lo[j]) else ""}
+            for j, q in enumerate(CLASS_QUANTITIES)]
 
 
 def position_classes(table: EvalTable, *, judge: str | None = None,
@@ -305,10 +316,13 @@ def position_classes(table: EvalTable, *, judge: str | None = None,
     0 under ``"separate"``), equal to :func:`evalmix.interval`'s
     ``controlled_win_rate`` on the same cells.
 
-    Intervals: every quantity is a ratio of per-cluster sums, so one set of pairs
-    cluster bootstrap weights (clusters of cells drawn with replacement) gives all of
-    them at once (``W @ numerators / W @ denominators``); the expanded percentile
-    interval (Hesterberg 2015) as the report's cluster bootstrap rows use.
+    Intervals: every quantity is a ratio of sums of outcome indicators, so one
+    :func:`evalmix.bootstrap` with a :class:`~evalmix.inference.sums.Sums` statistic
+    gives them all from the same resamples (``W @ numerators / W @ denominators``, no
+    loop over replicates): clusters drawn with replacement, the table's strata held
+    fixed, a cell's two records always together; the expanded percentile interval
+    (Hesterberg 2015) that the report's cluster bootstrap rows use. Fewer than 5
+    clusters: no interval.
 
     Parameters
     ----------
@@ -319,7 +333,8 @@ def position_classes(table: EvalTable, *, judge: str | None = None,
         ``(all judges)``.
     cluster : str, optional
         Cluster role the cells are resampled by (e.g. ``"item"``: the cells of one item
-        -- all its judges and models -- move together); default each cell alone.
+        -- all its judges and models -- move together); default each cell (its AB/BA
+        pair) alone.
     level : float
         Confidence level.
     reps : int
@@ -359,20 +374,21 @@ def position_classes(table: EvalTable, *, judge: str | None = None,
         if role is not None:
             table.check_cluster(role)
     tie = 0.5 if table.ties == "half" else 0.0
-    cells = _cells(table.data, cluster)
+    cells = _cells(table.data)
     if cells.empty:
         return pd.DataFrame(columns=list(CLASS_COLUMNS))
-    cl_name = cluster or "cell"
+    code_of_pair = cells.set_index("pair_id")["code"]
+    pid = table.data["pair_id"].to_numpy()
+    matched = table.subset(np.isin(pid, cells["pair_id"].to_numpy()))
     rows: list[dict] = []
     names: list[str] = []
     if judge is not None:
-        of = table.data.groupby("pair_id")[judge].first()
-        judges = of.loc[cells["pair_id"]].astype(str).to_numpy()
-        names = sorted(set(judges))
+        labels = matched.data[judge].astype(str).to_numpy()
+        names = sorted(set(labels))
         for i, name in enumerate(names):
-            rows += _class_rows(cells[judges == name], name, cl_name, tie, level, reps,
-                                child_seed(seed, i))
-    rows += _class_rows(cells, "(all judges)", cl_name, tie, level, reps,
+            rows += _class_rows(matched.subset(labels == name), code_of_pair, name, cluster,
+                                tie, level, reps, child_seed(seed, i))
+    rows += _class_rows(matched, code_of_pair, "(all judges)", cluster, tie, level, reps,
                         child_seed(seed, len(names)) if names else seed)
     return pd.DataFrame(rows, columns=list(CLASS_COLUMNS))
 

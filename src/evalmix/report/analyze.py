@@ -50,6 +50,7 @@ from evalmix.compare.recommend import (
 from evalmix.data.table import check_table, is_judge_role
 from evalmix.design.effect import design_effect
 from evalmix.errors import (
+    FewClustersWarning,
     InvalidOptionError,
     check_count,
     check_level,
@@ -495,8 +496,11 @@ def analyze(
                     columns=columns, reps=reps, seed=seed, level=level)
             notes += custom_notes
         position = position_bias(table, judge=judge, cluster=one_way, level=level)
-        classes = position_classes(table, judge=judge, cluster=one_way, level=level,
-                                   reps=reps, seed=child_seed(seed, len(jobs) + len(judge_jobs)))
+        with warnings.catch_warnings():  # few clusters: the report's warnings say so
+            warnings.simplefilter("ignore", FewClustersWarning)
+            classes = position_classes(table, judge=judge, cluster=one_way, level=level,
+                                       reps=reps,
+                                       seed=child_seed(seed, len(jobs) + len(judge_jobs)))
         section = None
         if humans is not None:
             with bar.stage("judges against humans"):
