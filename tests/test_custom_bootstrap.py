@@ -96,7 +96,8 @@ def test_fast_path_equals_the_function_of_the_resample(cluster, strata):
         return float(by["B"] / by["A"])
 
     ci = "percentile" if isinstance(cluster, list) else "bca"  # BCa: one factor only
-    kw = dict(cluster=cluster, strata=strata, reps=200, seed=9, ci=ci, progress=False)
+    kw = dict(cluster=cluster, strata=strata, reps=200, seed=9, ci=ci, progress=False,
+              crossed="pigeonhole")
     fast = evalmix.bootstrap(frame, text, **kw)
     slow = evalmix.bootstrap(frame, ratio, **kw)
     assert fast.details["fast_path"] and not slow.details["fast_path"]
@@ -136,13 +137,34 @@ def test_pigeonhole_repeats_a_row_by_both_draw_counts():
     frame = _flags().assign(item=lambda d: d["item"] % 20)
     rng_rows = evalmix.bootstrap(frame, lambda d: float(len(d)),
                                  cluster=["scenario", "item"], reps=300, seed=2,
-                                 progress=False)
+                                 progress=False, crossed="pigeonhole")
     assert rng_rows.details["resampling"] == "pigeonhole"
     # E[n_a * n_b] = 1 for each row: the resample has n rows on average
     assert rng_rows.draws.mean() == pytest.approx(len(frame), rel=0.05)
     with pytest.raises(InvalidOptionError, match="crossed"):
         evalmix.bootstrap(frame, "mean(score)", cluster=["scenario", "item"], ci="bca",
                           reps=20, progress=False)
+
+
+def test_multiway_variance_combines_three_one_way_bootstraps():
+    frame = _flags().assign(item=lambda d: d["item"] % 20)
+    kw = dict(reps=300, seed=4, progress=False)
+    both = evalmix.bootstrap(frame, "mean(score)", cluster=["scenario", "item"], **kw)
+    assert both.details["resampling"] == "multiway" and both.ci_type == "multiway-t"
+    v = both.details["variance_by_factor"]
+    assert set(v) == {"scenario", "item", "scenario:item"}
+    # the first factor's bootstrap is the one-way bootstrap with the same seed; the
+    # others continue the stream, so they agree with a one-way run within Monte Carlo error
+    for u in ("scenario", "item", "scenario:item"):
+        r = evalmix.bootstrap(frame, "mean(score)", cluster=u, **kw)
+        assert v[u][0] == pytest.approx(r.se[0] ** 2, rel=1e-12 if u == "scenario" else 0.3)
+    expect = v["scenario"] + v["item"] - v["scenario:item"]
+    expect = np.maximum(expect, max(v["scenario"], v["item"]))
+    assert both.se[0] == pytest.approx(float(np.sqrt(expect[0])), rel=1e-12)
+    from scipy import stats
+
+    q = stats.t.ppf(0.975, 19)  # min(G) - 1: 20 items
+    assert both.hi[0] - both.estimate[0] == pytest.approx(q * both.se[0], rel=1e-12)
 
 
 def test_named_vector_and_studentized_mean_equals_builtin():

@@ -5,8 +5,9 @@ weighted composite has no closed-form variance; the cluster bootstrap wraps arou
 of them. :func:`bootstrap` resamples the table's clusters (a cluster role, an interaction
 cell ``"persona:scenario"``, or by default the matched AB/BA pair or the row), holds
 strata fixed (each stratum's clusters are drawn among themselves), and with two crossed
-sampled factors draws both independently (the pigeonhole bootstrap of Owen 2007: a row
-is repeated as often as its two levels were drawn). The statistic sees each resample as
+sampled factors combines three one-way bootstraps into the multiway variance (Cameron,
+Gelbach & Miller 2011) or draws both factors independently (the pigeonhole bootstrap of
+Owen 2007: a row is repeated as often as its two levels were drawn; conservative). The statistic sees each resample as
 a DataFrame; the column ``boot_copy`` numbers the drawn copies of the clusters, so a
 statistic that groups by an item nested in the cluster can group by ``boot_copy`` too
 and two draws of one cluster stay two units.
@@ -28,6 +29,8 @@ Davison, A. C. & Hinkley, D. V. (1997). Bootstrap Methods and their Application.
 Cambridge University Press. doi:10.1017/CBO9780511802843
 Owen, A. B. (2007). The pigeonhole bootstrap. Annals of Applied Statistics 1, 386-411.
 doi:10.1214/07-AOAS122
+Cameron, A. C., Gelbach, J. B. & Miller, D. L. (2011). Robust inference with multiway
+clustering. JBES 29, 238-249. doi:10.1198/jbes.2010.07136
 Field, C. A. & Welsh, A. H. (2007). Bootstrapping clustered data. JRSS B 69, 369-390.
 doi:10.1111/j.1467-9868.2007.00593.x
 """
@@ -37,10 +40,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from evalmix._progress import Progress
 from evalmix.data.table import EvalTable, intersect_codes
@@ -68,6 +72,7 @@ from evalmix.inference.resampling import (
     Design,
     call_statistic,
     check_few_clusters,
+    one_factor,
     resample,
     resampling_design,
     statistic_name,
@@ -80,6 +85,8 @@ from evalmix.tidy import PicklableProxies, tidy_rows
 __all__ = ["bootstrap", "StatisticBootstrap", "COPY_COLUMN", "Statistic"]
 
 Statistic = Callable[[pd.DataFrame], Any] | Sums | str
+Crossed = Literal["multiway", "pigeonhole"]
+CROSSED: tuple[str, ...] = get_args(Crossed)
 
 
 # ----------------------------------------------------------------------------- result
@@ -106,7 +113,8 @@ class StatisticBootstrap(PicklableProxies):
     n_failed : numpy.ndarray
         Replicates without a finite value, per component.
     details : Mapping
-        ``unit``, ``resampling`` (``"pairs"`` or ``"pigeonhole"``), ``strata``,
+        ``unit``, ``resampling`` (``"pairs"``, ``"pigeonhole"`` or ``"multiway"``),
+        ``strata``,
         ``n_clusters_by_factor``, ``fast_path``, ``bias``; for BCa ``z0`` and
         ``acceleration``; ``notes`` per component where no interval could be formed.
     """
@@ -170,6 +178,7 @@ def bootstrap(
     progress: bool = True,
     name: str | None = None,
     columns: pd.DataFrame | None = None,
+    crossed: Crossed = "multiway",
 ) -> StatisticBootstrap:
     """Pairs cluster bootstrap of any statistic of the table.
 
@@ -185,11 +194,10 @@ def bootstrap(
         (:func:`~evalmix.inference.sums.expression`): the vectorised fast path.
     cluster : str, or a list of two, optional
         What is resampled: a cluster role (a column of a DataFrame), an interaction cell
-        ``"a:b"``, or two crossed factors ``["scenario", "judge"]`` (pigeonhole
-        bootstrap: both drawn independently, a row repeated ``n_a * n_b`` times; its
-        variance is conservative, see the docs). Default: the matched AB/BA pair on a
-        pairwise table with order (its two records stay together), else the row.
-        A factor that splits matched AB/BA pairs is refused.
+        ``"a:b"``, or two crossed factors ``["scenario", "judge"]`` (see ``crossed``).
+        Default: the matched AB/BA pair on a pairwise table with order (its two records
+        stay together), else the row. A factor that splits matched AB/BA pairs is
+        refused.
     strata : str or list, optional
         Held fixed: the clusters of each stratum are drawn among themselves. Default: the
         table's declared strata (``table.strata``; none for a DataFrame); ``[]`` for none.
@@ -201,13 +209,20 @@ def bootstrap(
         As in :func:`evalmix.inference.bootstrap.cluster_bootstrap` (R ``boot``'s
         conventions). BCa takes its acceleration from the leave-one-cluster-out
         jackknife; studentized needs a :class:`Sums` statistic (delta-method SE from the
-        resampled cluster sums). Two crossed factors: percentile and expanded only.
+        resampled cluster sums). Two crossed factors: see ``crossed``.
     seed : int or numpy.random.Generator, optional
         Seeds the draws; the result records the int that reproduces them.
     progress : bool
         Show replicates done, elapsed time and ETA on stderr.
     name : str, optional
         The statistic's name in results (default: the function's or expression's).
+    crossed : {"multiway", "pigeonhole"}
+        Two crossed factors. ``"multiway"``: three one-way bootstraps (each factor, and
+        their cell) combined as ``V = V_a + V_b - V_ab`` (the multiway variance of
+        Cameron, Gelbach & Miller 2011, never below the larger one-way variance) and the
+        interval ``estimate -+ t(min G - 1) sqrt(V)``. ``"pigeonhole"``: both factors
+        drawn independently, a row repeated ``n_a * n_b`` times (Owen 2007), percentile
+        or expanded intervals; conservative (see the docs).
     columns : DataFrame, optional
         With an EvalTable: the frame it was read from, whose other columns (a red flag,
         rubric scores) the statistic may then use; rows are matched on the table's
@@ -241,7 +256,8 @@ def bootstrap(
     References
     ----------
     Davison & Hinkley (1997), doi:10.1017/CBO9780511802843, sections 3.8 and 5.3;
-    Owen (2007), doi:10.1214/07-AOAS122.
+    Owen (2007), doi:10.1214/07-AOAS122; Cameron, Gelbach & Miller (2011),
+    doi:10.1198/jbes.2010.07136.
     """
     check_option("ci", ci, CI_TYPES)
     level = check_level(level)
@@ -254,8 +270,7 @@ def bootstrap(
             f"got {type(statistic).__name__}")
     label = statistic_name(statistic, name)
     design = resampling_design(table, cluster, strata, columns)
-    crossed = len(design.factors) == 2
-    if crossed and ci in ("bca", "studentized"):
+    if len(design.factors) == 2 and ci in ("bca", "studentized"):
         raise InvalidOptionError(
             f"ci={ci!r} is not available for two crossed factors (no jackknife or "
             "standard error over two crossed samples); use ci='percentile' or 'expanded'")
@@ -265,25 +280,24 @@ def bootstrap(
             "ci='studentized' needs a standard error in every resample: give the "
             "statistic as an expression or a Sums (delta-method SE from the cluster sums), "
             "or use ci='bca' or 'percentile'")
+    check_option("crossed", crossed, CROSSED)
+    two = len(design.factors) == 2
+    if two and crossed == "multiway" and ci != "percentile":
+        raise InvalidOptionError(
+            f"ci={ci!r}: with two crossed factors and crossed='multiway' the interval is "
+            "estimate -+ t(min G - 1) x the multiway bootstrap SE; leave ci='percentile', "
+            "or use crossed='pigeonhole' for percentile or expanded intervals")
     check_few_clusters(design, ci)
     rng, recorded = seeded_rng(seed)
     sizes = [int(c.max()) + 1 for c in design.factors]
-    engine = _SumsEngine(design, statistic) if isinstance(statistic, Sums) else \
-        _CallEngine(design, statistic, label)
+    if two and crossed == "multiway":
+        return _multiway(design, statistic, label, reps, level, rng, recorded, progress)
+    engine = _engine(design, statistic, label)
     estimate = engine.full()
     k = estimate.size
-    draws = np.empty((reps, k))
-    var = np.empty((reps, k)) if ci == "studentized" else None
-    width = max(sum(sizes), engine.width)
-    chunks = [index_chunks(g, reps, rng, width) for g in design.groups]
     with Progress(progress) as bar:
         task = bar.task(f"bootstrap {label}", reps)
-        for parts in zip(*chunks, strict=True):
-            a, b = parts[0][0], parts[0][1]
-            idx = [p[2] for p in parts]
-            draws[a:b], v = engine.draws(idx, var is not None, bar, task)
-            if var is not None:
-                var[a:b] = v
+        draws, var = _draw(design, engine, reps, rng, ci == "studentized", bar, task)
     notes: dict[str, str] = {}
     lo, hi = np.full(k, np.nan), np.full(k, np.nan)
     se, bias = np.full(k, np.nan), np.full(k, np.nan)
@@ -315,7 +329,7 @@ def bootstrap(
         except EvalmixError as exc:
             notes[engine.names[j]] = str(exc)
     details: dict[str, Any] = {
-        "unit": design.unit, "resampling": "pigeonhole" if crossed else "pairs",
+        "unit": design.unit, "resampling": "pigeonhole" if two else "pairs",
         "strata": design.strata, "n_clusters_by_factor": dict(zip(
             design.unit.split("+"), sizes, strict=True)),
         "fast_path": fast, "bias": bias, "notes": notes, "design_notes": design.notes}
@@ -328,6 +342,68 @@ def bootstrap(
         draws=draws, reps=reps, seed=recorded, ci_type=ci, level=level,
         cluster=design.label, n_clusters=min(sizes), n_failed=(~finite).sum(axis=0),
         details=details)
+
+
+def _engine(design: Design, statistic: Any, label: str) -> _CallEngine | _SumsEngine:
+    return _SumsEngine(design, statistic) if isinstance(statistic, Sums) else \
+        _CallEngine(design, statistic, label)
+
+
+def _draw(design: Design, engine: _CallEngine | _SumsEngine, reps: int,
+          rng: np.random.Generator, studentized: bool, bar: Progress, task: Any
+          ) -> tuple[np.ndarray, np.ndarray | None]:
+    """``(reps, k)`` replicates (and their delta-method variances when studentized)."""
+    k = len(engine.names)
+    draws = np.empty((reps, k))
+    var = np.empty((reps, k)) if studentized else None
+    width = max(sum(int(c.max()) + 1 for c in design.factors), engine.width)
+    chunks = [index_chunks(g, reps, rng, width) for g in design.groups]
+    for parts in zip(*chunks, strict=True):
+        a, b = parts[0][0], parts[0][1]
+        draws[a:b], v = engine.draws([p[2] for p in parts], studentized, bar, task)
+        if var is not None:
+            var[a:b] = v
+    return draws, var
+
+
+def _multiway(design: Design, statistic: Any, label: str, reps: int, level: float,
+              rng: np.random.Generator, recorded: int, progress: bool
+              ) -> StatisticBootstrap:
+    """Two crossed factors: ``V = V_a + V_b - V_ab`` from three one-way bootstraps (each
+    factor, and their cell), the interval ``estimate -+ t(min G - 1) sqrt(V)``."""
+    a, b = design.factors
+    names = design.unit.split("+")
+    parts = [one_factor(design, a, names[0]), one_factor(design, b, names[1]),
+             one_factor(design, intersect_codes(a, b), ":".join(names))]
+    variances, draws_by, estimate = [], {}, np.empty(0)
+    with Progress(progress) as bar:
+        for part in parts:
+            task = bar.task(f"bootstrap {label} by {part.unit}", reps)
+            engine = _engine(part, statistic, label)
+            estimate = engine.full()
+            d, _ = _draw(part, engine, reps, rng, False, bar, task)
+            draws_by[part.unit] = d
+            variances.append(np.nanvar(d, axis=0, ddof=1))
+    v_a, v_b, v_ab = variances
+    var = v_a + v_b - v_ab
+    fixed = ~(var >= np.maximum(v_a, v_b))  # never below a one-way variance
+    var = np.where(fixed, np.maximum(v_a, v_b), var)
+    se = np.sqrt(var)
+    g = min(int(a.max()) + 1, int(b.max()) + 1)
+    q = stats.t.ppf(0.5 + level / 2, g - 1)
+    finite = np.isfinite(draws_by[names[0]])
+    return StatisticBootstrap(
+        statistic=label, names=engine.names, estimate=estimate, se=se,
+        lo=estimate - q * se, hi=estimate + q * se, draws=draws_by[names[0]], reps=reps,
+        seed=recorded, ci_type="multiway-t", level=level, cluster=design.label,
+        n_clusters=g, n_failed=(~finite).sum(axis=0), details={
+            "unit": design.unit, "resampling": "multiway", "strata": design.strata,
+            "n_clusters_by_factor": dict(zip(names, [int(a.max()) + 1, int(b.max()) + 1],
+                                             strict=True)),
+            "fast_path": isinstance(statistic, Sums), "df": g - 1,
+            "variance_by_factor": {p.unit: v for p, v in zip(parts, variances, strict=True)},
+            "draws_by_factor": draws_by, "fallback_to_one_way": fixed,
+            "design_notes": design.notes, "notes": {}})
 
 
 # ------------------------------------------------------------------------------ engines

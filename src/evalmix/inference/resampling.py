@@ -28,7 +28,7 @@ from evalmix.errors import (
 from evalmix.inference.sandwich import FEW_CLUSTERS, MIN_BOOTSTRAP_CLUSTERS
 from evalmix.inference.sums import Sums
 
-__all__ = ["COPY_COLUMN", "Design", "resampling_design", "with_columns",
+__all__ = ["COPY_COLUMN", "Design", "resampling_design", "one_factor", "with_columns",
            "check_few_clusters", "expand", "resample", "call_statistic", "statistic_name"]
 
 #: Column of every resample numbering the drawn copy of its cluster (0..G-1).
@@ -45,6 +45,7 @@ class Design:
     unit: str
     strata: tuple[str, ...]
     notes: tuple[str, ...]
+    row_strata: np.ndarray  # stratum code of every row (zeros without strata)
 
 
 def _column_codes(frame: pd.DataFrame, name: str, what: str) -> np.ndarray:
@@ -140,10 +141,8 @@ def resampling_design(table: EvalTable | pd.DataFrame, cluster: str | Sequence[s
     groups, notes = [], []
     stratum = np.zeros(int(factors[0].max()) + 1, dtype=np.int64)
     for i, codes in enumerate(factors):
-        g = int(codes.max()) + 1
-        pairs = np.unique(codes * (int(s_codes.max()) + 1) + s_codes)
-        level_of = pairs // (int(s_codes.max()) + 1)
-        if strata_codes and level_of.size != g:
+        nested = _within_strata(codes, s_codes)
+        if strata_codes and nested is None:
             name = unit.split("+")[i]
             msg = (f"cluster {name!r} is not nested in the strata "
                    f"({', '.join(strata_names)}): a cluster spans several strata")
@@ -152,16 +151,40 @@ def resampling_design(table: EvalTable | pd.DataFrame, cluster: str | Sequence[s
                     f"{msg}, so the strata cannot be held fixed while it is resampled. "
                     "Cluster by a factor nested in them, or pass strata=[]")
             notes.append(f"{msg}; resampled across strata")
-            groups.append([np.arange(g)])
-            continue
-        s_of = (pairs % (int(s_codes.max()) + 1)) if strata_codes else np.zeros(g, np.int64)
+            nested = ([np.arange(int(codes.max()) + 1)],
+                      np.zeros(int(codes.max()) + 1, dtype=np.int64))
+        assert nested is not None  # no strata: every factor is nested in the one stratum
+        groups.append(nested[0])
         if i == 0:
-            stratum = dense_codes(s_of)
-        groups.append([np.flatnonzero(s_of == h) for h in np.unique(s_of)])
+            stratum = nested[1]
     return Design(frame=frame, factors=tuple(factors), groups=tuple(groups),
-                   stratum=stratum, label="+".join(roles),
-                   unit=unit, strata=strata_names if strata_codes else (),
-                   notes=tuple(notes))
+                  stratum=stratum, label="+".join(roles),
+                  unit=unit, strata=strata_names if strata_codes else (),
+                  notes=tuple(notes), row_strata=s_codes)
+
+
+def _within_strata(codes: np.ndarray, s_codes: np.ndarray
+                   ) -> tuple[list[np.ndarray], np.ndarray] | None:
+    """The clusters of each stratum and the stratum of each cluster; None when a cluster
+    spans strata."""
+    g, h = int(codes.max()) + 1, int(s_codes.max()) + 1
+    pairs = np.unique(codes * h + s_codes)
+    if pairs.size != g:
+        return None
+    s_of = dense_codes(pairs % h)
+    return [np.flatnonzero(s_of == k) for k in np.unique(s_of)], s_of
+
+
+def one_factor(design: Design, codes: np.ndarray, unit: str) -> Design:
+    """``design`` resampling the one factor ``codes`` (within the strata when it is
+    nested in them, else across them)."""
+    nested = _within_strata(codes, design.row_strata)
+    if nested is None:
+        g = int(codes.max()) + 1
+        nested = ([np.arange(g)], np.zeros(g, dtype=np.int64))
+    return Design(frame=design.frame, factors=(codes,), groups=(nested[0],),
+                  stratum=nested[1], label=unit, unit=unit, strata=design.strata,
+                  notes=design.notes, row_strata=design.row_strata)
 
 
 def check_few_clusters(design: Design, ci: str) -> None:

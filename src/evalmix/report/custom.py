@@ -87,7 +87,8 @@ def _view(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _intro() -> str:
     return ("Custom statistics: pairs cluster bootstrap at the recommended cluster level "
-            "(percentile intervals). Randomization test: the condition labels swapped or "
+            "(percentile intervals; for two crossed factors the multiway bootstrap SE with "
+            "t(min G - 1)). Randomization test: the condition labels swapped or "
             "permuted over whole clusters, exact when the design allows at most 65,536 "
             "assignments; its p-value (p_value) stands beside the design-based p-value of "
             "the same difference (design_p_value). Every column is in custom.csv.")

@@ -1,0 +1,150 @@
+"""Coverage of evalmix.bootstrap for a red-flag-rate ratio (slow study).
+
+Two designs, each replication simulated from a logit random-effects model and analysed by
+:func:`evalmix.bootstrap` itself (the expression fast path,
+``mean(flag, condition == "B") / mean(flag, condition == "A")``):
+
+- clustered: G scenarios (20 or 50), 10 items per condition in each;
+  ``flag ~ Bernoulli(expit(-1.5 + 0.5 B + u_s))``, ``u_s ~ N(0, 0.8^2)``; the scenario is
+  resampled (percentile, BCa, studentized);
+- crossed: 30 scenarios x 15 judges, 4 items per condition in every cell;
+  ``expit(-1.5 + 0.5 B + u_s + v_j)``, ``u ~ N(0, 0.7^2)``, ``v ~ N(0, 0.5^2)``;
+  the multiway bootstrap (the default for two crossed factors), and for contrast the
+  pigeonhole bootstrap (conservative: the ratio cancels most of the factor variance, so
+  the cell noise it counts three times dominates) and the one-way bootstrap over
+  scenarios alone (which leaves out the judge variance).
+
+The truth is the ratio of the marginal rates, ``E expit(-1.5 + 0.5 + e) / E expit(-1.5 + e)``
+over the random effects ``e`` (Gauss-Hermite, 80 nodes). ``EVALMIX_WRITE_DOCS=1`` rewrites
+the table in docs/custom-statistics.md; without it the test checks that the block there is
+the one this code and seed give.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import mc_band
+from scipy import special
+
+import evalmix
+from evalmix.errors import FewClustersWarning
+
+pytestmark = pytest.mark.slow
+
+SIMS = 500
+BOOT_REPS = 999
+LEVEL = 0.95
+SEED = 20261207
+ALPHA, BETA = -1.5, 0.5
+STAT = 'mean(flag, condition == "B") / mean(flag, condition == "A")'
+#: the rows the docs promise at 92-97%: every row but the two crossed contrasts
+BAND = (0.92, 0.97)
+CHECKS = 8
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "custom-statistics.md"
+MARK = ("<!-- custom-coverage:start -->", "<!-- custom-coverage:end -->")
+
+
+def _truth(sd: float) -> float:
+    x, w = np.polynomial.hermite_e.hermegauss(80)
+    w = w / w.sum()
+    return float(np.sum(w * special.expit(ALPHA + BETA + sd * x))
+                 / np.sum(w * special.expit(ALPHA + sd * x)))
+
+
+def _clustered(g: int, rng: np.random.Generator) -> pd.DataFrame:
+    per = 10
+    s = np.repeat(np.arange(g), 2 * per)
+    b = np.tile(np.repeat([0, 1], per), g)
+    eta = ALPHA + BETA * b + rng.normal(0, 0.8, g)[s]
+    return pd.DataFrame({"scenario": s, "condition": np.where(b == 1, "B", "A"),
+                         "flag": (rng.random(s.size) < special.expit(eta)).astype(float)})
+
+
+def _crossed(rng: np.random.Generator, r: int = 30, c: int = 15) -> pd.DataFrame:
+    per = 4
+    s, j, b, _ = (a.ravel() for a in np.indices((r, c, 2, per)))
+    eta = ALPHA + BETA * b + rng.normal(0, 0.7, r)[s] + rng.normal(0, 0.5, c)[j]
+    return pd.DataFrame({"scenario": s, "judge": j, "condition": np.where(b == 1, "B", "A"),
+                         "flag": (rng.random(s.size) < special.expit(eta)).astype(float)})
+
+
+def _covers(frame: pd.DataFrame, truth: float, seed: int, **kw: object) -> bool:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FewClustersWarning)
+        r = evalmix.bootstrap(frame, STAT, reps=BOOT_REPS, seed=seed, progress=False, **kw)
+    return bool(r.lo[0] <= truth <= r.hi[0])
+
+
+def _study() -> pd.DataFrame:
+    rng = np.random.default_rng(SEED)
+    rows = []
+    for g in (20, 50):
+        truth = _truth(0.8)
+        hits = {ci: 0 for ci in ("percentile", "bca", "studentized")}
+        for i in range(SIMS):
+            d = _clustered(g, rng)
+            for ci in hits:
+                hits[ci] += _covers(d, truth, i, cluster="scenario", ci=ci)
+        rows += [{"design": f"clustered, {g} scenarios", "resampled": "scenario",
+                  "interval": ci, "truth": truth, "coverage": h / SIMS, "promised": True}
+                 for ci, h in hits.items()]
+    truth = _truth(float(np.hypot(0.7, 0.5)))
+    ways = {("scenario + judge (multiway)", "t, multiway SE", True):
+            dict(cluster=["scenario", "judge"]),
+            ("scenario x judge (pigeonhole)", "percentile", False):
+            dict(cluster=["scenario", "judge"], crossed="pigeonhole"),
+            ("scenario only", "percentile", False): dict(cluster="scenario")}
+    hits = dict.fromkeys(ways, 0)
+    for i in range(SIMS):
+        d = _crossed(rng)
+        for key, kw in ways.items():
+            hits[key] += _covers(d, truth, i, **kw)
+    rows += [{"design": "crossed, 30 scenarios x 15 judges", "resampled": key[0],
+              "interval": key[1], "truth": truth, "coverage": h / SIMS, "promised": key[2]}
+             for key, h in hits.items()]
+    return pd.DataFrame(rows)
+
+
+def _markdown(df: pd.DataFrame) -> str:
+    mc = np.sqrt(LEVEL * (1 - LEVEL) / SIMS)
+    lines = [MARK[0], "",
+             "Generated by `tests/test_custom_coverage.py` (`EVALMIX_WRITE_DOCS=1 pytest -m "
+             "slow tests/test_custom_coverage.py`).", "",
+             f"{SIMS} replications per row, {BOOT_REPS} resamples each, seed {SEED}; Monte "
+             f"Carlo SE of a 95% coverage {100 * mc:.1f} points. Statistic: the red-flag-rate "
+             "ratio B / A through the expression fast path.", "",
+             "| design | resampled | interval | true ratio | coverage |",
+             "|---|---|---|---|---|"]
+    for _, r in df.iterrows():
+        lines.append(f"| {r['design']} | {r['resampled']} | {r['interval']} | "
+                     f"{r['truth']:.3f} | {100 * r['coverage']:.1f}% |")
+    return "\n".join([*lines, "", MARK[1]])
+
+
+def _docs_block() -> str | None:
+    found = re.search(re.escape(MARK[0]) + ".*?" + re.escape(MARK[1]), DOCS.read_text(),
+                      flags=re.S)
+    return found.group(0) if found else None
+
+
+def test_custom_bootstrap_coverage_study():
+    df = _study()
+    block = _markdown(df)
+    print("\n" + block)
+    if os.environ.get("EVALMIX_WRITE_DOCS") == "1":
+        DOCS.write_text(DOCS.read_text().replace(_docs_block() or "", block, 1))
+    lo, hi = BAND
+    bad = df[df["promised"] & ~df["coverage"].between(lo, hi)]
+    assert bad.empty, bad.to_string()
+    # the pigeonhole is conservative, leaving the judges out under-covers
+    pigeon, one = df[~df["promised"]]["coverage"]
+    band = mc_band(LEVEL, SIMS, CHECKS)
+    assert pigeon > band[1] and one < band[0]
+    assert _docs_block() == block, "run EVALMIX_WRITE_DOCS=1 on this test and commit"
