@@ -68,6 +68,8 @@ from evalmix.inference.ranking import (
     pair_se,
     pairwise_satterthwaite,
     rank_intervals,
+    rank_sets,
+    tie_groups,
 )
 from evalmix.inference.sandwich import (
     CR_TYPES,
@@ -103,6 +105,7 @@ ESTIMANDS: tuple[str, ...] = get_args(LeaderboardEstimand)
 #: the board's own.
 MODEL_COLUMNS: tuple[str, ...] = RESULT_COLUMNS + (
     "stratum", "model", "rank", "rank_lo", "rank_hi", "tier", "n_obs", "adjust", "crit",
+    "rank_lo_marginal", "rank_hi_marginal", "tie_group",
 )
 #: The pairs' columns: :data:`~evalmix.tidy.RESULT_COLUMNS` (``contrast`` is ``"a - b"``,
 #: prefixed ``"<stratum>: "`` on a stratum's board, so keys are unique across boards),
@@ -166,6 +169,24 @@ class LeaderboardResult:
         result contract's; keys are unique)."""
         return self.pairs.copy()
 
+    def top_set(self, k: int = 1, *, stratum: str = "") -> list[str]:
+        """Confidence set for the ``k`` best models (``k = 1``: the best), best first.
+
+        The models whose simultaneous rank range starts at ``k`` or better
+        (``rank_lo <= k``): with probability at least ``level`` it contains every model
+        truly among the ``k`` best (csranks' ``cstaubest``;
+        :func:`~evalmix.inference.ranking.tau_best`).
+        """
+        board = self.models[self.models["stratum"] == stratum]
+        if board.empty:
+            raise InvalidOptionError(f"no board for stratum {stratum!r}")
+        if self.adjust == "none":
+            raise InvalidOptionError("adjust='none' gives per-comparison rank ranges; a set "
+                                     "for the best models needs adjust='max-t'")
+        if not isinstance(k, (int, np.integer)) or not 1 <= k <= len(board):
+            raise InvalidOptionError(f"k must be an integer from 1 to {len(board)}, got {k!r}")
+        return [str(m) for m in board.loc[board["rank_lo"] <= k, "model"]]
+
     def __str__(self) -> str:
         board = self.models[self.models["stratum"] == ""]
         if board.empty:
@@ -179,16 +200,19 @@ class LeaderboardResult:
             f"each model's {self.level:.0%} interval is its own (t, Satterthwaite or "
             f"G - 1 df{'; logit scale' if first['scale'] == 'logit' else ''}); the "
             f"differences between models use {self.level:.0%} simultaneous intervals "
-            f"({self.adjust}, critical value {first['crit']:.3f}) and the rank ranges "
+            f"({self.adjust}, critical value {first['crit']:.3f}); the rank ranges and "
+            "tie groups step those down (Mogstad et al. 2024)" if self.adjust == "max-t"
+            else f"({self.adjust}, critical value {first['crit']:.3f}) and the rank ranges "
             "invert those",
         ]
         lines = [f"{'rank':>4}  {'model':<28} {'estimate':>9}  {'interval':<19} "
-                 f"{'rank range':<10} tier"]
+                 f"{'rank range':<10} group tier"]
         for _, r in board.iterrows():
             lines.append(
                 f"{int(r['rank']):>4}  {str(r['model'])[:28]:<28} {r['estimate']:>9.3f}  "
                 f"[{r['lo']:.3f}, {r['hi']:.3f}]".ljust(66)
-                + f" {int(r['rank_lo'])}-{int(r['rank_hi'])}".ljust(11) + f" {r['tier']}")
+                + f" {int(r['rank_lo'])}-{int(r['rank_hi'])}".ljust(11)
+                + f" {int(r['tie_group']):>5} {r['tier']}")
         tail = []
         if self.by is not None:
             strata = [s for s in pd.unique(self.models["stratum"]) if s]
@@ -436,7 +460,13 @@ def _board(rows: _Rows, codes: list[np.ndarray], stratum: str, pairs, opts: dict
     better = np.zeros((k, k), dtype=bool)
     better[i, j] = fam["sim_lo"] > 0
     better[j, i] = fam["sim_hi"] < 0
-    rank, rank_lo, rank_hi = rank_intervals(est, better)
+    # ranks and tie groups: step-down from the single-step max-t rejections (Mogstad et
+    # al. 2024; never wider); the letters stay with the pairs' single-step intervals
+    sets = dict(level=level, df=g - 1.0, draws=opts["draws"], rng=rng)
+    ranked = (cast(np.ndarray, rank_sets(est, V, rejected=better, **sets).better)
+              if opts["adjust"] == "max-t" else better)
+    rank, rank_lo, rank_hi = rank_intervals(est, ranked)
+    marginal = rank_sets(est, V, simultaneous=False, **sets)
     order = np.lexsort((labels, -est))
     cap = opts["max_letters"] or min(k, MAX_LETTERS)
     tier = (compact_letters(order, better | better.T, max_letters=cap)
@@ -463,6 +493,8 @@ def _board(rows: _Rows, codes: list[np.ndarray], stratum: str, pairs, opts: dict
         "stratum": stratum, "model": labels, "estimate": est, "se": se_m,
         "lo": lo_m, "hi": hi_m, "df": df_m, "rank": rank,
         "rank_lo": rank_lo, "rank_hi": rank_hi, "tier": tier, "n_obs": n_model,
+        "rank_lo_marginal": marginal.lo, "rank_hi_marginal": marginal.hi,
+        "tie_group": tie_groups(est, ranked),
         "crit": fam["crit"][0] if len(i) else np.nan, **common,
     }).iloc[order]
     if pairs is None:
@@ -563,12 +595,19 @@ def leaderboard(
     Returns
     -------
     LeaderboardResult
-        ``tidy()``: per model (estimate, se, lo, hi, rank, rank_lo, rank_hi, tier);
-        ``tidy_pairs()``: per pair (estimate, se, p_value, p_holm, p_adjusted, lo, hi,
-        sim_lo, sim_hi). Rank ranges: ``rank_lo = 1 + #models significantly better``,
-        ``rank_hi = K - #models significantly worse`` (Klein, Wright & Wieczorek 2020);
-        with max-t or Bonferroni they hold jointly for all models with probability at
-        least ``level``.
+        ``tidy()``: per model (estimate, se, lo, hi, rank, rank_lo, rank_hi, tier,
+        rank_lo_marginal, rank_hi_marginal, tie_group); ``tidy_pairs()``: per pair
+        (estimate, se, p_value, p_holm, p_adjusted, lo, hi, sim_lo, sim_hi). Rank ranges:
+        ``rank_lo = 1 + #models significantly better``, ``rank_hi = K - #models
+        significantly worse`` (Klein, Wright & Wieczorek 2020); with max-t the
+        comparisons are the step-down of the pairs' single-step max-t (Mogstad, Romano,
+        Shaikh & Wilhelm 2024; :func:`~evalmix.inference.ranking.rank_sets`), never
+        wider; with max-t or Bonferroni they hold jointly for all models with
+        probability at least ``level``. ``rank_*_marginal``: each model's own rank set
+        (covers that model's rank with probability ``level``). ``tie_group``: blocks of
+        models in estimate order; every model of a group is significantly better than
+        every model of a later group (:func:`~evalmix.inference.ranking.tie_groups`).
+        ``top_set(k)``: the confidence set for the ``k`` best.
 
     Examples
     --------

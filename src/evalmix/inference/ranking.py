@@ -17,6 +17,13 @@ pair).
   ``rank_hi = K - #{models significantly worse}``. If the simultaneous intervals cover
   all differences with probability >= 1 - alpha, the rank intervals cover all true ranks
   jointly with at least that probability.
+* :func:`rank_sets`: marginal and simultaneous rank confidence sets by the step-down
+  procedure of Mogstad, Romano, Shaikh & Wilhelm (2024), as their R package csranks
+  (``csranks``): one-sided tests of every ordered pair ``theta_a > theta_b``, the
+  critical value re-estimated on the hypotheses not yet rejected until no more are.
+  Its first step is the single-step max-t above, so its sets are never wider.
+  :func:`tau_best` (csranks' ``cstaubest``): the models that may be among the best
+  ``tau``; :func:`tie_groups`: blocks of models that cannot be ordered against each other.
 * Tier letters (compact letter display) are in :mod:`evalmix.inference.letters`.
 * :func:`pairwise_satterthwaite`: the CR2 Satterthwaite degrees of freedom of every
   difference of two cell means at once (vectorised over pairs through K x K Gram
@@ -49,6 +56,10 @@ __all__ = [
     "maxt_adjusted_p",
     "rank_intervals",
     "pairwise_satterthwaite",
+    "RankSets",
+    "rank_sets",
+    "tau_best",
+    "tie_groups",
 ]
 
 #: Draws x models held in memory at once by :func:`maxt_critical`.
@@ -257,3 +268,275 @@ def pairwise_satterthwaite(
         frob = d2 - 2 * df2 + ff
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(frob > 0, trace**2 / frob, np.nan)
+
+
+# --------------------------------------------------------------------------- rank sets
+@dataclass(frozen=True)
+class RankSets:
+    """Rank confidence sets ``{lo, ..., hi}`` of K estimates (rank 1 = largest).
+
+    Attributes
+    ----------
+    rank, lo, hi : (K,) int arrays
+        Point rank (1 + the number of strictly larger estimates) and the set's bounds.
+    better : (K, K) bool array or None
+        ``better[a, b]``: ``theta_a > theta_b`` rejected-against, i.e. model ``a`` is
+        significantly better than ``b`` (simultaneous sets only; the family they invert).
+    simultaneous, stepdown : bool
+    level : float
+    steps : int
+        Steps of the (largest) step-down run (1: single step).
+    """
+
+    rank: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    better: np.ndarray | None
+    simultaneous: bool
+    stepdown: bool
+    level: float
+    steps: int
+
+
+def _null_draws(vcov: np.ndarray, df: float, draws: int, rng: np.random.Generator
+                ) -> np.ndarray:
+    """``(K, draws)`` draws of the estimation error: N(0, V), or multivariate t_df."""
+    z = _sqrt_psd(np.asarray(vcov, dtype=float)) @ rng.standard_normal(
+        (np.shape(vcov)[0], draws))
+    if np.isfinite(df):
+        z /= np.sqrt(rng.chisquare(df, draws) / df)[None, :]
+    return z
+
+
+def _inverse_se(vcov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(se, 1 / se)`` of all ``theta_a - theta_b`` as K x K tables (``1 / 0 -> 0``)."""
+    d = np.diag(vcov)
+    se = np.sqrt(np.maximum(d[:, None] + d[None, :] - 2 * vcov, 0.0))
+    np.fill_diagonal(se, 0.0)
+    return se, np.where(se > 0, 1.0 / np.where(se > 0, se, 1.0), 0.0)
+
+
+def _t_table(est: np.ndarray, se: np.ndarray) -> np.ndarray:
+    """``t[a, b] = (est_a - est_b) / se_ab`` (``+-inf`` at zero SE, 0 on ties)."""
+    diff = est[:, None] - est[None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = diff / se
+    return np.where(diff == 0, 0.0, t)
+
+
+def _simultaneous(t: np.ndarray, inv: np.ndarray, z: np.ndarray, level: float,
+                  stepdown: bool, rejected: np.ndarray | None) -> tuple[np.ndarray, int]:
+    """Step-down test of every ordered pair ``H_ab: theta_a <= theta_b``.
+
+    The null statistic of ``H_ab`` is ``(Z_a - Z_b) / se_ab``; each step's critical value
+    is the ``level`` quantile of its maximum over the hypotheses not yet rejected (held
+    per draw as one running maximum per row ``a``, recomputed only for the rows that
+    lost a hypothesis). Romano & Wolf (2005), Algorithm 2.1; csranks' ``csdiffmeans``.
+    """
+    k, n = z.shape
+    better = np.zeros((k, k), dtype=bool) if rejected is None else rejected.copy()
+    active = ~np.eye(k, dtype=bool) & ~better
+    rowmax = np.full((k, n), -np.inf, dtype=z.dtype)
+    dirty = np.ones(k, dtype=bool)
+    steps = 0
+    while active.any():
+        for a in np.flatnonzero(dirty):
+            cols = np.flatnonzero(active[a])
+            if cols.size:
+                s = z[a][None, :] - z[cols]
+                s *= inv[a, cols][:, None]
+                rowmax[a] = s.max(axis=0)
+            else:
+                rowmax[a] = -np.inf
+        steps += 1
+        crit = float(np.quantile(rowmax.max(axis=0), level))
+        new = active & (t > crit)
+        if not new.any():
+            break
+        better |= new
+        active &= ~new
+        dirty = new.any(axis=1)
+        if not stepdown:
+            break
+    return better, steps
+
+
+def _marginal(t: np.ndarray, inv: np.ndarray, z: np.ndarray, level: float, stepdown: bool
+              ) -> tuple[np.ndarray, np.ndarray, int]:
+    """Each model's own family: ``H_jk`` and ``H_kj`` for all ``k``, stepped down."""
+    k = z.shape[0]
+    n_better = np.zeros(k, dtype=np.int64)
+    n_worse = np.zeros(k, dtype=np.int64)
+    most = 0
+    for j in range(k):
+        s = (z[j][None, :] - z) * inv[j][:, None]  # row m: null statistic of H_jm
+        up = np.ones(k, dtype=bool)  # H_jm: is j better than m?
+        up[j] = False
+        dn = up.copy()  # H_mj: is m better than j?
+        steps = 0
+        while up.any() or dn.any():
+            steps += 1
+            m = np.full(s.shape[1], -np.inf, dtype=s.dtype)
+            if up.any():
+                m = np.maximum(m, s[up].max(axis=0))
+            if dn.any():
+                m = np.maximum(m, (-s[dn]).max(axis=0))
+            crit = float(np.quantile(m, level))
+            new_up, new_dn = up & (t[j] > crit), dn & (-t[j] > crit)
+            if not (new_up.any() or new_dn.any()):
+                break
+            n_worse[j] += int(new_up.sum())
+            n_better[j] += int(new_dn.sum())
+            up &= ~new_up
+            dn &= ~new_dn
+            if not stepdown:
+                break
+        most = max(most, steps)
+    return 1 + n_better, k - n_worse, most
+
+
+def rank_sets(
+    estimate: np.ndarray,
+    vcov: np.ndarray,
+    *,
+    level: float = 0.95,
+    simultaneous: bool = True,
+    stepdown: bool = True,
+    df: float = np.inf,
+    draws: int = 10_000,
+    rng: np.random.Generator,
+    rejected: np.ndarray | None = None,
+) -> RankSets:
+    """Marginal or simultaneous confidence sets for the ranks of K estimates.
+
+    The procedure of Mogstad, Romano, Shaikh & Wilhelm (2024) as their R package csranks
+    implements it (``csranks(x, Sigma, simul=, stepdown=)``): test every ordered pair
+    ``H_ab: theta_a <= theta_b`` with ``t_ab = (x_a - x_b) / se_ab`` against the
+    ``level`` quantile of ``max t*`` over the hypotheses not yet rejected, ``t*`` drawn
+    from ``N(0, V)`` (a parametric bootstrap; multivariate t with ``df`` degrees of
+    freedom when finite), and repeat on the rest until nothing more is rejected. Then
+    ``lo = 1 + #{rejected: a better than m}``, ``hi = K - #{rejected: m better than a}``.
+
+    * ``simultaneous=True``: one family of all ``K (K - 1)`` ordered pairs; the K sets
+      hold jointly with probability ``level`` (asymptotically). The first step equals the
+      single-step max-t of :func:`maxt_critical`, so step-down sets are never wider.
+    * ``simultaneous=False``: for each model its own ``2 (K - 1)`` hypotheses; each set
+      covers its model's rank with probability ``level``.
+
+    Unlike csranks, the same ``draws`` serve every step (common random numbers: the
+    critical values then fall monotonically and the result is reproducible from the
+    seed); csranks redraws at each step. Both estimate the same quantiles.
+
+    Parameters
+    ----------
+    estimate : (K,) array
+        Estimates; higher is better (rank 1).
+    vcov : (K, K) array
+        Their covariance (e.g. cluster-robust).
+    level : float
+        Confidence level.
+    simultaneous : bool
+        Joint sets for all K ranks (True) or each model's own set (False).
+    stepdown : bool
+        Step down (True) or stop after the single step (False).
+    df : float
+        Degrees of freedom of the multivariate t (``G - 1`` for G clusters; ``inf``:
+        normal, as csranks).
+    draws : int
+        Monte Carlo draws (csranks' ``R``; default 1000 there).
+    rng : numpy.random.Generator
+        Source of the draws.
+    rejected : (K, K) bool array, optional
+        Simultaneous only: ``a`` better than ``b`` already established by a valid
+        single-step test of the whole family at ``level`` (e.g. the max-t intervals of
+        :func:`maxt_critical`, as the leaderboard has them); the steps start from the
+        rest, so the sets are never wider than that test's, whatever the Monte Carlo
+        draws. (Its step is the first step of a step-down: the usual proof applies.)
+
+    Returns
+    -------
+    RankSets
+
+    Examples
+    --------
+    >>> est = np.array([3.0, 2.9, 0.0, -3.0])
+    >>> sets = rank_sets(est, np.eye(4) * 0.01, rng=np.random.default_rng(1))
+    >>> sets.lo.tolist(), sets.hi.tolist()
+    ([1, 1, 3, 4], [2, 2, 3, 4])
+
+    References
+    ----------
+    Mogstad, Romano, Shaikh & Wilhelm (2024), doi:10.1093/restud/rdad006; Romano, J. P.
+    & Wolf, M. (2005). Exact and approximate stepdown methods for multiple hypothesis
+    testing. JASA 100, 94-108. doi:10.1198/016214504000000539
+    """
+    level = check_level(level)
+    if draws < 100:
+        raise InvalidOptionError(f"draws must be at least 100 for a rank set, got {draws}")
+    est = np.asarray(estimate, dtype=float)
+    V = np.asarray(vcov, dtype=float)
+    k = est.size
+    if V.shape != (k, k) or not np.all(np.isfinite(est)) or not np.all(np.isfinite(V)):
+        raise EvalmixError(f"rank_sets needs {k} finite estimates and a finite ({k}, {k}) "
+                           f"covariance, got {V.shape}")
+    se, inv = _inverse_se(V)
+    t = _t_table(est, se)
+    # single precision for the null draws: quantiles to ~1e-7 relative, half the memory
+    # traffic of the K^2 x draws statistics
+    z = _null_draws(V, df, int(draws), rng).astype(np.float32)
+    inv = inv.astype(np.float32)
+    rank = (1 + (est[None, :] > est[:, None]).sum(axis=1)).astype(np.int64)
+    if simultaneous:
+        if rejected is not None and np.shape(rejected) != (k, k):
+            raise EvalmixError(f"rejected must be ({k}, {k}), got {np.shape(rejected)}")
+        better, steps = _simultaneous(t, inv, z, level, stepdown, None if rejected is None
+                                      else np.asarray(rejected, dtype=bool))
+        _, lo, hi = rank_intervals(est, better)
+        return RankSets(rank, lo, hi, better, True, stepdown, level, steps)
+    lo, hi, steps = _marginal(t, inv, z, level, stepdown)
+    return RankSets(rank, lo.astype(np.int64), hi.astype(np.int64), None, False,
+                    stepdown, level, steps)
+
+
+def tau_best(sets: RankSets, tau: int = 1) -> np.ndarray:
+    """Confidence set for the ``tau`` best (csranks' ``cstaubest``): ``lo <= tau``.
+
+    With simultaneous sets at level ``1 - alpha``, every model whose true rank is at most
+    ``tau`` has ``lo <= tau`` with probability at least ``1 - alpha`` (the projection
+    set of Mogstad et al. 2024); ``tau = 1`` is the set for the best model. csranks
+    tests the one-sided family ``theta_b > theta_a`` for this set, which over all ordered
+    pairs is the two-sided family, so the result is the same.
+
+    Returns
+    -------
+    (K,) bool array
+    """
+    if not sets.simultaneous:
+        raise InvalidOptionError("tau_best needs simultaneous rank sets (simultaneous=True); "
+                                 "a marginal set covers one model's rank, not the top tau")
+    if not isinstance(tau, (int, np.integer)) or not 1 <= tau <= sets.rank.size:
+        raise InvalidOptionError(f"tau must be an integer from 1 to {sets.rank.size}, "
+                                 f"got {tau!r}")
+    return sets.lo <= tau
+
+
+def tie_groups(estimate: np.ndarray, better: np.ndarray) -> np.ndarray:
+    """Tie groups: 1 for the top block, 2 for the next, ... (per model).
+
+    Order the models by estimate (ties by index); a boundary falls after the first
+    ``r`` models exactly when each of them is significantly better than each model after
+    them (``better[a, b]`` for all such pairs), so a group is a block of models that
+    cannot be separated from the models next to them, and every model in a group is
+    significantly better than every model in any later group. With simultaneous
+    ``better`` all the boundaries hold jointly at its level.
+    """
+    est = np.asarray(estimate, dtype=float)
+    k = est.size
+    order = np.lexsort((np.arange(k), -est))
+    miss = (~np.asarray(better, dtype=bool)[np.ix_(order, order)]).astype(np.int64)
+    P = miss.cumsum(axis=0).cumsum(axis=1)  # P[r, c]: misses in rows <= r, cols <= c
+    r = np.arange(1, k)  # boundary after the first r models: rows < r, cols >= r
+    cut = (P[r - 1, k - 1] - P[r - 1, r - 1]) == 0
+    group = np.empty(k, dtype=np.int64)
+    group[order] = 1 + np.concatenate([[0], np.cumsum(cut)])
+    return group

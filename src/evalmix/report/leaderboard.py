@@ -2,11 +2,12 @@
 :func:`evalmix.inference.leaderboard.leaderboard` (no fitting here).
 
 - :func:`leaderboard_frame` -- the display table: rank, model, estimate, interval, rank
-  range, tier letters.
+  range (simultaneous, and the model's own), tie group, tier letters.
 - :func:`leaderboard_markdown` / :func:`leaderboard_html` -- that table (and the
   closest pairs) as Markdown or HTML.
 - :func:`leaderboard_plot` -- one row per model, best at the top: estimate with its
-  interval on the left, the simultaneous rank range on the right, tier letters beside.
+  interval on the left, the simultaneous (and own) rank range on the right, tie groups
+  ruled off, tier letters beside.
 """
 
 from __future__ import annotations
@@ -52,6 +53,9 @@ def leaderboard_frame(models: pd.DataFrame, *, stratum: str = "") -> pd.DataFram
                                   for lo, hi in zip(b["lo"], b["hi"], strict=True)],
         "rank range": [f"{int(lo)}-{int(hi)}"
                        for lo, hi in zip(b["rank_lo"], b["rank_hi"], strict=True)],
+        "own rank range": [f"{int(lo)}-{int(hi)}" for lo, hi in zip(
+            b["rank_lo_marginal"], b["rank_hi_marginal"], strict=True)],
+        "tie group": b["tie_group"].to_numpy(),
         "tier": b["tier"].to_numpy(),
         "rows": b["n_obs"].to_numpy(),
     })
@@ -92,7 +96,21 @@ def _caption(models: pd.DataFrame, stratum: str) -> str:
             f"and the pairs' simultaneous intervals come from {r['level']:.0%} simultaneous "
             f"comparisons of all pairs ({r['adjust']}{crit})"
             + (": two models share a tier letter when their difference is not significant."
-               if _has_letters(b) else " (no tier letters on this board)."))
+               if _has_letters(b) else " (no tier letters on this board).")
+            + _rank_caption(b))
+
+
+def _rank_caption(b: pd.DataFrame) -> str:
+    """What the rank columns mean, and the set for the best model."""
+    r = b.iloc[0]
+    how = (" stepped down (Mogstad et al. 2024)" if r["adjust"] == "max-t" else "")
+    best = ("" if r["adjust"] == "none" else
+            f" {r['level']:.0%} set for the best model: "
+            + ", ".join(str(m) for m in b.loc[b["rank_lo"] <= 1, "model"]) + ".")
+    return (f" The rank range covers all true ranks jointly{how}; the own rank range covers "
+            "this model's rank alone. A tie group is a block of models that cannot be "
+            "ordered against their neighbours: each is significantly better than every "
+            f"model of a later group ({int(b['tie_group'].max())} groups)." + best)
 
 
 def leaderboard_markdown(models: pd.DataFrame, pairs: pd.DataFrame | None = None, *,
@@ -144,9 +162,18 @@ def leaderboard_plot(models: pd.DataFrame, *, stratum: str = "") -> Figure:
         ax1.axvline(0.5, color="#8c8c8c", lw=0.8, ls="--")
     rlo, rhi, rank = (b[c].to_numpy(float) for c in ("rank_lo", "rank_hi", "rank"))
     ax2.hlines(y, rlo - 0.4, rhi + 0.4, color="#2e8b57", lw=3.2, alpha=0.55, zorder=2)
+    ax2.hlines(y, b["rank_lo_marginal"].to_numpy(float) - 0.4,
+               b["rank_hi_marginal"].to_numpy(float) + 0.4, color="#14532d", lw=0.9,
+               zorder=3)
     ax2.plot(rank, y, "|", color="#14532d", ms=6, zorder=3)
+    group = b["tie_group"].to_numpy()
+    for row in y[1:][np.diff(group) != 0]:  # rule off the tie groups in both panels
+        for ax in (ax1, ax2):
+            ax.axhline(row + 0.5, color="#8c2d04", lw=0.9, zorder=1)
     ax2.set_xlim(0.3, k + 0.7)
-    ax2.set_xlabel(f"rank range (simultaneous {r['level']:.0%}, {r['adjust']})")
+    ax2.set_xlabel(f"rank range (simultaneous {r['level']:.0%}, {r['adjust']}"
+                   f"{', step-down' if r['adjust'] == 'max-t' else ''}; thin: own); "
+                   "lines: tie groups")
     ax1.set_yticks(y, [f"{int(a)}. {m}" for a, m in zip(rank, b["model"], strict=True)],
                    fontsize=font)
     ax1.set_ylim(-0.6, k - 0.4)
