@@ -89,7 +89,7 @@ _MAXIT = 100
 #: Ridge on the instruction effects of the joint difficulty fit (on the summed
 #: log-likelihood): negligible where an instruction has any spread, it keeps the effect
 #: of an instruction every model won (or lost) finite.
-_RIDGE = 1e-6
+_RIDGE = 1e-8
 
 
 # --------------------------------------------------------------------------- fits
@@ -159,9 +159,15 @@ def estimate_difficulty(y: np.ndarray, model: np.ndarray, item: np.ndarray, t: n
         bd = b_blk / dd
         schur = a_blk - bd @ b_blk.T
         rhs = g_p - bd @ g_d
-        # the intercepts and the instruction effects share one direction (a + c, d - c),
-        # fixed by the ridge (ill-conditioned but not singular; d is centred at the end)
-        x = np.linalg.solve(schur, rhs)
+        # the intercepts and the instruction effects share one direction (a + c, d - c):
+        # the first model's intercept stays 0 (d is centred at the end)
+        schur[0, :] = schur[:, 0] = 0.0
+        schur[0, 0], rhs[0] = 1.0, 0.0
+        try:
+            x = np.linalg.solve(schur, rhs)
+        except np.linalg.LinAlgError:
+            raise EvalmixError("the instruction-difficulty fit is singular (a model's "
+                               "length differences do not vary)") from None
         z = (g_d - b_blk.T @ x) / dd
         theta += x
         d += z

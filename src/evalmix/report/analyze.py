@@ -61,6 +61,8 @@ from evalmix.inference.api import interval
 from evalmix.inference.bootstrap import MIN_REPS
 from evalmix.inference.estimands import build_problem
 from evalmix.inference.sandwich import FEW_CLUSTERS
+from evalmix.report.controlled import applies as lc_applies
+from evalmix.report.controlled import length_control_rows
 from evalmix.report.custom import custom_rows
 from evalmix.report.reliability import reliability
 from evalmix.seeding import SeedLike, child_seed, resolve_seed
@@ -468,6 +470,10 @@ def analyze(
                                                           seed=seed, letters=letters)
         if board_note:
             notes.append(board_note)
+        with bar.stage("length-controlled win rate") if lc_applies(table) else nullcontext():
+            lc_rows, lc_note = length_control_rows(table, level=level, seed=seed, reps=reps)
+        if lc_note:
+            notes.append(lc_note)
         with bar.stage("G study: reliability and budget"):
             rel, rel_note = reliability(table, level=level, seed=seed, fast=fast,
                                         model_timeout=model_timeout)
@@ -511,7 +517,8 @@ def analyze(
                       position=position,
                       position_classes=None if classes.empty else classes,
                       summary=summary({}), leaderboard=board, leaderboard_pairs=board_pairs,
-                      humans=section, reliability=rel, custom=custom)
+                      humans=section, reliability=rel, custom=custom,
+                      length_control=lc_rows)
         if out is not None and fits_to_run(table, backend=backend, fast=fast,
                                            methods=model_methods):
             # the design-based results are on disk before any model fit starts

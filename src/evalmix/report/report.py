@@ -90,6 +90,7 @@ PARTS: tuple[Part, ...] = (
     Part("position_classes", "position_classes.csv"),
     Part("plan", None),
     Part("custom", "custom.csv"),
+    Part("length_control", "length_control.csv"),
 )
 
 
@@ -139,6 +140,11 @@ class Report:
         rank range, tier letters) and one per model pair (difference, Holm p-value,
         simultaneous max-t interval), clustered at the recommended level
         (:func:`evalmix.inference.leaderboard.leaderboard`); None otherwise.
+    length_control : pandas.DataFrame or None
+        Pairwise tables with one baseline and the answer lengths (AlpacaEval): the
+        length-controlled win rate beside the raw one per model
+        (:func:`evalmix.inference.length_control.length_controlled_win_rate`); None
+        otherwise.
     humans : HumansSection or None
         With ``analyze(humans=[...])``: the judges against the humans who rated the same
         units (:mod:`evalmix.report.humans`); None otherwise.
@@ -175,6 +181,7 @@ class Report:
     plan: Mapping[str, Any] | None = None
     position_classes: pd.DataFrame | None = None
     custom: pd.DataFrame | None = None
+    length_control: pd.DataFrame | None = None
 
     def tidy(self) -> pd.DataFrame:
         """The interval table in the result contract: :data:`evalmix.tidy.RESULT_COLUMNS`
@@ -256,6 +263,10 @@ class Report:
             if plots_dir and "leaderboard" not in self.summary.get("figures_not_drawn", {}):
                 body += f"\n\n![leaderboard]({plots_dir}/leaderboard.png)"
             sections.append((LEADERBOARD_TITLE, body))
+        if self.length_control is not None:
+            from evalmix.report.controlled import CONTROLLED_TITLE, controlled_markdown
+
+            sections.append((CONTROLLED_TITLE, controlled_markdown(self.length_control)))
         if self.humans is not None:
             from evalmix.report.humans import HUMANS_TITLE
 
@@ -291,6 +302,10 @@ class Report:
                 self.leaderboard, self.leaderboard_pairs)
                 + (f"<img alt='leaderboard' src='data:image/png;base64,{png}'>" if png
                    else "")))
+        if self.length_control is not None:
+            from evalmix.report.controlled import CONTROLLED_TITLE, controlled_html
+
+            sections.append((CONTROLLED_TITLE, controlled_html(self.length_control)))
         if self.humans is not None:
             from evalmix.report.humans import HUMANS_TITLE
 
