@@ -159,8 +159,12 @@ def dense_codes(labels: np.ndarray | Sequence[Any]) -> np.ndarray:
     if a.dtype.kind in "iu" and a.size and a.min() >= 0:
         top = int(a.max()) + 1
         if top <= 4 * a.size + 16:
-            present = np.bincount(a, minlength=top) > 0
-            return (np.cumsum(present) - 1)[a].astype(np.int64)
+            present = np.zeros(top, dtype=bool)
+            present[a] = True
+            lookup = np.cumsum(present, dtype=np.int32 if top < 2**31 else np.int64)
+            del present
+            lookup -= 1
+            return lookup[a].astype(np.int64)
     return pd.factorize(a, sort=True)[0].astype(np.int64)
 
 

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from evalmix.data.table import check_table, cluster_codes
+from evalmix.data.table import check_table, cluster_codes, intersect_codes
 from evalmix.errors import EvalmixError, check_level
 from evalmix.tidy import RESULT_COLUMNS, tidy_rows
 
@@ -281,9 +281,14 @@ def design_effect(table, cluster: str | Sequence[str] | None = None, *,  # noqa:
     keys = _fixed_cells(table)
     centred = bool(keys)
     if centred:
-        cells = [table.data[k].to_numpy() for k in keys]
-        means = pd.Series(y).groupby(cells, dropna=False).transform("mean").to_numpy()
-        y = y - means + y.mean()
+        # integer codes of the cells (a missing value is its own level, as groupby's
+        # dropna=False), not per-row copies of the model names
+        d = table.data
+        cell = intersect_codes(*(pd.factorize(d[k], use_na_sentinel=False)[0]
+                                 for k in keys))
+        means = np.bincount(cell, weights=y) / np.bincount(cell)
+        y = y - means[cell] + y.mean()
+        del cell
     rows = []
     for role in roles:
         codes = table.codes(role)

@@ -109,7 +109,7 @@ def aggregate(a: np.ndarray, b: np.ndarray, y: np.ndarray,
     y : (n,) float array
         Model a's score in [0, 1].
     clusters : sequence of (n,) integer arrays
-        Cluster codes of each factor (several: multiway).
+        Dense codes ``0..G-1`` of each cluster factor (several: multiway).
     n_models : int
         Number of models (the codes' range).
 
@@ -125,18 +125,26 @@ def aggregate(a: np.ndarray, b: np.ndarray, y: np.ndarray,
     y = np.asarray(y, dtype=float)
     if np.any((y < 0) | (y > 1)):
         raise EvalmixError("Bradley-Terry needs outcomes in [0, 1] (1 win, 1/2 tie, 0 loss)")
-    swap = a > b
-    lo, hi = np.where(swap, b, a), np.where(swap, a, b)
-    ys = np.where(swap, 1.0 - y, y)
-    del swap
-    codes = [np.asarray(c, dtype=np.int64) for c in clusters]
-    key = intersect_codes(lo * n_models + hi, dense_codes(ys), *codes)
+    # one pass per key part, each temporary freed before the next (no per-row copies
+    # kept: the patterns' values are read from the rows at their first occurrence)
+    pair = np.minimum(a, b) * n_models
+    pair += np.maximum(a, b)
+    swapped = np.where(a > b, 1.0 - y, y)
+    outcome = dense_codes(swapped)
+    del swapped
+    key = intersect_codes(pair, outcome, *clusters)
+    del pair, outcome
     q = int(key.max()) + 1 if key.size else 0
     first = np.empty(q, dtype=np.int64)
     first[key[::-1]] = np.arange(key.size - 1, -1, -1)
     count = np.bincount(key, minlength=q).astype(float)
-    return Battles(lo[first], hi[first], ys[first], count,
-                   tuple(c[first] for c in codes), int(n_models), int(a.size))
+    del key
+    fa, fb, fy = a[first], b[first], y[first]
+    swap = fa > fb
+    return Battles(np.where(swap, fb, fa), np.where(swap, fa, fb),
+                   np.where(swap, 1.0 - fy, fy), count,
+                   tuple(np.asarray(c)[first].astype(np.int64) for c in clusters),
+                   int(n_models), int(a.size))
 
 
 @dataclass(frozen=True)

@@ -386,10 +386,19 @@ def _estimates_bt(rows: _Rows, codes: list[np.ndarray], method: str):  # noqa: A
     present = rows.models()
     labels = rows.names[present]
     k = labels.size
-    recode = np.zeros(rows.names.size, dtype=np.int64)
-    recode[present] = np.arange(k)
-    ia, ib = recode[rows.first], recode[np.asarray(rows.second)]
-    adj = coo_matrix((np.ones(ia.size), (ia, ib)), shape=(k, k))
+    if k == rows.names.size:  # every model on this board
+        ia, ib = rows.first, np.asarray(rows.second)
+    else:
+        recode = np.zeros(rows.names.size, dtype=np.int64)
+        recode[present] = np.arange(k)
+        ia, ib = recode[rows.first], recode[np.asarray(rows.second)]
+    if len(codes) > 1 and method not in MULTIWAY_METHODS:
+        raise InvalidOptionError(f"multiway clustering takes method in {MULTIWAY_METHODS}, got "
+                                 f"{method!r}")
+    battles = aggregate(ia, ib, rows.y, [cluster_codes(c)[0] for c in codes], k)
+    del ia, ib
+    pairs = np.unique(battles.a * k + battles.b)
+    adj = coo_matrix((np.ones(pairs.size), (pairs // k, pairs % k)), shape=(k, k))
     n_comp, comp = connected_components(adj, directed=False)
     if n_comp > 1:
         alone = labels[comp != np.bincount(comp).argmax()]
@@ -398,11 +407,6 @@ def _estimates_bt(rows: _Rows, codes: list[np.ndarray], method: str):  # noqa: A
             f"abilities are not comparable across them (e.g. {list(alone[:5])} are never "
             "compared, directly or through others, with the largest group); add "
             "comparisons that link them or rank each group separately")
-    if len(codes) > 1 and method not in MULTIWAY_METHODS:
-        raise InvalidOptionError(f"multiway clustering takes method in {MULTIWAY_METHODS}, got "
-                                 f"{method!r}")
-    battles = aggregate(ia, ib, rows.y, [cluster_codes(c)[0] for c in codes], k)
-    del ia, ib
     fit = fit_bt(battles)
     g = min(int(c.max()) + 1 for c in battles.clusters)
     V = (vcov_bt(battles, fit, battles.clusters[0], type=cast(Method, method))

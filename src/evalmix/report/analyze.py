@@ -396,6 +396,12 @@ def analyze(
     problems: dict[tuple, tuple[Any, list[tuple[str, str]], str | None]] = {}
     empty_cells: set[tuple[str, str]] = set()
 
+    # each cached subset table and problem is dropped after its last job (jobs of one
+    # contrast are adjacent): holding them all kept several copies of the table
+    last_subset = {(j.contrast.column, j.contrast.levels, j.judge): i
+                   for i, j in enumerate(jobs + judge_jobs)}
+    last_problem = {(j.contrast.key, j.judge): i for i, j in enumerate(jobs + judge_jobs)}
+
     rows_of = RowSelector(table)
     judge_codes = table.codes(judge) if judge is not None else None
     judge_code = ({str(lv): i for i, lv in enumerate(table.levels(judge))}
@@ -445,6 +451,10 @@ def analyze(
                     row, w, err = _call_interval(sub, job, level=level, reps=reps,
                                                  seed=child_seed(seed, i), problem=problem)
             raw_warn += w
+            if last_subset[(job.contrast.column, job.contrast.levels, job.judge)] == i:
+                subsets.pop((job.contrast.column, job.contrast.levels, job.judge), None)
+            if last_problem[(job.contrast.key, job.judge)] == i:
+                problems.pop((job.contrast.key, job.judge), None)
             if err:
                 errors.append((job.method, job.contrast.contrast, err))
             if job.judge is None:
