@@ -163,7 +163,7 @@ def dense_codes(labels: np.ndarray | Sequence[Any]) -> np.ndarray:
             present[a] = True
             lookup = np.cumsum(present, dtype=np.int32 if top < 2**31 else np.int64)
             del present
-            lookup -= 1
+            np.subtract(lookup, 1, out=lookup)
             return lookup[a].astype(np.int64)
     return pd.factorize(a, sort=True)[0].astype(np.int64)
 
