@@ -231,6 +231,7 @@ def test_report_states_the_fallback_and_marks_the_deviation(planned_report):
     assert rep.headline["analysis"].eq(EXPLORATORY).all()  # the headline is by persona
     assert (rep.judges["analysis"] == EXPLORATORY).all()
     assert (rep.position["analysis"] == EXPLORATORY).all()
+    assert (rep.position_classes["analysis"] == EXPLORATORY).all()
 
 
 def test_report_files_record_the_plan_and_its_hash(planned_report, tmp_path):
@@ -339,3 +340,21 @@ def test_cli_report_plan_and_contradicting_options(sim, tmp_path, capsys):
     summary = json.loads((tmp_path / "r" / "summary.json").read_text())
     assert summary["plan"]["sha256"] == hashlib.sha256(plan.read_bytes()).hexdigest()
     assert summary["reps"] == 99 and summary["plan"]["used"]["cluster"] == "scenario"
+
+
+def test_answer_label_when_the_plan_is_the_recommendation(table, tmp_path):
+    from evalmix.compare.recommend import recommend_cluster
+
+    rec = recommend_cluster(table)
+    text = FEW.replace('cluster = "persona"', f'cluster = "{rec.label}"').replace(
+        "min_clusters = 5", "min_clusters = 2").replace(
+        'clusters = ["author"]', "clusters = []")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rep = evalmix.analyze(table, fast=True, reps=99, seed=3, progress=False,
+                              plan=read_plan(_write(tmp_path, text)))
+    head = rep.headline.set_index("contrast")["analysis"]
+    assert head.loc["treatment vs reference"] == PRIMARY
+    assert (head.drop("treatment vs reference") == EXPLORATORY).all()
+    assert ("Exploratory beyond the primary contrast (the same method and cluster as the "
+            "plan): ") in rep.to_markdown()

@@ -286,7 +286,12 @@ def _exploratory(rep: Report) -> str:
         return ""
     h = rep.headline
     if not h.empty and "analysis" in h and h["analysis"].eq("primary").all():
-        return "Recommended interval (the plan's primary one): "
+        return "The plan's primary interval: "
+    used, rec = rep.plan.get("used", {}), rep.recommendation
+    if (used.get("method"), used.get("cluster")) == (rec.get("method"),
+                                                     rec.get("cluster") or "none"):
+        return ("Exploratory beyond the primary contrast (the same method and cluster as "
+                "the plan): ")
     return "Exploratory (evalmix's recommended interval, not the plan's): "
 
 

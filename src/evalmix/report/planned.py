@@ -251,8 +251,8 @@ def _primary_rows(rep: Report, use: PlanUse) -> pd.DataFrame:
 def apply_plan(rep: Report, use: PlanUse) -> Report:
     """``rep`` with every row labelled against the plan and the plan recorded.
 
-    ``intervals``, ``judges``, ``headline`` and ``position`` get an ``analysis``
-    column (``primary``, ``sensitivity``, ``declared primary, replaced by the
+    ``intervals``, ``judges``, ``headline``, ``position`` and ``position_classes`` get
+    an ``analysis`` column (``primary``, ``sensitivity``, ``declared primary, replaced by the
     fallback`` or ``exploratory``); ``intervals`` and ``judges`` also a ``deviation``
     column (what the data forced, on the primary rows). ``rep.plan`` and
     ``summary["plan"]`` hold the path, SHA-256, the eight items, the cluster and method
@@ -276,7 +276,11 @@ def apply_plan(rep: Report, use: PlanUse) -> Report:
     position = rep.position.copy()
     if not position.empty:
         position["analysis"] = EXPLORATORY
-    out = replace(rep, intervals=iv, judges=judges, headline=head, position=position)
+    classes = rep.position_classes
+    if classes is not None:
+        classes = classes.assign(analysis=EXPLORATORY)
+    out = replace(rep, intervals=iv, judges=judges, headline=head, position=position,
+                  position_classes=classes)
     primary = _primary_rows(out, use)
     record = {**use.summary(), "primary": primary}
     return replace(out, plan=record, summary={**rep.summary, "plan": record})
