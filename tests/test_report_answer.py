@@ -248,14 +248,28 @@ def test_one_judge_findings_agree_with_the_position_table():
     p = rep.position
     assert list(p["judge"]) == ["(all judges)"]
     r = p.iloc[0]
+    # the CR1 interval of a proportion on the logit scale (by hand from the CR1 SE of the
+    # decisive first-shown wins by item, t with G - 1 df): inside (0, 1), asymmetric
+    from scipy import stats
+    from scipy.special import expit, logit
+
+    from evalmix.compare.position import mean_cr1
+
+    dec = table.data[table.data["verdict"].isin(["a", "b"]) & table.data["a_first"].notna()]
+    won = ((dec["verdict"] == "a") == (dec["a_first"] == 1.0)).to_numpy(dtype=float)
+    est, se, _, _, g = mean_cr1(won, dec["item"].to_numpy())
+    half = stats.t.ppf(0.975, g - 1) * se / (est * (1 - est))
+    assert r["first_shown_win_rate"] == pytest.approx(est, rel=1e-12)
+    assert (r["first_shown_lo"], r["first_shown_hi"]) == pytest.approx(
+        (expit(logit(est) - half), expit(logit(est) + half)), rel=1e-12)
     assert (round(r["first_shown_win_rate"], 3), round(r["first_shown_lo"], 3),
-            round(r["first_shown_hi"], 3)) == (0.648, 0.581, 0.714)
+            round(r["first_shown_hi"], 3)) == (0.648, 0.579, 0.711)
     lines = _findings(rep)
     assert len(lines) == 1 and lines[0][0] == "finding"
     assert ("the judge prefers the answer shown first: first-shown win rate 0.648 "
-            "[0.581, 0.714]") in lines[0][1]
+            "[0.579, 0.711]") in lines[0][1]
     md = rep.to_markdown()
-    assert "no judge" not in md and "0.648 [0.581, 0.714]" in md
+    assert "no judge" not in md and "0.648 [0.579, 0.711]" in md
 
 
 def test_unbiased_findings_quote_the_interval(mtbench_report):
@@ -475,3 +489,28 @@ def test_unnamed_win_rate_on_a_baseline_table_is_refused_with_the_fix(alpaca_tab
     base = evalmix.interval(alpaca_table, "win_rate", model="gpt4_1106_preview",
                             method="naive")
     assert base.estimate == pytest.approx(np.mean(alpaca_table.y), abs=1e-12)
+
+
+def test_first_shown_interval_stays_inside_zero_one():
+    """A judge whose first-shown answer wins 23 of 24 decisive verdicts over 6 items: the
+    Wald interval of the mean (0.958 +- t5 * SE) passes 1; the logit-scale one does not."""
+
+    from evalmix.compare.position import mean_cr1, position_bias
+
+    rows = []
+    for i in range(6):
+        for k in range(4):
+            first = "a" if k % 2 == 0 else "b"
+            lost = i == 0 and k == 0
+            winner = ("b" if first == "a" else "a") if lost else first
+            rows.append({"item": f"q{i}", "model_a": "m1", "model_b": "m2",
+                         "first_shown": first, "winner": winner, "rep": k})
+    table = evalmix.read(pd.DataFrame(rows), outcome="winner", model_a="model_a",
+                         model_b="model_b", first_shown="first_shown",
+                         clusters={"item": "item"}, replicate="rep", order_design="single")
+    r = position_bias(table, judge=None, cluster="item").iloc[0]
+    won = np.r_[np.zeros(1), np.ones(23)]
+    est, _, wald_lo, wald_hi, g = mean_cr1(won, np.repeat(np.arange(6), 4))
+    assert g == 6 and wald_hi > 1
+    assert r["first_shown_win_rate"] == pytest.approx(23 / 24)
+    assert 0 < r["first_shown_lo"] < est < r["first_shown_hi"] < 1

@@ -45,6 +45,7 @@ from evalmix.errors import TooFewClustersError, check_count, check_level
 from evalmix.inference.bootstrap import MIN_REPS
 from evalmix.inference.custom import bootstrap
 from evalmix.inference.sandwich import cluster_codes, cr1_factor
+from evalmix.inference.scale import bounded_interval
 from evalmix.inference.sums import Sums
 from evalmix.seeding import SeedLike, child_seed, resolve_seed
 
@@ -118,7 +119,11 @@ def _one(frame: pd.DataFrame, name: str, cluster: str | None, level: float) -> d
     else:
         cl = dec["pair_id"].to_numpy() if "pair_id" in dec.columns else np.arange(len(dec))
         cl_name = "pair"
-    est, _se, lo, hi, g = mean_cr1(first_won, cl, level=level)
+    est, se, lo, hi, g = mean_cr1(first_won, cl, level=level)
+    if g >= 2:
+        # a proportion: the interval is set on the logit scale (inference/scale.py) so it
+        # stays inside (0, 1); not estimable (NaN) when every verdict went one way
+        lo, hi, _p = bounded_interval(est, se, g - 1, level, 0.5)
     agree = pair_agreement(frame)
     return {
         "judge": name,
