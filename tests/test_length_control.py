@@ -22,10 +22,10 @@ from scipy.special import expit
 import evalmix
 from evalmix.data.readers import read_alpaca_eval
 from evalmix.errors import InvalidOptionError
+from evalmix.inference.glm_fits import estimate_difficulty
 from evalmix.inference.length_control import (
     _oriented,
     _std_tanh,
-    estimate_difficulty,
     lc_glm,
     length_controlled_win_rate,
 )

@@ -121,6 +121,10 @@ def test_features_and_errors(battles):
         style_controlled_bt(table, ["tokens"], columns=frame)
     with pytest.raises(InvalidOptionError, match="CR0 or CR1"):
         style_controlled_bt(table, ["length"], columns=frame, reg=1.0)
+    separate = evalmix.read(frame, outcome="outcome", model_a="model_a", model_b="model_b",
+                            clusters={"item": "prompt"}, ties="separate")
+    with pytest.raises(InvalidOptionError, match="ties='half'"):
+        style_controlled_bt(separate, ["length"], columns=frame)
 
 
 def test_battles_reader_counts_answer_style(tmp_path):

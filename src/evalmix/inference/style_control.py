@@ -48,7 +48,7 @@ from evalmix._blas import one_blas_thread
 from evalmix.data.answers import answer_columns
 from evalmix.data.table import check_table, dense_codes
 from evalmix.errors import EvalmixError, InvalidOptionError, check_level, check_number, check_option
-from evalmix.inference.length_control import weighted_logit
+from evalmix.inference.glm_fits import weighted_logit
 from evalmix.inference.sandwich import CR_TYPES, CRType, cr1_factor, vcov_cluster
 from evalmix.tidy import tidy_rows
 
@@ -242,6 +242,10 @@ def style_controlled_bt(
     table = check_table(table, "style_controlled_bt")
     if table.kind != "pairwise":
         raise EvalmixError("style-controlled Bradley-Terry needs a pairwise table (battles)")
+    if table.ties == "separate":
+        raise InvalidOptionError("ties='separate' scores a tie 0 for both models; read the "
+                                 "battles with ties='half' (a tie counts one half, as "
+                                 "arena-rank scores it) or 'exclude'")
     check_option("method", method, CR_TYPES)
     level = check_level(level)
     reg = check_number("reg", reg, low=0.0)
