@@ -224,3 +224,21 @@ def test_report_shows_lc_beside_raw(upstream, tmp_path):
     no_lengths = replace(table, data=table.frame().drop(columns=["length_a", "length_b"]))
     assert evalmix.analyze(no_lengths, fast=True, reps=30, seed=1, progress=False,
                            methods=["naive"]).length_control is None
+
+
+def test_gamed_auto_finds_the_baselines_variants(upstream):
+    """gamed='auto' regularises towards <baseline>_verbose / _concise (upstream's pair),
+    each weighted 0.2 / 2, and changes the fit; gamed=None leaves them ordinary models."""
+    ann, _, _ = upstream
+    sub = ann[ann["model"].isin(["alpaca-7b_verbose", "alpaca-7b_concise", "phi-2"])
+              & (ann["index"] < 200)].copy()
+    sub["model"] = sub["model"].replace({"alpaca-7b_verbose": f"{BASELINE}_verbose",
+                                         "alpaca-7b_concise": f"{BASELINE}_concise"})
+    table = _table(sub)
+    reg = length_controlled_win_rate(table, reps=2, seed=1)
+    plain = length_controlled_win_rate(table, gamed=None, reps=2, seed=1)
+    assert reg.gamed == (f"{BASELINE}_verbose", f"{BASELINE}_concise")
+    assert plain.gamed == ()
+    lc = {r.tidy().query("model == 'phi-2' and estimand == 'lc_win_rate'")["estimate"].item()
+          for r in (reg, plain)}
+    assert len(lc) == 2
