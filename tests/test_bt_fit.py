@@ -140,3 +140,18 @@ def test_leaderboard_equals_the_row_level_sandwich(cluster, method):
     np.testing.assert_allclose(m["estimate"], theta, rtol=0, atol=1e-10)
     np.testing.assert_allclose(m["se"], se, rtol=1e-10)
     assert (m["n_obs"] == np.bincount(a, minlength=5) + np.bincount(b, minlength=5)).all()
+
+
+def test_arena_battles_recover_abilities_and_cluster_by_prompt():
+    from evalmix.inference.leaderboard import leaderboard
+    from evalmix.sim import arena_battles
+
+    sim = arena_battles(n_models=12, n_battles=6000, battles_per_prompt=4, seed=2)
+    d = sim.data
+    assert d["prompt"].nunique() <= 1500 and (d["model_a"] != d["model_b"]).all()
+    assert set(d["outcome"]) == {"a", "b", "tie"}
+    board = leaderboard(sim.table(), cluster="prompt", method="CR2", seed=1, draws=500)
+    m = board.tidy().set_index("model")
+    truth = pd.Series(sim.truth["abilities"])
+    err = (m["estimate"] - truth[m.index]).abs() / m["se"]
+    assert err.max() < 4.5 and np.corrcoef(m["estimate"], truth[m.index])[0, 1] > 0.95

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from evalmix.sim._common import SimResult
 from evalmix.sim.judges import judge_labels
-from evalmix.sim.leaderboard import baseline_leaderboard, round_robin
+from evalmix.sim.leaderboard import arena_battles, baseline_leaderboard, round_robin
 from evalmix.sim.pairwise import DEFAULT_SDS, pairwise_judges
 from evalmix.sim.scores import cluster_sizes, clustered_scores
 
 __all__ = ["SimResult", "clustered_scores", "cluster_sizes", "pairwise_judges", "DEFAULT_SDS",
-           "baseline_leaderboard", "round_robin", "judge_labels"]
+           "arena_battles", "baseline_leaderboard", "round_robin", "judge_labels"]

@@ -20,7 +20,8 @@ equally weighted as in the design: exactly the expectation of the model's row me
 estimand of :func:`evalmix.inference.leaderboard.leaderboard`.
 
 :func:`round_robin` has every pair of models compared on every item (Bradley-Terry
-designs); the true ranks are those of the abilities.
+designs); the true ranks are those of the abilities. :func:`arena_battles` draws
+Chatbot Arena-style battles: random pairs on prompts holding a few battles each.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from evalmix.errors import InvalidOptionError, check_number
 from evalmix.seeding import SeedLike, seeded_rng
 from evalmix.sim._common import SimResult
 
-__all__ = ["baseline_leaderboard", "round_robin"]
+__all__ = ["arena_battles", "baseline_leaderboard", "round_robin"]
 
 #: Gauss-Hermite nodes for the population-average win rates (error < 1e-12 here).
 QUADRATURE_NODES = 80
@@ -231,4 +232,83 @@ def round_robin(
              "rank": dict(zip(models, rank.tolist(), strict=True))}
     read_kwargs = {"outcome": "outcome", "model_a": "model_a", "model_b": "model_b",
                    "clusters": {"item": "item"}, "ties": "half"}
+    return SimResult(data=data, truth=truth, read_kwargs=read_kwargs, seed=seed)
+
+
+def arena_battles(
+    n_models: int,
+    n_battles: int,
+    *,
+    battles_per_prompt: float = 4.0,
+    ability_sd: float = 1.0,
+    sd_output: float = 0.5,
+    tie_threshold: float = 0.5,
+    seed: SeedLike = None,
+) -> SimResult:
+    """Chatbot Arena-style battles: random pairs of models on user prompts.
+
+    Each battle picks a prompt (``n_battles / battles_per_prompt`` prompts, uniformly,
+    so prompts hold a Poisson number of battles) and two different models (uniformly);
+    ``eta = theta_a - theta_b + w_(prompt, a) - w_(prompt, b)`` with answer effects
+    ``w ~ N(0, sd_output^2)`` shared by the battles of one prompt that involve the same
+    model (drawn only for the (prompt, model) combinations that occur), verdicts by the
+    cumulative logit with cut points ``-tau, tau`` (ties). The prompt is the cluster.
+
+    Parameters
+    ----------
+    n_models : int
+        Number of models (at least 2).
+    n_battles : int
+        Number of battles (rows, at least 1).
+    battles_per_prompt : float
+        Mean battles per prompt (at least 1).
+    ability_sd : float
+        SD of the true abilities ``theta`` (log-odds; centred to mean 0).
+    sd_output : float
+        SD of the answer effects ``w`` (prompt x model).
+    tie_threshold : float
+        Cut point ``tau`` (0: no ties).
+    seed : int or numpy.random.Generator
+        Seeds the random draws (``None``: fresh entropy; see :mod:`evalmix.seeding`).
+
+    Returns
+    -------
+    SimResult
+        ``data`` columns ``battle`` (row id), ``prompt`` (integer id), ``model_a``,
+        ``model_b``, ``outcome`` (``"a"``, ``"b"``, ``"tie"``); ``truth``: ``abilities``
+        (centred), ``rank``.
+
+    Examples
+    --------
+    >>> sim = arena_battles(n_models=5, n_battles=100, seed=1)
+    >>> len(sim.data), sim.data["prompt"].nunique() <= 25
+    (100, True)
+    """
+    if n_models < 2 or n_battles < 1 or battles_per_prompt < 1:
+        raise InvalidOptionError(
+            f"arena_battles needs n_models >= 2, n_battles >= 1 and battles_per_prompt >= "
+            f"1, got {n_models}, {n_battles} and {battles_per_prompt}")
+    _check(ability_sd=ability_sd, sd_output=sd_output, tie_threshold=tie_threshold)
+    rng, seed = seeded_rng(seed)
+    models = _names("model", n_models)
+    theta = rng.normal(0.0, ability_sd, n_models)
+    theta -= theta.mean()
+    n_prompts = max(1, round(n_battles / battles_per_prompt))
+    prompt = rng.integers(0, n_prompts, n_battles)
+    ma = rng.integers(0, n_models, n_battles)
+    mb = (ma + rng.integers(1, n_models, n_battles)) % n_models
+    # one answer effect per (prompt, model) that occurs
+    keys, inverse = np.unique(np.concatenate([prompt * n_models + ma,
+                                              prompt * n_models + mb]), return_inverse=True)
+    w = rng.normal(0.0, sd_output, keys.size)[inverse]
+    eta = theta[ma] - theta[mb] + w[:n_battles] - w[n_battles:]
+    del keys, inverse, w
+    outcome = _verdicts(-eta, tie_threshold, rng)
+    data = pd.DataFrame({"battle": np.arange(n_battles), "prompt": prompt,
+                         "model_a": models[ma], "model_b": models[mb], "outcome": outcome})
+    rank = 1 + (theta[None, :] > theta[:, None]).sum(axis=1)
+    truth = {"abilities": dict(zip(models, theta.tolist(), strict=True)),
+             "rank": dict(zip(models, rank.tolist(), strict=True))}
+    read_kwargs = {"outcome": "outcome", "model_a": "model_a", "model_b": "model_b",
+                   "clusters": {"prompt": "prompt"}, "ties": "half"}
     return SimResult(data=data, truth=truth, read_kwargs=read_kwargs, seed=seed)
