@@ -143,15 +143,23 @@ def test_leaderboard_equals_the_row_level_sandwich(cluster, method):
 
 
 def test_arena_battles_recover_abilities_and_cluster_by_prompt():
+    """Without answer effects and ties the simulated model is Bradley-Terry itself, so
+    the board recovers the abilities within its SEs; with them (the defaults) the
+    abilities are attenuated on the logit scale but keep their order."""
     from evalmix.inference.leaderboard import leaderboard
     from evalmix.sim import arena_battles
 
-    sim = arena_battles(n_models=12, n_battles=6000, battles_per_prompt=4, seed=2)
+    sim = arena_battles(n_models=12, n_battles=6000, sd_output=0.0, tie_threshold=0.0,
+                        seed=2)
     d = sim.data
     assert d["prompt"].nunique() <= 1500 and (d["model_a"] != d["model_b"]).all()
-    assert set(d["outcome"]) == {"a", "b", "tie"}
     board = leaderboard(sim.table(), cluster="prompt", method="CR2", seed=1, draws=500)
     m = board.tidy().set_index("model")
-    truth = pd.Series(sim.truth["abilities"])
-    err = (m["estimate"] - truth[m.index]).abs() / m["se"]
-    assert err.max() < 4.5 and np.corrcoef(m["estimate"], truth[m.index])[0, 1] > 0.95
+    truth = pd.Series(sim.truth["abilities"])[m.index]
+    assert ((m["estimate"] - truth).abs() / m["se"]).max() < 3.5
+    sim = arena_battles(n_models=12, n_battles=6000, seed=2)
+    assert set(sim.data["outcome"]) == {"a", "b", "tie"}
+    m = leaderboard(sim.table(), cluster="prompt", method="CR1", seed=1,
+                    draws=500).tidy().set_index("model")
+    truth = pd.Series(sim.truth["abilities"])[m.index]
+    assert m["estimate"].corr(truth, method="spearman") > 0.95

@@ -241,7 +241,7 @@ def arena_battles(
     *,
     battles_per_prompt: float = 4.0,
     ability_sd: float = 1.0,
-    sd_output: float = 0.5,
+    sd_output: float = 0.7,
     tie_threshold: float = 0.5,
     seed: SeedLike = None,
 ) -> SimResult:
