@@ -143,3 +143,29 @@ def test_battles_reader_counts_answer_style(tmp_path):
     assert d["length_b"].tolist() == [6.0 * (i + 1) for i in range(4)]
     res = style_controlled_bt(t, ["length"], cluster=None, method="CR0")
     assert res.features == ("length",)
+
+
+def test_report_shows_style_control_beside_raw(battles, tmp_path):
+    """analyze() adds the style section (and style_control.csv) for battles with answer
+    features; its numbers are style_controlled_bt's."""
+    from dataclasses import replace
+
+    frame, _ = battles
+    sub = frame[frame["model_a"].isin(["m0", "m1", "m2", "m3"])
+                & frame["model_b"].isin(["m0", "m1", "m2", "m3"])].reset_index(drop=True)
+    table = evalmix.read(sub, outcome="outcome", model_a="model_a", model_b="model_b",
+                         clusters={"item": "prompt"})
+    data = table.frame()
+    for f in FEATURES:
+        for s in ("a", "b"):
+            data[f"{f}_{s}"] = sub[f"{f}_{s}"].to_numpy(dtype=float)[data["row"].to_numpy()]
+    table = replace(table, data=data)
+    rep = evalmix.analyze(table, fast=True, reps=30, seed=1, progress=False,
+                          methods=["naive", "CR2"])
+    direct = style_controlled_bt(table, FEATURES).tidy()
+    assert rep.style_control is not None and rep.length_control is None
+    assert np.allclose(rep.style_control["estimate"], direct["estimate"])
+    rep.write(tmp_path / "rep")
+    assert (tmp_path / "rep" / "style_control.csv").is_file()
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "Style-controlled Bradley-Terry" in md and "rank (raw)" in md

@@ -62,7 +62,7 @@ from evalmix.inference.bootstrap import MIN_REPS
 from evalmix.inference.estimands import build_problem
 from evalmix.inference.sandwich import FEW_CLUSTERS
 from evalmix.report.controlled import applies as lc_applies
-from evalmix.report.controlled import length_control_rows
+from evalmix.report.controlled import length_control_rows, style_control_rows
 from evalmix.report.custom import custom_rows
 from evalmix.report.reliability import reliability
 from evalmix.seeding import SeedLike, child_seed, resolve_seed
@@ -484,6 +484,9 @@ def analyze(
             lc_rows, lc_note = length_control_rows(table, level=level, seed=seed, reps=reps)
         if lc_note:
             notes.append(lc_note)
+        sc_rows, sc_note = style_control_rows(table, level=level)
+        if sc_note:
+            notes.append(sc_note)
         with bar.stage("G study: reliability and budget"):
             rel, rel_note = reliability(table, level=level, seed=seed, fast=fast,
                                         model_timeout=model_timeout)
@@ -528,7 +531,7 @@ def analyze(
                       position_classes=None if classes.empty else classes,
                       summary=summary({}), leaderboard=board, leaderboard_pairs=board_pairs,
                       humans=section, reliability=rel, custom=custom,
-                      length_control=lc_rows)
+                      length_control=lc_rows, style_control=sc_rows)
         if out is not None and fits_to_run(table, backend=backend, fast=fast,
                                            methods=model_methods):
             # the design-based results are on disk before any model fit starts

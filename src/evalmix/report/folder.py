@@ -42,7 +42,7 @@ REPORT_FILES = frozenset({
     "intervals.csv", "variance.csv", "judges.csv", "design.json", "design.md",
     "report.html", "report.md", "summary.json", "prior_sensitivity.csv", "plots",
     "leaderboard.csv", "leaderboard_pairs.csv", "reliability.csv", "position_classes.csv",
-    "length_control.csv",
+    "length_control.csv", "style_control.csv",
     "humans_agreement.csv", "humans_alt_test.csv", "humans_anchored.csv", *_MARKERS,
     # evalmix compare (report/runs.py)
     "comparison.csv", "missing.csv"})

@@ -91,6 +91,7 @@ PARTS: tuple[Part, ...] = (
     Part("plan", None),
     Part("custom", "custom.csv"),
     Part("length_control", "length_control.csv"),
+    Part("style_control", "style_control.csv"),
 )
 
 
@@ -145,6 +146,10 @@ class Report:
         length-controlled win rate beside the raw one per model
         (:func:`evalmix.inference.length_control.length_controlled_win_rate`); None
         otherwise.
+    style_control : pandas.DataFrame or None
+        Battles with answer features and no common baseline (Arena): style-controlled and
+        raw Bradley-Terry abilities and the style coefficients
+        (:func:`evalmix.inference.style_control.style_controlled_bt`); None otherwise.
     humans : HumansSection or None
         With ``analyze(humans=[...])``: the judges against the humans who rated the same
         units (:mod:`evalmix.report.humans`); None otherwise.
@@ -182,6 +187,7 @@ class Report:
     position_classes: pd.DataFrame | None = None
     custom: pd.DataFrame | None = None
     length_control: pd.DataFrame | None = None
+    style_control: pd.DataFrame | None = None
 
     def tidy(self) -> pd.DataFrame:
         """The interval table in the result contract: :data:`evalmix.tidy.RESULT_COLUMNS`
@@ -267,6 +273,10 @@ class Report:
             from evalmix.report.controlled import CONTROLLED_TITLE, controlled_markdown
 
             sections.append((CONTROLLED_TITLE, controlled_markdown(self.length_control)))
+        if self.style_control is not None:
+            from evalmix.report.controlled import STYLE_TITLE, style_markdown
+
+            sections.append((STYLE_TITLE, style_markdown(self.style_control)))
         if self.humans is not None:
             from evalmix.report.humans import HUMANS_TITLE
 
@@ -306,6 +316,10 @@ class Report:
             from evalmix.report.controlled import CONTROLLED_TITLE, controlled_html
 
             sections.append((CONTROLLED_TITLE, controlled_html(self.length_control)))
+        if self.style_control is not None:
+            from evalmix.report.controlled import STYLE_TITLE, style_html
+
+            sections.append((STYLE_TITLE, style_html(self.style_control)))
         if self.humans is not None:
             from evalmix.report.humans import HUMANS_TITLE
 
