@@ -181,7 +181,27 @@ READERS = {
     "inspect": (None, ["--read-option", "scorer=grade", "--cluster",
                        "subject=metadata.subject"], "subject", "item", "item", "subject",
                 "item"),
+    "helm": (None, ["--read-option", "metric=exact_match"], "item", "scenario", "scenario",
+             "", "scenario"),
 }
+
+
+def _helm_two_scenarios(tmp: Path) -> Path:
+    """Three HELM BBQ runs (tests/fixtures/helm) split into two scenarios by instance."""
+    out = tmp / "helm"
+    for run in sorted((Path(__file__).parent / "fixtures" / "helm").iterdir())[:3]:
+        if not run.is_dir():
+            continue
+        stats = json.loads((run / "per_instance_stats.json").read_text())
+        spec = json.loads((run / "run_spec.json").read_text())
+        for part in (0, 1):
+            folder = out / f"{run.name}_{part}"
+            folder.mkdir(parents=True)
+            name = spec["name"].replace("bbq:", f"bbq:part={part},")
+            (folder / "run_spec.json").write_text(json.dumps({**spec, "name": name}))
+            (folder / "per_instance_stats.json").write_text(
+                json.dumps(stats[part * 50:(part + 1) * 50]))
+    return out
 
 
 def _report(main, tmp: Path, name: str, data: str, extra: list[str]) -> dict:
@@ -218,6 +238,8 @@ def test_sampled_and_strata_change_the_report_for_every_reader(reader, tmp_path,
         data = str(root)
     elif reader == "arena_hard":
         data = str(_arena_hard_two_categories(tmp_path))
+    elif reader == "helm":
+        data = str(_helm_two_scenarios(tmp_path))
     else:
         data = str(source)
     with warnings.catch_warnings():

@@ -54,7 +54,7 @@ OrderDesign = Literal["auto", "matched", "single"]
 OnUnparsed = Literal["auto", "error", "drop"]
 #: the eval-log formats :func:`evalmix.data.readers.read_log` knows
 LogFormat = Literal["auto", "table", "inspect", "lm_eval", "alpaca_eval", "battles",
-                    "arena_hard"]
+                    "arena_hard", "helm"]
 #: what an AlpacaEval annotation that failed to parse counts as
 AlpacaFailures = Literal["tie", "drop"]
 

@@ -10,6 +10,7 @@ format             files                                        reader
 ``battles``        Chatbot Arena / FastChat MT-Bench judgments,  :func:`read_battles`
                    arena-hard ``arena_hard_battles.jsonl``
 ``arena_hard``     arena-hard ``model_judgment/<judge>/*.jsonl``  :func:`read_arena_hard`
+``helm``           HELM run folders (``per_instance_stats.json``) :func:`read_helm`
 ``table``          a long table (CSV, TSV, Parquet, JSONL)       :func:`evalmix.read`
 =================  ===========================================  ======================
 
@@ -29,6 +30,8 @@ from evalmix.data.read import read
 from evalmix.data.readers.alpaca_eval import read_alpaca_eval
 from evalmix.data.readers.arena_hard import read_arena_hard
 from evalmix.data.readers.battles import read_battles
+from evalmix.data.readers.helm import STATS_NAME as HELM_STATS
+from evalmix.data.readers.helm import read_helm
 from evalmix.data.readers.inspect_logs import read_inspect
 from evalmix.data.readers.lm_eval import SAMPLES_NAME, read_lm_eval
 from evalmix.data.table import EvalTable
@@ -36,12 +39,12 @@ from evalmix.errors import EvalmixError, check_option
 from evalmix.vocabulary import LogFormat
 
 __all__ = ["FORMATS", "detect_format", "read_log", "read_inspect", "read_lm_eval",
-           "read_alpaca_eval", "read_battles", "read_arena_hard"]
+           "read_alpaca_eval", "read_battles", "read_arena_hard", "read_helm"]
 
 FORMATS: tuple[str, ...] = get_args(LogFormat)
 _READERS: dict[str, Callable[..., EvalTable]] = {"inspect": read_inspect, "lm_eval": read_lm_eval,
             "alpaca_eval": read_alpaca_eval, "battles": read_battles,
-            "arena_hard": read_arena_hard}
+            "arena_hard": read_arena_hard, "helm": read_helm}
 
 
 def _first_record(path: Path) -> dict[str, Any] | None:
@@ -93,7 +96,7 @@ def detect_format(source: str | os.PathLike[str]) -> str:
     """The format of a file or folder: one of :data:`FORMATS` other than ``"auto"``.
 
     Folders: Inspect logs (``.eval``), lm-eval ``samples_*.jsonl``, AlpacaEval
-    ``annotations.json``. Files: ``.eval`` is Inspect; ``.json``/``.jsonl`` by the
+    ``annotations.json``, HELM runs (``per_instance_stats.json``). Files: ``.eval`` is Inspect; ``.json``/``.jsonl`` by the
     fields of the first record; anything else is a long table.
     """
     path = Path(source)
@@ -104,6 +107,8 @@ def detect_format(source: str | os.PathLike[str]) -> str:
             return "lm_eval"
         if any(path.rglob("annotations.json")):
             return "alpaca_eval"
+        if any(path.rglob(HELM_STATS)):
+            return "helm"
         candidates = sorted([*path.rglob("*.json"), *path.rglob("*.jsonl")])
         for f in candidates[:20]:
             rec = _first_record(f)
@@ -121,6 +126,8 @@ def detect_format(source: str | os.PathLike[str]) -> str:
         return "inspect"
     if SAMPLES_NAME.match(path.name):
         return "lm_eval"
+    if path.name == HELM_STATS:
+        return "helm"
     if name.endswith((".json", ".jsonl", ".ndjson")):
         rec = _first_record(path)
         kind = _kind_of_record(rec) if rec else None
