@@ -38,6 +38,10 @@ CONTEXT: dict[str, str] = {
     # report.md's block continues "you have a table": the simulator's, small
     "docs/report.md": ("import evalmix\nfrom evalmix.sim import pairwise_judges\n"
                        "table = pairwise_judges(12, 4, 2, 2, seed=1).table()\n"),
+    # controlled.md reads an AlpacaEval results folder and Arena battles with answers:
+    # small ones built from the test fixtures (tests/docs_data_controlled.py)
+    "docs/controlled.md": (f"import sys\nsys.path.insert(0, {str(ROOT / 'tests')!r})\n"
+                           "import docs_data_controlled\ndocs_data_controlled.write('.')\n"),
     # humans.md reads ../shared/data/humans/ as a reader at the repository root would
     "docs/humans.md": ("import os, pytest\n"
                        f"os.chdir({str(ROOT)!r})\n"

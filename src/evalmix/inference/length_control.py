@@ -328,7 +328,8 @@ def length_controlled_win_rate(
 
     Examples
     --------
-    >>> table = evalmix.read_log("results/")  # AlpacaEval results folder  # doctest: +SKIP
+    >>> from evalmix.data.readers import read_alpaca_eval
+    >>> table = read_alpaca_eval("results/")  # an AlpacaEval results folder  # doctest: +SKIP
     >>> print(length_controlled_win_rate(table, seed=1))  # doctest: +SKIP
     """
     table = check_table(table, "length_controlled_win_rate")

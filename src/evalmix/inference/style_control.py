@@ -236,7 +236,8 @@ def style_controlled_bt(
 
     Examples
     --------
-    >>> table = evalmix.read_log("arena_battles.json")  # doctest: +SKIP
+    >>> from evalmix.data.readers import read_battles
+    >>> table = read_battles("arena_battles.json")  # doctest: +SKIP
     >>> print(style_controlled_bt(table, ["length", "headers", "lists", "bold"]))  # doctest: +SKIP
     """
     table = check_table(table, "style_controlled_bt")
