@@ -22,7 +22,7 @@ __all__ = [
     "Family", "Regression",
     # design-based intervals
     "IntervalEstimand", "IntervalMethod", "CRType", "MultiwayCRType", "CIType", "WildWeights", "Scale",
-    "Paired", "LeaderboardEstimand", "Adjust",
+    "Paired", "LeaderboardEstimand", "Adjust", "Crossed",
     # models
     "Backend", "FitMethod", "Engine", "Sampler", "SensitivityMethod", "DfMethod",
     # generalizability theory
@@ -76,6 +76,9 @@ CRType = Literal["CR0", "CR1", "CR2", "CR3"]
 MultiwayCRType = Literal["CR0", "CR1", "CR2"]
 #: the intervals of the pairs cluster bootstrap
 CIType = Literal["percentile", "expanded", "bca", "studentized"]
+#: how a bootstrap of two crossed sampled factors resamples: the two-way (multiway)
+#: variance or the pigeonhole (product) bootstrap
+Crossed = Literal["multiway", "pigeonhole"]
 #: the wild cluster bootstrap's weights (``auto``: Webb below 12 clusters)
 WildWeights = Literal["auto", "rademacher", "webb"]
 #: the scale an interval is set on before it is mapped back

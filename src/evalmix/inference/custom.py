@@ -40,7 +40,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal, get_args
+from typing import Any, get_args
 
 import numpy as np
 import pandas as pd
@@ -81,11 +81,11 @@ from evalmix.inference.sandwich import cluster_sums
 from evalmix.inference.sums import Sums, expression
 from evalmix.seeding import SeedLike, seeded_rng
 from evalmix.tidy import PicklableProxies, tidy_rows
+from evalmix.vocabulary import Crossed
 
 __all__ = ["bootstrap", "StatisticBootstrap", "COPY_COLUMN", "Statistic"]
 
 Statistic = Callable[[pd.DataFrame], Any] | Sums | str
-Crossed = Literal["multiway", "pigeonhole"]
 CROSSED: tuple[str, ...] = get_args(Crossed)
 
 
