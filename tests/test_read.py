@@ -502,3 +502,19 @@ def test_check_pairs_within_raises_when_a_factor_splits_pairs():
     split.check_pairs_within("item")
     with pytest.raises(EvalmixError, match=r"'judge' .* splits 5 matched AB/BA pairs"):
         split.check_pairs_within(["item", "judge"])
+
+
+def test_label_work_on_distinct_values_equals_the_per_row_work():
+    """read normalises each distinct label once (data.parse.per_text) and spreads it
+    back: the same keys as the per-row string operations, missing values None."""
+    from evalmix.data.parse import _fold, nfc_labels
+
+    raw = pd.Series(["Caf\u00e9", "Cafe\u0301", " a ", None, "1", 1, 1.0, "A", np.nan,
+                     "TIE", "caf\u00e9"] * 3, dtype=object)
+    text = raw.astype("string")
+    per_row = text.str.normalize("NFC").str.strip().to_numpy(dtype=object, na_value=None)
+    assert list(nfc_labels(text)) == list(per_row)
+    folded = _fold(raw)
+    assert folded[0] == folded[1] == folded[10] == "caf\u00e9"
+    assert folded[4] == folded[5] == folded[6] == repr(1.0)
+    assert folded[3] is None and folded[8] is None and folded[9] == "tie"

@@ -4,7 +4,7 @@ numbers, naming every value that cannot be parsed and where it is."""
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 import pandas as pd
@@ -195,16 +195,37 @@ def _contradicted(raw: pd.Series, y: np.ndarray, ok: np.ndarray, column: str,
     warnings.warn(msg, EvalmixWarning, stacklevel=5)
 
 
-def _fold(values: pd.Series | np.ndarray) -> np.ndarray:
-    """Labels as matching keys: NFC, stripped, case-folded; numbers in one spelling
-    (``"1"``, ``"1.0"`` and ``1`` give one key). Missing values give None."""
-    text = pd.Series(values, dtype=object).astype("string").str.normalize("NFC")
-    text = text.str.strip().str.casefold()
+def per_text(text: pd.Series, fn: Callable[[pd.Series], np.ndarray]) -> np.ndarray:
+    """``fn`` (a string Series to an object array of the same length) applied to the
+    distinct values of ``text`` (a ``"string"`` Series) only, spread back to every row;
+    missing values give None. The string work of a million-row column is then that of
+    its few distinct labels (a 3M-battle arena log has a few hundred)."""
+    codes, uniques = pd.factorize(text)
+    out = np.empty(len(uniques) + 1, dtype=object)  # the last slot: missing (code -1)
+    out[:-1] = fn(pd.Series(uniques, dtype="string"))
+    return out[codes]
+
+
+def _fold_distinct(text: pd.Series) -> np.ndarray:
+    text = text.str.normalize("NFC").str.strip().str.casefold()
     number = pd.to_numeric(text, errors="coerce")
     keys = text.to_numpy(dtype=object, na_value=None)
     is_num = number.notna().to_numpy(dtype=bool)
     keys[is_num] = [repr(float(v)) for v in number[is_num]]
     return keys
+
+
+def nfc_labels(text: pd.Series) -> np.ndarray:
+    """Labels NFC-normalised and stripped (a label typed on one system and copied from
+    another is one label), as an object array; missing values give None."""
+    return per_text(text, lambda t: t.str.normalize("NFC").str.strip().to_numpy(
+        dtype=object, na_value=None))
+
+
+def _fold(values: pd.Series | np.ndarray) -> np.ndarray:
+    """Labels as matching keys: NFC, stripped, case-folded; numbers in one spelling
+    (``"1"``, ``"1.0"`` and ``1`` give one key). Missing values give None."""
+    return per_text(pd.Series(values, dtype=object).astype("string"), _fold_distinct)
 
 
 def _isin(keys: np.ndarray, words: Iterable[str]) -> np.ndarray:
@@ -264,8 +285,7 @@ def _parse_pairwise(
     is_b = (key == b_key) & ~na
     both = is_a & is_b  # model names that differ only in case: the exact spelling decides
     if both.any():
-        exact = raw.astype("string").str.normalize("NFC").str.strip().to_numpy(
-            dtype=object, na_value=None)
+        exact = nfc_labels(raw.astype("string"))
         is_a[both] = exact[both] == a_names[both]
         is_b[both] = exact[both] == b_names[both]
     winner = np.where(is_a, 1.0, np.where(is_b, 0.0, np.nan))

@@ -38,6 +38,7 @@ from evalmix.data.parse import (
     _parse_pairwise,
     _parse_scores,
     _rows,
+    nfc_labels,
 )
 from evalmix.data.table import RESERVED_NAMES, EvalTable, Roles
 from evalmix.errors import DroppedRowsWarning, InvalidTableError
@@ -299,8 +300,7 @@ def _id_labels(cols: _Columns, roles: Roles, problems: list[str]) -> dict[str, n
                 f"looking ids may differ; fix: df[{c!r}] = df[{c!r}].astype(str)"
             )
         # NFC: a label typed on one system and copied from another is one label
-        labels[key] = values.astype("string").str.normalize("NFC").str.strip().to_numpy(
-            dtype=object, na_value=None)
+        labels[key] = nfc_labels(values.astype("string"))
     for role, c in roles.clusters.items():
         if role not in labels:
             continue
