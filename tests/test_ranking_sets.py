@@ -124,6 +124,11 @@ def test_stepdown_narrows_where_a_first_step_rejects():
     seeded = _sets(x, V, rejected=better)
     np.testing.assert_array_equal(seeded.lo, step.lo)
     np.testing.assert_array_equal(seeded.hi, step.hi)
+    # a given first step that rejected nothing ends the procedure: no second look at the
+    # whole family with new draws (which would test it twice)
+    none = _sets(x, V, rejected=np.zeros((4, 4), dtype=bool))
+    assert none.steps == 1 and not none.better.any()
+    assert none.lo.tolist() == [1] * 4 and none.hi.tolist() == [4] * 4
 
 
 def test_multivariate_t_sets_are_wider_than_normal():

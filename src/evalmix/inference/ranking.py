@@ -335,6 +335,8 @@ def _simultaneous(t: np.ndarray, inv: np.ndarray, z: np.ndarray, level: float,
     """
     k, n = z.shape
     better = np.zeros((k, k), dtype=bool) if rejected is None else rejected.copy()
+    if rejected is not None and (not stepdown or not rejected.any()):
+        return better, 1  # the given first step rejected nothing: so does the step-down
     active = ~np.eye(k, dtype=bool) & ~better
     rowmax = np.full((k, n), -np.inf, dtype=z.dtype)
     dirty = np.ones(k, dtype=bool)
@@ -449,9 +451,10 @@ def rank_sets(
     rejected : (K, K) bool array, optional
         Simultaneous only: ``a`` better than ``b`` already established by a valid
         single-step test of the whole family at ``level`` (e.g. the max-t intervals of
-        :func:`maxt_critical`, as the leaderboard has them); the steps start from the
-        rest, so the sets are never wider than that test's, whatever the Monte Carlo
-        draws. (Its step is the first step of a step-down: the usual proof applies.)
+        :func:`maxt_critical`, as the leaderboard has them), taken as the first step:
+        the next steps test the rest, so the sets are never wider than that test's,
+        whatever the Monte Carlo draws, and when it rejected nothing the procedure
+        stops there (no second look at the whole family with new draws).
 
     Returns
     -------
