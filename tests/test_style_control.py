@@ -143,6 +143,10 @@ def test_battles_reader_counts_answer_style(tmp_path):
     assert d["length_b"].tolist() == [6.0 * (i + 1) for i in range(4)]
     res = style_controlled_bt(t, ["length"], cluster=None, method="CR0")
     assert res.features == ("length",)
+    evil = tmp_path / "evil.json"  # a model name with terminal control bytes
+    evil.write_text(json.dumps([{**r, "model_a": "x\x1b]0;owned\x07"} for r in recs]))
+    text = str(style_controlled_bt(read_battles(evil), ["length"], cluster=None, method="CR0"))
+    assert "\x1b" not in text and "\\x1b" in text
 
 
 def test_report_shows_style_control_beside_raw(battles, tmp_path):

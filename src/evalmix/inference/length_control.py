@@ -63,6 +63,7 @@ import pandas as pd
 from scipy.special import expit
 
 from evalmix._blas import one_blas_thread
+from evalmix._escape import visible
 from evalmix.data.answers import answer_columns
 from evalmix.data.table import check_table
 from evalmix.errors import (
@@ -182,10 +183,11 @@ class LengthControlResult:
     def __str__(self) -> str:
         lc = self.models[self.models["estimand"] == "lc_win_rate"].set_index("model")
         raw = self.models[self.models["estimand"] == "win_rate"].set_index("model")
-        reg = (f"regularised towards {', '.join(self.gamed)} (lambda {self.regularize:g})"
+        reg = (f"regularised towards {visible(', '.join(self.gamed))} (lambda "
+               f"{self.regularize:g})"
                if self.gamed else "no gamed baselines in the table: not regularised")
         lines = [
-            f"Length-controlled win rate vs {self.baseline!r} (AlpacaEval 2 GLM; {reg}; "
+            f"Length-controlled win rate vs {visible(self.baseline)!r} (AlpacaEval 2 GLM; {reg}; "
             f"instruction difficulty {'estimated from these models' if self.difficulty.attrs.get('estimated') else 'given'})",
             f"{self.level:.0%} intervals: cluster bootstrap over instructions ({self.reps} "
             "reps, all fits redone)",
@@ -193,7 +195,7 @@ class LengthControlResult:
         ]
         for m in lc.sort_values("estimate", ascending=False).index:
             a, r = lc.loc[m], raw.loc[m]
-            lines.append(f"{str(m)[:36]:<36} {100 * a['estimate']:>10.2f}%  "
+            lines.append(f"{visible(m)[:36]:<36} {100 * a['estimate']:>10.2f}%  "
                          f"[{100 * a['lo']:5.1f}, {100 * a['hi']:5.1f}]  "
                          f"{100 * r['estimate']:>11.2f}%  [{100 * r['lo']:5.1f}, "
                          f"{100 * r['hi']:5.1f}]")

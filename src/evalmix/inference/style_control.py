@@ -45,6 +45,7 @@ import pandas as pd
 from scipy import stats
 
 from evalmix._blas import one_blas_thread
+from evalmix._escape import visible
 from evalmix.data.answers import answer_columns
 from evalmix.data.table import check_table, dense_codes
 from evalmix.errors import EvalmixError, InvalidOptionError, check_level, check_number, check_option
@@ -141,12 +142,12 @@ class StyleControlResult:
         ]
         for m in ctl.sort_values("rank").index:
             c, r = ctl.loc[m], raw.loc[m]
-            lines.append(f"{str(m)[:32]:<32} {c['estimate']:>10.3f}  [{c['lo']:6.3f}, "
+            lines.append(f"{visible(m)[:32]:<32} {c['estimate']:>10.3f}  [{c['lo']:6.3f}, "
                          f"{c['hi']:6.3f}] {int(c['rank']):>4}   {r['estimate']:>7.3f}  "
                          f"[{r['lo']:6.3f}, {r['hi']:6.3f}] {int(r['rank']):>4}")
         lines.append("style coefficients (log-odds per SD of the feature difference):")
         for _, c in self.coefficients.iterrows():
-            lines.append(f"  {c['contrast']:<12} {c['estimate']:>8.3f}  [{c['lo']:.3f}, "
+            lines.append(f"  {visible(c['contrast']):<12} {c['estimate']:>8.3f}  [{c['lo']:.3f}, "
                          f"{c['hi']:.3f}]")
         return "\n".join(lines)
 
