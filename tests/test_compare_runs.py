@@ -265,3 +265,11 @@ def test_csv_runs_and_hostile_names_are_written_safely(tmp_path, capsys):
     # the baseline is the first model read: the difference is the second's minus it
     assert float(cells.loc[cells["method"] == "CR1", "estimate"].iloc[0]) == pytest.approx(
         (y[1] - y[0]).mean())
+
+
+def test_reader_options_with_tables_only_are_refused():
+    frame = pd.DataFrame({"doc": np.tile(np.arange(6), 2), "y": [1, 0, 1, 1, 0, 1] * 2,
+                          "model": np.repeat(["a", "b"], 6)})
+    table = evalmix.read(frame, outcome="y", condition="model", clusters={"item": "doc"})
+    with pytest.raises(InvalidOptionError, match=r"reader options \(metric\) apply to files"):
+        paired_runs([table], metric="acc")

@@ -54,7 +54,7 @@ from evalmix.inference.paired import (
     paired_se,
     unpaired_z,
 )
-from evalmix.inference.sandwich import MIN_BOOTSTRAP_CLUSTERS, CRType
+from evalmix.inference.sandwich import FEW_CLUSTERS, MIN_BOOTSTRAP_CLUSTERS, CRType
 from evalmix.inference.scale import t_pvalue, t_quantile
 from evalmix.seeding import SeedLike, seeded_rng
 from evalmix.tidy import RESULT_COLUMNS
@@ -407,6 +407,10 @@ def paired_runs(
     reps = check_count("reps", reps, minimum=MIN_REPS)
     if isinstance(sources, str | os.PathLike | EvalTable):
         sources = [sources]
+    if read_kwargs and all(isinstance(s, EvalTable) for s in sources):
+        raise InvalidOptionError(
+            f"reader options ({', '.join(sorted(read_kwargs))}) apply to files, and every "
+            "source is a table already read; pass them to evalmix.read instead")
     runs = _read_runs(list(sources), labels, cluster, read_kwargs)
     names = [r.label for r in runs]
     by_name = dict(zip(names, runs, strict=True))
@@ -449,7 +453,7 @@ def paired_runs(
             both["task"] = task
             per_task.append(both)
             new = _rows(both, method=method, level=level, power=power, reps=reps, rng=rng)
-            if new[0]["n_clusters"] < 20:
+            if new[0]["n_clusters"] < FEW_CLUSTERS:
                 few.append(f"{task or 'the task'} ({other.label}): {new[0]['n_clusters']}")
             rows += [{**counts, **x} for x in new]
         if len(tasks) > 1 and per_task:
