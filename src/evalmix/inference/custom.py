@@ -269,8 +269,15 @@ def bootstrap(
             f"statistic must be a function of a DataFrame, a Sums or an expression string; "
             f"got {type(statistic).__name__}")
     label = statistic_name(statistic, name)
+    check_option("crossed", crossed, CROSSED)
     design = resampling_design(table, cluster, strata, columns)
-    if len(design.factors) == 2 and ci in ("bca", "studentized"):
+    two = len(design.factors) == 2
+    if two and crossed == "multiway" and ci != "percentile":
+        raise InvalidOptionError(
+            f"ci={ci!r}: with two crossed factors and crossed='multiway' the interval is "
+            "estimate -+ t(min G - 1) x the multiway bootstrap SE; leave ci='percentile', "
+            "or use crossed='pigeonhole' for percentile or expanded intervals")
+    if two and ci in ("bca", "studentized"):
         raise InvalidOptionError(
             f"ci={ci!r} is not available for two crossed factors (no jackknife or "
             "standard error over two crossed samples); use ci='percentile' or 'expanded'")
@@ -280,13 +287,6 @@ def bootstrap(
             "ci='studentized' needs a standard error in every resample: give the "
             "statistic as an expression or a Sums (delta-method SE from the cluster sums), "
             "or use ci='bca' or 'percentile'")
-    check_option("crossed", crossed, CROSSED)
-    two = len(design.factors) == 2
-    if two and crossed == "multiway" and ci != "percentile":
-        raise InvalidOptionError(
-            f"ci={ci!r}: with two crossed factors and crossed='multiway' the interval is "
-            "estimate -+ t(min G - 1) x the multiway bootstrap SE; leave ci='percentile', "
-            "or use crossed='pigeonhole' for percentile or expanded intervals")
     check_few_clusters(design, ci)
     rng, recorded = seeded_rng(seed)
     sizes = [int(c.max()) + 1 for c in design.factors]
