@@ -262,3 +262,25 @@ def test_ratio_bca_equals_r_boot_on_the_same_resamples(case, seed, strata):
         with pytest.warns(FewClustersWarning):
             head = evalmix.bootstrap(frame, ratio, **{**kw, "reps": 5})
         np.testing.assert_allclose(head.draws[:, 0], ref["draws_head"], rtol=R_RTOL)
+
+
+def test_progress_counts_replicates_and_permutation_assignments(monkeypatch):
+    import io
+
+    from rich.console import Console
+
+    import evalmix.inference.custom as custom_mod
+    import evalmix.inference.permutation as perm_mod
+    from evalmix._progress import Progress
+
+    buf = io.StringIO()
+    console = Console(file=buf, force_terminal=False, width=110)
+    for mod in (custom_mod, perm_mod):
+        monkeypatch.setattr(mod, "Progress", lambda enabled: Progress(enabled, console=console))
+    t = _scores()
+    evalmix.bootstrap(t, lambda d: d["y"].mean(), cluster="cluster", reps=30, seed=1,
+                      name="m")
+    evalmix.permutation_test(_flags(8), cluster="scenario", outcome="score")
+    text = buf.getvalue()
+    assert "30/30" in next(x for x in text.splitlines() if "bootstrap m" in x)
+    assert "256/256" in next(x for x in text.splitlines() if "permutation difference" in x)
