@@ -284,3 +284,16 @@ def test_progress_counts_replicates_and_permutation_assignments(monkeypatch):
     text = buf.getvalue()
     assert "30/30" in next(x for x in text.splitlines() if "bootstrap m" in x)
     assert "256/256" in next(x for x in text.splitlines() if "permutation difference" in x)
+
+
+def test_delta_method_se_is_the_totals_delta_method():
+    from evalmix.inference.sandwich import cluster_sums
+    from evalmix.inference.totals import totals_delta
+
+    frame = _flags()
+    stat = expression('mean(red_flag, condition == "B") / mean(red_flag, condition == "A")')
+    r = evalmix.bootstrap(frame, stat, cluster="scenario", ci="studentized", reps=20,
+                          seed=1, progress=False)
+    S = cluster_sums(stat.values(frame), frame["scenario"].to_numpy(), 30)
+    ref = totals_delta(S, lambda t: stat.combine(t)[..., 0], clustered=True)
+    assert r.details["se_delta"][0] == pytest.approx(ref.se, rel=1e-7)

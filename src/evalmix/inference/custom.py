@@ -488,7 +488,13 @@ class _SumsEngine:
     def se(self, counts: np.ndarray) -> np.ndarray:
         """Delta-method SE per replicate: ``sqrt(sum_h G_h/(G_h-1) sum_g w_g (a_g -
         abar_h)^2)`` with ``a_g = grad f(T) . s_g`` (the ultimate-cluster variance of
-        the totals, within strata), ``(reps, k)``."""
+        the totals, within strata), ``(reps, k)``.
+
+        Without strata and with unit weights this is
+        :func:`evalmix.inference.totals.totals_delta` (clustered); it is repeated here
+        because it runs for every replicate at once, within strata, and differentiates
+        by central differences, which need no complex-safe ``combine`` (a user's ``Sums``
+        may use ``np.abs`` or ``np.maximum``); a test checks the two agree."""
         T = counts @ self.sums  # (r, p)
         p = T.shape[1]
         step = 1e-6 * np.maximum(np.abs(T), 1.0)
