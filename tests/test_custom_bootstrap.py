@@ -297,3 +297,20 @@ def test_delta_method_se_is_the_totals_delta_method():
     S = cluster_sums(stat.values(frame), frame["scenario"].to_numpy(), 30)
     ref = totals_delta(S, lambda t: stat.combine(t)[..., 0], clustered=True)
     assert r.details["se_delta"][0] == pytest.approx(ref.se, rel=1e-7)
+
+
+def test_three_crossed_factors_use_inclusion_exclusion():
+    sim = evalmix.sim.pairwise_judges(12, 5, 6, 2, seed=2)
+    t = evalmix.read(sim.data, **sim.read_kwargs)
+    r = evalmix.bootstrap(t, "mean(y)", cluster=["scenario", "persona", "author"],
+                          reps=100, seed=3, progress=False)
+    v = r.details["variance_by_factor"]
+    assert len(v) == 7
+    sign = {u: (-1) ** (u.count(":")) for u in v}  # one factor +, two -, three +
+    expect = sum(sign[u] * v[u] for u in v)
+    expect = np.maximum(expect, max(v["scenario"], v["persona"], v["author"]))
+    assert r.se[0] ** 2 == pytest.approx(float(expect[0]), rel=1e-12)
+    assert r.n_clusters == 5 and r.details["df"] == 4
+    with pytest.raises(InvalidOptionError, match="two crossed factors"):
+        evalmix.bootstrap(t, "mean(y)", cluster=["scenario", "persona", "author"],
+                          crossed="pigeonhole", reps=10, progress=False)

@@ -37,6 +37,7 @@ doi:10.1111/j.1467-9868.2007.00593.x
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -194,7 +195,7 @@ def bootstrap(
         (:func:`~evalmix.inference.sums.expression`): the vectorised fast path.
     cluster : str, or a list of two, optional
         What is resampled: a cluster role (a column of a DataFrame), an interaction cell
-        ``"a:b"``, or two crossed factors ``["scenario", "judge"]`` (see ``crossed``).
+        ``"a:b"``, or crossed factors ``["scenario", "judge"]`` (see ``crossed``).
         Default: the matched AB/BA pair on a pairwise table with order (its two records
         stay together), else the row. A factor that splits matched AB/BA pairs is
         refused.
@@ -217,12 +218,14 @@ def bootstrap(
     name : str, optional
         The statistic's name in results (default: the function's or expression's).
     crossed : {"multiway", "pigeonhole"}
-        Two crossed factors. ``"multiway"``: three one-way bootstraps (each factor, and
-        their cell) combined as ``V = V_a + V_b - V_ab`` (the multiway variance of
-        Cameron, Gelbach & Miller 2011, never below the larger one-way variance) and the
-        interval ``estimate -+ t(min G - 1) sqrt(V)``. ``"pigeonhole"``: both factors
+        Crossed factors. ``"multiway"``: one-way bootstraps of each factor and of every
+        intersection of them, combined by inclusion-exclusion (two factors:
+        ``V = V_a + V_b - V_ab``; the multiway variance of Cameron, Gelbach & Miller
+        2011, never below the largest one-way variance) and the interval
+        ``estimate -+ t(min G - 1) sqrt(V)``; two factors take three bootstraps, three
+        take seven. ``"pigeonhole"``: both factors
         drawn independently, a row repeated ``n_a * n_b`` times (Owen 2007), percentile
-        or expanded intervals; conservative (see the docs).
+        or expanded intervals; conservative (see the docs); two factors only.
     columns : DataFrame, optional
         With an EvalTable: the frame it was read from, whose other columns (a red flag,
         rubric scores) the statistic may then use; rows are matched on the table's
@@ -271,7 +274,11 @@ def bootstrap(
     label = statistic_name(statistic, name)
     check_option("crossed", crossed, CROSSED)
     design = resampling_design(table, cluster, strata, columns)
-    two = len(design.factors) == 2
+    two = len(design.factors) >= 2
+    if len(design.factors) > 2 and crossed == "pigeonhole":
+        raise InvalidOptionError(
+            f"cluster={cluster!r}: the pigeonhole bootstrap takes two crossed factors; "
+            "use crossed='multiway' (any number) or join factors into one cell with ':'")
     if two and crossed == "multiway" and ci != "percentile":
         raise InvalidOptionError(
             f"ci={ci!r}: with two crossed factors and crossed='multiway' the interval is "
@@ -369,12 +376,14 @@ def _draw(design: Design, engine: _CallEngine | _SumsEngine, reps: int,
 def _multiway(design: Design, statistic: Any, label: str, reps: int, level: float,
               rng: np.random.Generator, recorded: int, progress: bool
               ) -> StatisticBootstrap:
-    """Two crossed factors: ``V = V_a + V_b - V_ab`` from three one-way bootstraps (each
-    factor, and their cell), the interval ``estimate -+ t(min G - 1) sqrt(V)``."""
-    a, b = design.factors
+    """Crossed factors: the inclusion-exclusion of one-way bootstrap variances over every
+    intersection of the factors (two: ``V = V_a + V_b - V_ab``), never below the largest
+    one-way variance, and the interval ``estimate -+ t(min G - 1) sqrt(V)``."""
     names = design.unit.split("+")
-    parts = [one_factor(design, a, names[0]), one_factor(design, b, names[1]),
-             one_factor(design, intersect_codes(a, b), ":".join(names))]
+    subsets = [c for r in range(1, len(names) + 1)
+               for c in itertools.combinations(range(len(names)), r)]
+    parts = [one_factor(design, intersect_codes(*(design.factors[i] for i in c)),
+                        ":".join(names[i] for i in c)) for c in subsets]
     variances, draws_by, estimate = [], {}, np.empty(0)
     with Progress(progress) as bar:
         for part in parts:
@@ -384,12 +393,13 @@ def _multiway(design: Design, statistic: Any, label: str, reps: int, level: floa
             d, _ = _draw(part, engine, reps, rng, False, bar, task)
             draws_by[part.unit] = d
             variances.append(np.nanvar(d, axis=0, ddof=1))
-    v_a, v_b, v_ab = variances
-    var = v_a + v_b - v_ab
-    fixed = ~(var >= np.maximum(v_a, v_b))  # never below a one-way variance
-    var = np.where(fixed, np.maximum(v_a, v_b), var)
+    var = sum((-1) ** (len(c) + 1) * v for c, v in zip(subsets, variances, strict=True))
+    one_way = np.max(variances[:len(names)], axis=0)
+    fixed = ~(var >= one_way)  # never below a one-way variance
+    var = np.where(fixed, one_way, var)
     se = np.sqrt(var)
-    g = min(int(a.max()) + 1, int(b.max()) + 1)
+    sizes = [int(f.max()) + 1 for f in design.factors]
+    g = min(sizes)
     q = stats.t.ppf(0.5 + level / 2, g - 1)
     finite = np.isfinite(draws_by[names[0]])
     return StatisticBootstrap(
@@ -398,8 +408,7 @@ def _multiway(design: Design, statistic: Any, label: str, reps: int, level: floa
         seed=recorded, ci_type="multiway-t", level=level, cluster=design.label,
         n_clusters=g, n_failed=(~finite).sum(axis=0), details={
             "unit": design.unit, "resampling": "multiway", "strata": design.strata,
-            "n_clusters_by_factor": dict(zip(names, [int(a.max()) + 1, int(b.max()) + 1],
-                                             strict=True)),
+            "n_clusters_by_factor": dict(zip(names, sizes, strict=True)),
             "fast_path": isinstance(statistic, Sums), "df": g - 1,
             "variance_by_factor": {p.unit: v for p, v in zip(parts, variances, strict=True)},
             "draws_by_factor": draws_by, "fallback_to_one_way": fixed,

@@ -126,10 +126,6 @@ def resampling_design(table: EvalTable | pd.DataFrame, cluster: str | Sequence[s
         raise InvalidOptionError(
             f"bootstrap() needs an EvalTable (evalmix.read) or a pandas DataFrame; got "
             f"{type(table).__name__}")
-    if len(factors) > 2:
-        raise InvalidOptionError(
-            f"cluster={cluster!r}: at most two crossed factors (the pigeonhole bootstrap); "
-            "join more into one cell with ':' (e.g. 'persona:scenario')")
     if COPY_COLUMN in frame.columns:
         raise InvalidTableError([
             f"the table has a column {COPY_COLUMN!r}, which the bootstrap adds to every "

@@ -65,7 +65,7 @@ def custom_rows(table: EvalTable, *, statistics: Mapping[str, Statistic],
         label = "+".join(roles)
         if len(roles) > 1:
             notes.append(f"randomization test: the recommended level {label!r} crosses "
-                         f"two factors; randomized by {roles[0]!r}")
+                         f"{len(roles)} factors; randomized by {roles[0]!r}")
         test = guarded(permutation_test, table, cluster=roles[0] if roles else None,
                        seed=child_seed(seed, _SEED_OFFSET - 1), progress=False,
                        columns=columns)
