@@ -49,7 +49,7 @@ from numba.extending import get_cython_function_address, intrinsic
 
 from evalmix.models.spec import parent_levels, unique_rows
 
-__all__ = ["GRID_MIN_FILL", "ARRAYS", "KVE_ADDRESS", "logp_core", "expand_core", "pack",
+__all__ = ["GRID_MIN_FILL", "PAIRS_MAX_PATTERNS", "ARRAYS", "KVE_ADDRESS", "logp_core", "expand_core", "pack",
            "logp_cfunc", "expand_cfunc"]
 
 _JIT = dict(cache=True, nogil=True, fastmath=False, boundscheck=False)
@@ -377,6 +377,68 @@ def binomial_grid(a, gX, b, gcg, gxs, gunit, u, succ, trials, binary, g_b, g_u, 
 
 
 @numba.njit(**_JIT)
+def _pair_eta(p, q, A, An, Ap, B, Bn, Bp, eta, ex):  # pragma: no cover
+    """``eta[c] = A[p[c]] + B[q[c]]`` and ``ex[c] = exp(-|eta[c]|)`` as the product of
+    the precomputed factors ``exp(-A) exp(-B)`` (or ``exp(A) exp(B)``): two gathers of
+    each per row and no ``exp``."""
+    for c in range(p.shape[0]):
+        i, j = p[c], q[c]
+        et = A[i] + B[j]
+        eta[c] = et
+        ex[c] = An[i] * Bn[j] if et > 0.0 else Ap[i] * Bp[j]
+
+
+@numba.njit(**_JIT)
+def binomial_pairs(acg, axs, aunit, gX, b, gcg, gxs, gunit, u, pidx, succ, trials, n_bin,
+                   g_b, g_u):  # pragma: no cover
+    """:func:`binomial_rows` on the pair layout (:class:`_Pairs`): ``eta = A[p] + B[q]``,
+    ``A`` the linear predictor of the largest factor's terms on its ``P`` patterns (a
+    scenario's intercept and its condition slope: ``acg``, ``axs``, ``aunit``), ``B``
+    that of the fixed columns and the other terms on their ``Q`` patterns (``gX``,
+    ``gcg``, ``gxs``, ``gunit``), both computed once per call (:func:`_eta`); per
+    collapsed row only the pair ``pidx[:, c] = (p, q)`` is gathered
+    (:func:`_pair_eta`), and the log-likelihood terms are the row loop's vectorised
+    :func:`_binom_terms` (the first ``n_bin`` rows have one trial each: one log per 512
+    of them). The derivative w.r.t. ``eta`` is summed per pattern of each side and
+    scattered from there (:func:`_scatter`). A call where ``max |A| + max |B|`` exceeds
+    700 (far out in warm-up) computes ``exp(-|eta|)`` per row (:func:`_vexp_neg`)."""
+    P, Q = acg.shape[0], gX.shape[0]
+    m = pidx.shape[1]
+    p, q = pidx[0], pidx[1]
+    A, absA, B, absB = np.empty(P), np.empty(P), np.empty(Q), np.empty(Q)
+    _eta(np.zeros((P, 0)), b[:0], acg, axs, aunit, u, A, absA)
+    _eta(gX, b, gcg, gxs, gunit, u, B, absB)
+    eta, ex, g = np.empty(m), np.empty(m), np.empty(m)
+    if absA.max() + absB.max() <= _GRID_FACTOR_MAX:
+        bits = np.empty(max(P, Q), dtype=np.int64)
+        An, Ap, Bn, Bp = np.empty(P), np.empty(P), np.empty(Q), np.empty(Q)
+        _exp_pm(A, An, Ap, bits)
+        _exp_pm(B, Bn, Bp, bits)
+        _pair_eta(p, q, A, An, Ap, B, Bn, Bp, eta, ex)
+    else:
+        for c in range(m):
+            eta[c] = A[p[c]] + B[q[c]]
+            ex[c] = abs(eta[c])
+        _vexp_neg(ex, ex, np.empty(m, dtype=np.int64))
+    total = 0.0
+    for c0 in range(0, n_bin, 512):
+        # slices, not index bounds (see _grid_sum)
+        c1 = min(c0 + 512, n_bin)
+        total += _binom_terms(eta[c0:c1], ex[c0:c1], succ[c0:c1], trials[c0:c1],
+                              g[c0:c1], True)
+    if n_bin < m:
+        total += _binom_terms(eta[n_bin:], ex[n_bin:], succ[n_bin:], trials[n_bin:],
+                              g[n_bin:])
+    gA, gB = np.zeros(P), np.zeros(Q)
+    for c in range(m):
+        gA[p[c]] += g[c]
+        gB[q[c]] += g[c]
+    _scatter(np.zeros((P, 0)), acg, axs, aunit, gA, g_b[:0], g_u)
+    _scatter(gX, gcg, gxs, gunit, gB, g_b, g_u)
+    return total
+
+
+@numba.njit(**_JIT)
 def cumulative_grid(X, b, cg, xs, unit, u, csucc, ctrials, binary, n_cat, cut, g_b, g_u,
                     g_cut):  # pragma: no cover
     """Cumulative-logit log-likelihood ``sum_k n_k log P(y = k)``, ``P(y <= k) =
@@ -486,6 +548,69 @@ def _make_grid(X, cg, xs, unit, u_off, succ, trials, min_fill: float = GRID_MIN_
                                          np.zeros((S, 0)), dtype=np.int64))
 
 
+@dataclass(frozen=True)
+class _Pairs:
+    """Collapsed rows as pairs (``A`` pattern, ``B`` pattern): ``eta = A[p] + B[q]``.
+
+    Where rows hardly collapse (a per-row covariate such as a randomised +-1 position,
+    many scenarios, each seen in a few of its cells) the grid is too sparse, yet the
+    linear predictor still splits into the part of the factor with the most level
+    effects (a scenario's intercept and condition slope: ``P`` patterns, e.g. 400
+    scenarios x 2 conditions) and the rest (fixed columns and the other factors: ``Q``
+    patterns, e.g. 12 personas x 3 authors x 3 judges x 2 conditions x 2 positions).
+    Each side's linear predictor is computed on its patterns only, and a row costs a
+    gather of two numbers instead of a sum over all its terms (:func:`binomial_pairs`)."""
+
+    term_a: np.ndarray      # the row-factor's term indices (A side)
+    term_b: np.ndarray      # the other terms (B side)
+    cg: np.ndarray          # (P, len(term_a)) level codes (with offsets)
+    xs: np.ndarray          # (P, len(term_a))
+    unit: np.ndarray        # (len(term_a),)
+    X: np.ndarray           # (Q, k) fixed columns (centred)
+    bcg: np.ndarray         # (Q, len(term_b))
+    bxs: np.ndarray         # (Q, len(term_b))
+    bunit: np.ndarray       # (len(term_b),)
+    pidx: np.ndarray        # (2, m): each row's (A pattern, B pattern), rows reordered
+    succ: np.ndarray        # (m,) in that order
+    trials: np.ndarray      # (m,)
+    n_bin: int              # the first n_bin rows have one trial each
+
+
+#: Use the pair layout when its patterns are at most this fraction of the rows.
+PAIRS_MAX_PATTERNS = 0.25
+
+
+def _make_pairs(X, cg, xs, unit, u_off, factors, succ, trials,
+                max_patterns: float = PAIRS_MAX_PATTERNS) -> _Pairs | None:
+    """The pair layout (:class:`_Pairs`) with the factor of most level effects on the A
+    side, or None when the two sides' patterns are more than ``max_patterns`` of the
+    rows (``factors``: each term's factor name)."""
+    m, r = cg.shape
+    if r == 0 or m < 4:
+        return None
+    size: dict[str, int] = {}
+    for t in range(r):
+        size[factors[t]] = size.get(factors[t], 0) + int(u_off[t + 1] - u_off[t])
+    big = max(size, key=lambda f: size[f])
+    ta = np.array([t for t in range(r) if factors[t] == big], dtype=np.int64)
+    tb = np.array([t for t in range(r) if factors[t] != big], dtype=np.int64)
+    fa, p = unique_rows(np.column_stack([cg[:, ta].astype(float), xs[:, ta]]))
+    keyb = np.column_stack([X, cg[:, tb].astype(float), xs[:, tb]])
+    fb, q = unique_rows(keyb if keyb.shape[1] else np.zeros((m, 1)))
+    if fa.shape[0] + fb.shape[0] > max_patterns * m:
+        return None
+    one = np.asarray(trials) == 1.0
+    order = np.lexsort((q, p, ~one))     # one-trial rows first, then by A pattern
+    c = np.ascontiguousarray
+    return _Pairs(term_a=ta, term_b=tb, cg=c(cg[fa][:, ta]), xs=c(xs[fa][:, ta]),
+                  unit=c(unit[ta]), X=c(X[fb]), bcg=c(cg[fb][:, tb]), bxs=c(xs[fb][:, tb]),
+                  bunit=c(unit[tb]), pidx=c(np.vstack([p[order], q[order]]),
+                                            dtype=np.int64),
+                  succ=c(np.asarray(succ, dtype=np.float64)[order]),
+                  trials=c(np.asarray(trials, dtype=np.float64)[order]),
+                  n_bin=int(one.sum()))
+
+
 #: scipy.special.kve(double, double) (``__pyx_fuse_0`` is the complex version).
 KVE_ADDRESS = get_cython_function_address("scipy.special.cython_special",
                                           "__pyx_fuse_1kve")
@@ -494,7 +619,8 @@ KVE_ADDRESS = get_cython_function_address("scipy.special.cython_special",
 #: family, k, r, number of level effects, ndim, sigma index, cut index, number of cut
 #: points, grid flag, grid term, grid offset, grid levels, kve address, intercept index,
 #: expanded size, binary (grid: every cell 0 or 1 trials; cumulative: of the cut-point
-#: grid; rows: every row 1 trial). ``flt`` holds SD-prior scale, Rayleigh scale, sd(y), total trials, then mu_b
+#: grid; rows: every row 1 trial), pair-layout flag, its one-trial rows (:class:`_Pairs`;
+#: its B side is in the grid's ``gX``, ``gcg``, ``gxs``, ``gunit``). ``flt`` holds SD-prior scale, Rayleigh scale, sd(y), total trials, then mu_b
 #: (k), sd_b (k), shift (k), the cut-point prior means and the total count of each
 #: category but the last (cumulative). ``counts`` (cumulative) holds the successes
 #: then the trials of :func:`cumulative_grid`'s grid, (2 (K - 1), m). ``cg``, ``xs``,
@@ -508,7 +634,9 @@ ARRAYS = (("meta", np.int64, 1), ("terms", np.int64, 2), ("flt", np.float64, 1),
           ("gunit", np.bool_, 1), ("gsucc", np.float64, 2), ("gtrials", np.float64, 2),
           ("pairs", np.int64, 2), ("pxbar", np.float64, 1), ("nests", np.int64, 2),
           ("npar", np.int64, 1), ("Xj", np.int64, 2), ("Xv", np.float64, 2),
-          ("gup", np.int64, 2))
+          ("gup", np.int64, 2), ("acg", np.int64, 2), ("axs", np.float64, 2),
+          ("aunit", np.bool_, 1), ("pidx", np.int64, 2), ("psucc", np.float64, 1),
+          ("ptrials", np.float64, 1))
 #: columns of ``terms``: level offsets, SD index (-1: integrated out), free slice,
 #: zero-sum, mode (0 SD integrated out, 1 centred, 2 non-centred), SD prior (0
 #: half-normal, 1 Rayleigh), outer factor of a nested pair.
@@ -665,7 +793,7 @@ def _centred_grad(g_b, meta, flt):  # pragma: no cover
 @numba.njit(**_JIT)
 def logp_core(x, grad, meta, terms, flt, X, cg, xs, unit, succ, trials, s2, counts,
               gX, gcg, gxs, gunit, gsucc, gtrials, pairs, pxbar, nests, npar, Xj, Xv,
-              gup):  # pragma: no cover
+              gup, acg, axs, aunit, pidx, psucc, ptrials):  # pragma: no cover
     """Log density at ``x`` (unconstrained coordinates); its gradient in ``grad``."""
     family, k, nu = meta[0], meta[1], meta[3]
     sigma_at, cut_at, ncut = meta[5], meta[6], meta[7]
@@ -695,6 +823,9 @@ def logp_core(x, grad, meta, terms, flt, X, cg, xs, unit, succ, trials, s2, coun
         for s in range(S):
             for q in range(gup.shape[1]):
                 g_u[gup[s, q]] += g_a[s]
+    elif family == 0 and meta[16]:
+        lp = binomial_pairs(acg, axs, aunit, gX, b, gcg, gxs, gunit, ueta, pidx, psucc,
+                            ptrials, meta[17], g_b, g_u)
     elif family == 0:
         lp = binomial_rows(Xj, Xv, _raw_b(b, meta, flt), cg, xs, unit, ueta, succ, trials,
                            meta[15] != 0, g_b, g_u)
@@ -924,7 +1055,9 @@ def logp_cfunc(dim, x_, grad_, logp_, user_data):  # pragma: no cover
         _unpack2(hdr, 12, _I8), _unpack2(hdr, 13, _F8), _unpack1(hdr, 14, _B1),
         _unpack2(hdr, 15, _F8), _unpack2(hdr, 16, _F8), _unpack2(hdr, 17, _I8),
         _unpack1(hdr, 18, _F8), _unpack2(hdr, 19, _I8), _unpack1(hdr, 20, _I8),
-        _unpack2(hdr, 21, _I8), _unpack2(hdr, 22, _F8), _unpack2(hdr, 23, _I8))
+        _unpack2(hdr, 21, _I8), _unpack2(hdr, 22, _F8), _unpack2(hdr, 23, _I8),
+        _unpack2(hdr, 24, _I8), _unpack2(hdr, 25, _F8), _unpack1(hdr, 26, _B1),
+        _unpack2(hdr, 27, _I8), _unpack1(hdr, 28, _F8), _unpack1(hdr, 29, _F8))
     out[0] = lp
     for i in range(dim):
         if not math.isfinite(grad[i]):

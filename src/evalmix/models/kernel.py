@@ -27,7 +27,9 @@ from evalmix.models._loops import (
     ARRAYS,
     GRID_MIN_FILL,
     KVE_ADDRESS,
+    PAIRS_MAX_PATTERNS,
     _make_grid,
+    _make_pairs,
     expand_cfunc,
     expand_core,
     logp_cfunc,
@@ -142,7 +144,9 @@ class DensityKernel:
     terms: list[TermInfo]
     prior_scale: float = 1.0
     #: "auto": the grid layout (:class:`_Grid`) when the design is dense enough, else
-    #: one loop over the collapsed rows; "rows" / "grid" force one (tests).
+    #: the pair layout (:class:`_Pairs`) when the rows split into few patterns of the
+    #: largest factor and of the rest, else one loop over the collapsed rows; "rows" /
+    #: "grid" / "pairs" force one (tests).
     layout: str = "auto"
     #: sample intercepts coupled to their factor's slopes (:func:`_slope_centring`)
     centre_slopes: bool = True
@@ -193,10 +197,16 @@ class DensityKernel:
                      else {})
         self.outer = {j for j, _ in self.nest.values()}
         self.grid = None
-        if self.family == 0 and self.layout != "rows":
+        if self.family == 0 and self.layout in ("auto", "grid"):
             self.grid = _make_grid(self.X, self.cg, self.xs, self.unit, self.u_off,
                                    self.succ, self.trials,
                                    min_fill=0.0 if self.layout == "grid" else GRID_MIN_FILL)
+        self.pairs = None
+        if self.family == 0 and self.grid is None and self.layout in ("auto", "pairs"):
+            self.pairs = _make_pairs(self.X, self.cg, self.xs, self.unit, self.u_off,
+                                     [t.factor for t in self.terms], self.succ, self.trials,
+                                     max_patterns=1.0 if self.layout == "pairs" else
+                                     PAIRS_MAX_PATTERNS)
         # slices of the unconstrained vector
         pos = k
         self.slices = []
@@ -226,7 +236,7 @@ class DensityKernel:
             nests.append((i, j, off))
             npar.append(np.asarray(parent, dtype=np.int64))
             off += len(parent)
-        g = self.grid
+        g, pr = self.grid, self.pairs
         cut_mu = np.linspace(-1, 1, self.ncut) if self.ncut else np.zeros(0)
         # cumulative: the binomial (cut point x row) grid of _loops.cumulative_grid
         cnt = np.asarray(self.data.counts, dtype=np.float64).reshape(
@@ -248,7 +258,8 @@ class DensityKernel:
                 self.sigma_at if self.sigma_at is not None else -1,
                 self.cut_at if self.cut_at is not None else -1, self.ncut,
                 g is not None, g.term if g else -1, g.lo if g else 0,
-                g.n_levels if g else 0, KVE_ADDRESS, icpt, n_exp, binary]
+                g.n_levels if g else 0, KVE_ADDRESS, icpt, n_exp, binary,
+                pr is not None, pr.n_bin if pr else 0]
         c = np.ascontiguousarray
 
         def f2(a, ncol):
@@ -261,13 +272,22 @@ class DensityKernel:
             "X": f2(self.X, k), **_row_terms(self.cg, self.xs, self.unit),
             "succ": self.succ, "trials": self.trials, "s2": self.s2,
             "counts": c(cgrid),
-            "gX": f2(g.X, k) if g else np.zeros((0, 0)),
-            "gcg": c(g.cg.astype(np.int64)) if g else np.zeros((0, 0), dtype=np.int64),
-            "gxs": f2(g.xs, max(g.xs.shape[1], 1)) if g else np.zeros((0, 0)),
-            "gunit": c(g.unit) if g else np.zeros(0, dtype=np.bool_),
+            # the grid's rest patterns, or the pair layout's B side
+            "gX": f2(g.X, k) if g else (f2(pr.X, k) if pr else np.zeros((0, 0))),
+            "gcg": c(g.cg.astype(np.int64)) if g else (
+                c(pr.bcg, dtype=np.int64) if pr else np.zeros((0, 0), dtype=np.int64)),
+            "gxs": f2(g.xs, max(g.xs.shape[1], 1)) if g else (
+                c(pr.bxs, dtype=np.float64) if pr else np.zeros((0, 0))),
+            "gunit": c(g.unit) if g else (c(pr.bunit) if pr else np.zeros(0, dtype=np.bool_)),
             "gsucc": c(g.succ) if g else np.zeros((0, 0)),
             "gtrials": c(g.trials) if g else np.zeros((0, 0)),
             "gup": c(g.up) if g else np.zeros((0, 0), dtype=np.int64),
+            "acg": c(pr.cg, dtype=np.int64) if pr else np.zeros((0, 0), dtype=np.int64),
+            "axs": c(pr.xs, dtype=np.float64) if pr else np.zeros((0, 0)),
+            "aunit": c(pr.unit) if pr else np.zeros(0, dtype=np.bool_),
+            "pidx": pr.pidx if pr else np.zeros((2, 0), dtype=np.int64),
+            "psucc": pr.succ if pr else np.zeros(0),
+            "ptrials": pr.trials if pr else np.zeros(0),
             "pairs": np.array([(i, j) for i, j, _ in pairs], dtype=np.int64).reshape(-1, 2),
             "pxbar": np.array([xb for _, _, xb in pairs], dtype=np.float64),
             "nests": np.array(nests, dtype=np.int64).reshape(-1, 3),
