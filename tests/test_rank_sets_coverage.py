@@ -1,9 +1,10 @@
 """Coverage of the leaderboard's rank sets, best-model sets and tie groups on simulated
 leaderboards with known abilities (slow; numbers in docs/leaderboard.md).
 
-Two designs of 12 models and 150 items, clustered by item: a star (every model against
-one baseline, judged by each of 3 judges, ties; ``baseline_leaderboard``) and a round
-robin (every pair on every item, ties; ``round_robin``, Bradley-Terry). Per data set:
+Designs of 12 models and 150 items, clustered by item: a star (every model against
+one baseline, judged by each of 3 judges, ties; ``baseline_leaderboard``) and round
+robins (every pair on every item, ties; ``round_robin``, Bradley-Terry) with abilities
+of sd 1, sd 0.3, and all equal (the least favourable case). Per data set:
 
 - simultaneous coverage: every model's rank range contains every rank it can take under
   the truth (``1 + #strictly better`` to ``K - #strictly worse``), as in
@@ -42,6 +43,12 @@ DESIGNS = {
         seed=seed),
     "round robin": lambda seed: round_robin(n_models=12, n_items=150, tie_threshold=0.3,
                                             seed=seed),
+    # close abilities: many pairs near the critical value, where step-down matters
+    "round robin, abilities sd 0.3": lambda seed: round_robin(
+        n_models=12, n_items=150, ability_sd=0.3, tie_threshold=0.3, seed=seed),
+    # least favourable: all equal (every pair null; only [1, K] covers)
+    "round robin, all equal": lambda seed: round_robin(
+        n_models=12, n_items=150, ability_sd=0.0, tie_threshold=0.3, seed=seed),
 }
 
 
@@ -136,6 +143,8 @@ def test_rank_sets_cover_and_are_narrower():
             assert o[key] >= low, (name, key, o)
         # each model's own set covers its rank at 95% (on average over models)
         assert o["own"] >= low, (name, o)
+        if name.endswith("all equal"):
+            continue  # nothing to separate: only [1, K] covers
         # sharper than today's single step, and never wider
         assert o["width"] < o["width_single"], (name, o)
         assert o["width_own"] < o["width"], (name, o)
