@@ -171,9 +171,8 @@ def leaderboard_plot(models: pd.DataFrame, *, stratum: str = "") -> Figure:
         for ax in (ax1, ax2):
             ax.axhline(row + 0.5, color="#8c2d04", lw=0.9, zorder=1)
     ax2.set_xlim(0.3, k + 0.7)
-    ax2.set_xlabel(f"rank range (simultaneous {r['level']:.0%}, {r['adjust']}"
-                   f"{', step-down' if r['adjust'] == 'max-t' else ''}; thin: own); "
-                   "lines: tie groups")
+    ax2.set_xlabel(f"rank range ({r['level']:.0%} joint, "
+                   f"{'step-down' if r['adjust'] == 'max-t' else r['adjust']}; thin: own)")
     ax1.set_yticks(y, [f"{int(a)}. {m}" for a, m in zip(rank, b["model"], strict=True)],
                    fontsize=font)
     ax1.set_ylim(-0.6, k - 0.4)
@@ -181,4 +180,6 @@ def leaderboard_plot(models: pd.DataFrame, *, stratum: str = "") -> Figure:
         ax2.annotate(str(tier), (1.01, row), xycoords=("axes fraction", "data"),
                      fontsize=font, va="center", family="monospace")
     ax1.set_title(stratum or "leaderboard", loc="left", fontsize=10)
+    if group.max() > 1:
+        ax2.set_title("red lines: tie groups", loc="right", fontsize=8)
     return fig
