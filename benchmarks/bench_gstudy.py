@@ -26,7 +26,8 @@ import numpy as np
 from evalmix.compare.gstudy import _simulated, _terms
 from evalmix.data.table import dense_codes
 from evalmix.design.gtheory import GDesign
-from evalmix.models._reml import fit_mixedlm_arrays, reml_scoring_step
+from evalmix.models._reml import fit_mixedlm_arrays
+from evalmix.models._reml_scoring import reml_scoring_step
 from evalmix.plan.dstudy_coverage import simulate_scores
 
 REPS = 2000

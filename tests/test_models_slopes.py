@@ -158,11 +158,16 @@ def test_maximal_rule_leaves_out_unidentified_slopes_and_says_why():
 
 def test_methods_without_correlations_refuse_a_users_and_decorrelate_the_default(
         slopes_table):
+    # REML fits correlated terms (tests/test_models_reml.py); the VB and MAP GLMMs do not
     with pytest.raises(EvalmixError, match="no correlated random effects"):
-        fit_statsmodels(slopes_table, method="mixedlm", formula=CORRELATED)
-    fit = _quiet(fit_statsmodels, slopes_table, method="mixedlm")
+        fit_statsmodels(slopes_table, method="vb", formula=CORRELATED)
+    fit = _quiet(fit_statsmodels, slopes_table, method="vb", seed=1)
     assert "(0 + condition|scenario)" in fit.formula
     assert any("independent terms" in n for n in fit.provenance["notes"])
+    reml = _quiet(fit_statsmodels, slopes_table, method="mixedlm", formula=CORRELATED)
+    assert reml.formula == CORRELATED
+    assert {c["factor"] for c in reml.provenance["correlations"]} == {"scenario",
+                                                                       "persona"}
 
 
 def test_maximal_default_on_a_real_file_equals_glmmtmb(ref):

@@ -112,11 +112,8 @@ def _reml(y: np.ndarray, design: GDesign, codes: Mapping[str, np.ndarray], *,
           reps: int, level: float, rng: np.random.Generator, progress: bool,
           deadline: float | None = None
           ) -> tuple[np.ndarray, np.ndarray, str, dict[str, Any]]:
-    from evalmix.models._reml import (
-        SCORING_MAX_LEVELS,
-        fit_mixedlm_arrays,
-        reml_scoring_step,
-    )
+    from evalmix.models._reml import fit_mixedlm_arrays
+    from evalmix.models._reml_scoring import SCORING_MAX_LEVELS, reml_scoring_step
 
     terms = _terms(design, codes)
     X = np.ones((y.size, 1))

@@ -6,9 +6,12 @@ factor is built for *crossed* designs, where every row has exactly one level of 
 random term: each term's own block of ``Z'WZ`` is then **diagonal**. Ordering the
 largest term first and eliminating its diagonal block leaves the Schur complement
 ``S = C - B' D^-1 B`` of the size of the other terms (e.g. 5 judges instead of 1,000,000
-items); ``S`` is factored densely (LAPACK) when it has at most :data:`DENSE_MAX` rows,
-else by SuperLU with a minimum-degree ordering. No dense ``N x N``, ``N x q`` or
-``q x q`` matrix is formed.
+items); ``S`` is factored densely (LAPACK) when it has at most :data:`DENSE_MAX` rows
+and is not sparse itself, else by SuperLU with a minimum-degree ordering (``S`` is sparse
+when the other terms are nested in the largest one or in each other: WildBench's 1,024
+items and 3 judge runs beside 15,339 item:model levels give an "arrow" ``S`` with 0.7% of
+its entries non-zero, which SuperLU factors without fill). No dense ``N x N``, ``N x q``
+or ``q x q`` matrix is formed.
 
 :class:`CrossedDesign` holds ``Z`` (scipy.sparse) and the sparsity pattern of the blocks
 ``B`` (largest term x others) and ``C`` (others x others); :meth:`CrossedDesign.blocks`
@@ -42,6 +45,10 @@ __all__ = ["DENSE_MAX", "BlockFactor", "CrossedDesign"]
 
 #: The Schur complement of the other terms is factored densely up to this many rows.
 DENSE_MAX = 3000
+#: ... unless it has at least :data:`SPARSE_MIN` rows and at most this share of entries
+#: non-zero (then SuperLU: its factor of an "arrow" S costs O(q2), the dense one O(q2^3)).
+SPARSE_SHARE = 0.05
+SPARSE_MIN = 300
 #: Columns per chunk when a dense block of S^-1 applied to many vectors is needed.
 _CHUNK_ENTRIES = 4_000_000
 
@@ -82,6 +89,7 @@ class CrossedDesign:
         rest = [terms[j] for j in order[1:]]
         self.rest_terms = order[1:]
         off = np.concatenate([[0], np.cumsum([t.n_levels for t in rest])]).astype(np.int64)
+        self.rest_off = off
         # column (in the q2 block) and covariate of every row for every other term
         self.c = [off[r] + np.asarray(t.codes, dtype=np.int64) for r, t in enumerate(rest)]
         self.xc = [np.asarray(t.x, dtype=float) for t in rest]
@@ -109,6 +117,72 @@ class CrossedDesign:
         self.m = m
         self._codes = [(np.asarray(t.codes, dtype=np.int64), t.n_levels) for t in terms]
         self._set_z([np.asarray(t.x, dtype=float) for t in terms])
+
+    def _s_pattern(self) -> sparse.csr_array | None:
+        """The sparsity pattern of ``S`` (ones; computed once), or None when ``B'B``
+        alone has too many products for ``S`` to be sparse."""
+        if getattr(self, "_s_pat", False) is False:
+            counts = np.bincount(self.b_rows, minlength=self.q1).astype(float)
+            if counts @ counts > _CHUNK_ENTRIES * 10:
+                self._s_pat = None
+            else:
+                ones = np.ones(self.b_rows.size)
+                Bp = self._csr(self.b_rows, self.b_cols, ones, self.q1, self.q2)
+                Cp = self._csr(self.c_rows, self.c_cols, np.ones(self.c_rows.size),
+                               self.q2, self.q2)
+                self._s_pat = sparse.csr_array(Bp.T @ Bp + Cp + Cp.T)
+        return self._s_pat
+
+    @property
+    def s_sparse(self) -> bool:
+        """Whether the Schur complement ``S`` is factored by SuperLU: more than
+        :data:`DENSE_MAX` rows, or at least :data:`SPARSE_MIN` rows with at most
+        :data:`SPARSE_SHARE` of its entries on its sparsity pattern."""
+        if self.q2 > DENSE_MAX:
+            return True
+        if self.q2 < SPARSE_MIN:
+            return False
+        pat = self._s_pattern()
+        return pat is not None and pat.nnz <= SPARSE_SHARE * float(self.q2) ** 2
+
+    @property
+    def s_lead(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """Columns of ``S`` (in its order) of the largest other term whose own block of
+        ``S`` is diagonal, and the rest (None if there is none, if ``S`` has fewer than
+        :data:`SPARSE_MIN` columns, or if that term's columns times the rest's exceed 4
+        million): a term nested in the largest one (WildBench's items beside item:model)
+        shares no big level with another of its levels, so ``S`` is an "arrow",
+        eliminated like ``A`` itself (:class:`_ArrowFactor`)."""
+        if getattr(self, "_s_lead", False) is False:
+            self._s_lead = None
+            pat = self._s_pattern() if self.q2 >= SPARSE_MIN else None
+            best = 0
+            for r in range(self.m if pat is not None else 0):
+                assert pat is not None
+                lo, hi = int(self.rest_off[r]), int(self.rest_off[r + 1])
+                if (hi - lo > best and (hi - lo) * (self.q2 - hi + lo) <= _CHUNK_ENTRIES
+                        and pat[lo:hi, lo:hi].nnz == hi - lo):
+                    best = hi - lo
+                    rest = np.r_[0:lo, hi:self.q2]
+                    self._s_lead = (np.arange(lo, hi), rest)
+        return self._s_lead
+
+    @property
+    def b_pairs(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """Pairs ``(e, f)`` of entries of ``B``'s pattern in the same row (every ordered
+        pair, computed once), or None when there are more than ``nnz(B) q2 / 10`` (then a
+        dense product with ``S^-1`` is cheaper than gathering over pairs)."""
+        if getattr(self, "_b_pairs", False) is False:
+            counts = np.bincount(self.b_rows, minlength=self.q1)
+            rep = counts[self.b_rows]
+            if float(rep.sum()) * 10 > float(self.b_rows.size) * self.q2:
+                self._b_pairs = None
+            else:
+                starts = np.concatenate([[0], np.cumsum(counts)])
+                e = np.repeat(np.arange(self.b_rows.size), rep)
+                pos = np.arange(e.size) - np.repeat(np.cumsum(rep) - rep, rep)
+                self._b_pairs = (e, starts[self.b_rows[e]] + pos)
+        return self._b_pairs
 
     def _set_z(self, xs: Sequence[np.ndarray]) -> None:
         """``Z`` (and ``Z'``) with row covariates ``xs``: one entry per row and term, on
@@ -188,6 +262,71 @@ class CrossedDesign:
         return BlockFactor(d, B, U, self)
 
 
+class _ArrowFactor:
+    """Factor of a symmetric ``S`` whose block on ``lead`` is diagonal: eliminate it,
+    factor the dense Schur complement ``T = S_rr - E' D^-1 E`` of the ``rest`` (``D^-1 E``
+    is kept dense: at most 4 million entries). Exact, like the Cholesky factor with that
+    ordering."""
+
+    def __init__(self, S: sparse.csr_array, lead: np.ndarray, rest: np.ndarray):
+        self.lead, self.rest = lead, rest
+        self.d = S.diagonal()[lead]
+        self.E = sparse.csr_array(S[lead][:, rest])
+        self.V = self.E.multiply(1.0 / self.d[:, None]).toarray()
+        T = S[rest][:, rest].toarray() - np.asarray(self.E.T @ self.V)
+        self.L = cholesky(T, lower=True, check_finite=False) if rest.size else T
+        self.logdet = float(np.log(self.d).sum()) + 2 * float(np.log(np.diag(self.L)).sum())
+        self._cache: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def solve(self, R: np.ndarray) -> np.ndarray:
+        dinv = (1.0 / self.d).reshape(-1, *([1] * (R.ndim - 1)))
+        R1, R2 = R[self.lead], R[self.rest]
+        out = np.empty_like(R)
+        Y2 = (cho_solve((self.L, True), R2 - self.V.T @ R1, check_finite=False)
+              if self.rest.size else R2)
+        out[self.rest] = Y2
+        out[self.lead] = dinv * R1 - self.V @ Y2
+        return out
+
+    def _wt(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``W = [V; -I]`` by ``S``'s columns, ``T^-1`` and the lead position of every
+        column (-1 on the rest), computed once."""
+        if self._cache is None:
+            n = self.lead.size + self.rest.size
+            pos = np.full(n, -1)
+            pos[self.lead] = np.arange(self.lead.size)
+            Tinv = (cho_solve((self.L, True), np.eye(self.rest.size), check_finite=False)
+                    if self.rest.size else np.zeros((0, 0)))
+            W = np.zeros((n, self.rest.size))
+            W[self.lead] = self.V
+            W[self.rest] = -np.eye(self.rest.size)
+            self._cache = (W, Tinv, pos)
+        return self._cache
+
+    def entries(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """Entries ``(S^-1)[rows, cols]`` without forming ``S^-1``: ``W T^-1 W'`` with
+        ``W = [V; -I]`` (``V = D^-1 E``), plus ``D^-1`` on the lead's diagonal."""
+        W, Tinv, pos = self._wt()
+        out = np.einsum("ij,ij->i", W[rows] @ Tinv, W[cols])
+        same = (rows == cols) & (pos[rows] >= 0)
+        out[same] += 1.0 / self.d[pos[rows[same]]]
+        return out
+
+    def inverse(self) -> np.ndarray:
+        """``S^-1`` as a dense array (``S`` has at most :data:`DENSE_MAX` rows)."""
+        n = self.lead.size + self.rest.size
+        out = np.empty((n, n))
+        Tinv = (cho_solve((self.L, True), np.eye(self.rest.size), check_finite=False)
+                if self.rest.size else np.zeros((0, 0)))
+        VT = self.V @ Tinv
+        out[np.ix_(self.lead, self.lead)] = VT @ self.V.T
+        out[self.lead, self.lead] += 1.0 / self.d
+        out[np.ix_(self.lead, self.rest)] = -VT
+        out[np.ix_(self.rest, self.lead)] = -VT.T
+        out[np.ix_(self.rest, self.rest)] = Tinv
+        return out
+
+
 class BlockFactor:
     """Factor of ``A = [[diag(d), B], [B', C]]`` (internal order) by eliminating the
     diagonal block: ``S = C - B' D^-1 B`` is factored densely or by SuperLU."""
@@ -200,12 +339,18 @@ class BlockFactor:
         logdet = float(np.log(d).sum())
         self._L: np.ndarray | None = None
         self._lu = None
+        self._arrow: _ArrowFactor | None = None
         self._sinv: np.ndarray | None = None
         if self.q2:
             assert B is not None and U is not None
             self.DB = sparse.csr_array((B.data / d[design.b_rows], B.indices, B.indptr),
                                        shape=B.shape)
-            if self.q2 <= DENSE_MAX:
+            if design.s_lead is not None:
+                S = sparse.csr_array(U + U.T - sparse.diags_array(U.diagonal())
+                                     + sparse.eye_array(self.q2) - B.T @ self.DB)
+                self._arrow = _ArrowFactor(S, *design.s_lead)
+                logdet += self._arrow.logdet
+            elif not design.s_sparse:
                 S = U.toarray()
                 S = S + S.T
                 S[np.diag_indices_from(S)] = S.diagonal() / 2 + 1.0
@@ -241,6 +386,8 @@ class BlockFactor:
         """``S^-1 R`` for the Schur complement of the other terms."""
         if self._L is not None:
             return cho_solve((self._L, True), R, check_finite=False)
+        if self._arrow is not None:
+            return self._arrow.solve(np.asarray(R, dtype=float))
         assert self._lu is not None
         return self._lu.solve(np.asarray(R, dtype=float))
 
@@ -271,12 +418,26 @@ class BlockFactor:
             DBc = self.DB[a0:a1]
             yield a0, a1, DBc, self.s_solve(DBc.T.toarray())
 
+    def _dense_sinv(self) -> np.ndarray:
+        """``S^-1`` as a dense array (computed once; at most :data:`DENSE_MAX` rows):
+        SuperLU's solves of many right-hand sides are slow, so even a sparse ``S`` is
+        inverted once rather than solved against every chunk of ``B``."""
+        if self._sinv is None:
+            eye = np.eye(self.q2)
+            if self._arrow is not None:
+                self._sinv = self._arrow.inverse()
+            elif self._L is not None:
+                self._sinv = cho_solve((self._L, True), eye, check_finite=False)
+            else:
+                self._sinv = self.s_solve(eye)
+        return self._sinv
+
     def _sinv_entries(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """Entries ``(S^-1)[rows, cols]``."""
-        if self._L is not None:
-            if self._sinv is None:
-                self._sinv = cho_solve((self._L, True), np.eye(self.q2))
-            return self._sinv[rows, cols]
+        if self._arrow is not None:
+            return self._arrow.entries(rows, cols)
+        if self.q2 <= DENSE_MAX:
+            return self._dense_sinv()[rows, cols]
         out = np.empty(rows.size)
         step = max(1, _CHUNK_ENTRIES // self.q2)
         for c0 in range(0, self.q2, step):
@@ -289,6 +450,30 @@ class BlockFactor:
                 out[sel] = block[rows[sel], cols[sel] - c0]
         return out
 
+    def _b_inverse(self, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(S^-1 B' D^-1)`` at B's pattern and ``alpha`` from a dense ``S^-1``: over the
+        pairs of entries in each row of ``B`` (``(D^-1 B S^-1)_ac = sum_c' (D^-1 B)_ac'
+        (S^-1)_c'c``) or by a sparse-dense product (nnz(B) x q2 work, not q1 x q2^2)."""
+        des = self.design
+        data = self.DB.data
+        pairs = des.b_pairs
+        p_at_b: np.ndarray
+        if pairs is not None:
+            e, f = pairs
+            p_at_b = np.bincount(e, weights=data[f] * self._sinv_entries(des.b_cols[f],
+                                                                          des.b_cols[e]),
+                                 minlength=des.b_rows.size)
+        else:
+            p_at_b = np.empty(des.b_rows.size)
+            step = max(1, _CHUNK_ENTRIES // self.q2)
+            for a0 in range(0, self.q1, step):
+                a1 = min(self.q1, a0 + step)
+                s0, s1 = starts[a0], starts[a1]
+                Pt = np.asarray(self.DB[a0:a1] @ self._dense_sinv())
+                p_at_b[s0:s1] = Pt[des.b_rows[s0:s1] - a0, des.b_cols[s0:s1]]
+        alpha = np.bincount(des.b_rows, weights=p_at_b * data, minlength=self.q1)
+        return p_at_b, alpha
+
     def inverse_pieces(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``diag(A^-1)`` (natural order) and, for the leverages, ``D^-1 B S^-1 B' D^-1``'s
         diagonal per big level, ``(S^-1 B' D^-1)`` at B's pattern and ``S^-1`` at C's."""
@@ -297,10 +482,13 @@ class BlockFactor:
         p_at_b = np.zeros(des.b_rows.size) if des.m else np.zeros(0)
         if self.q2:
             starts = np.searchsorted(des.b_rows, np.arange(self.q1 + 1))
-            for a0, a1, DBc, P in self._chunks():
-                alpha[a0:a1] = np.asarray((DBc.T.toarray() * P).sum(axis=0)).ravel()
-                s0, s1 = starts[a0], starts[a1]
-                p_at_b[s0:s1] = P[des.b_cols[s0:s1], des.b_rows[s0:s1] - a0]
+            if self.q2 <= DENSE_MAX:
+                p_at_b, alpha = self._b_inverse(starts)
+            else:
+                for a0, a1, DBc, P in self._chunks():
+                    alpha[a0:a1] = np.asarray((DBc.T.toarray() * P).sum(axis=0)).ravel()
+                    s0, s1 = starts[a0], starts[a1]
+                    p_at_b[s0:s1] = P[des.b_cols[s0:s1], des.b_rows[s0:s1] - a0]
             s_at_c = self._sinv_entries(des.c_rows, des.c_cols)
             diag_s = self._sinv_entries(np.arange(self.q2), np.arange(self.q2))
         else:
@@ -333,26 +521,29 @@ class BlockFactor:
             h += (1 if r == s else 2) * zr * zs * s_at_c[des.c_inv[j * n:(j + 1) * n]]
         return h, diag
 
-    def row_solves(self) -> list[np.ndarray]:
+    def row_solves(self, lam: np.ndarray | None = None) -> list[np.ndarray]:
         """``m_it = (A^-1 z_i)`` at row ``i``'s column of term ``t``, one array per term
-        (natural order), for unit scaling (``Lambda = I``; the design's covariates are
-        ``Z Lambda``): ``h_i = sum_t z_it m_it`` are the leverages, and
-        ``sum_i w_i z'_ia m_ib`` the derivative of ``log|A|`` through ``Lambda``."""
+        (natural order), ``z_i`` the row of ``Z Lambda``: of the design's covariates scaled
+        by ``lam`` (natural order; None: unit scaling, the design's covariates are ``Z
+        Lambda``). ``h_i = sum_t z_it m_it`` are the leverages, and ``sum_i w_i z'_ia
+        m_ib`` the derivative of ``log|A|`` through ``Lambda``."""
         des = self.design
         n = des.n
+        li = np.ones(des.q) if lam is None else lam[des.perm]
         diag, alpha, p_at_b, s_at_c = self.inverse_pieces()
-        va = des.xa
+        va = li[des.a] * des.xa
+        zc = [li[self.q1 + des.c[r]] * des.xc[r] for r in range(des.m)]
         m_big = (1.0 / self.d[des.a] + alpha[des.a]) * va
         m_rest = [np.zeros(n) for _ in range(des.m)]
         p_rows = [p_at_b[des.b_inv[r * n:(r + 1) * n]] for r in range(des.m)]
         for r in range(des.m):
-            m_big = m_big - p_rows[r] * des.xc[r]
+            m_big = m_big - p_rows[r] * zc[r]
             m_rest[r] -= p_rows[r] * va
         for j, (r, s) in enumerate(des.c_pairs):
             sv = s_at_c[des.c_inv[j * n:(j + 1) * n]]
-            m_rest[r] += sv * des.xc[s]
+            m_rest[r] += sv * zc[s]
             if r != s:
-                m_rest[s] += sv * des.xc[r]
+                m_rest[s] += sv * zc[r]
         out: list[np.ndarray] = [np.empty(0)] * (des.m + 1)
         out[des.big] = m_big
         for r, j in enumerate(des.rest_terms):

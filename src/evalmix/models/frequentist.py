@@ -454,7 +454,7 @@ def fit_statsmodels(table: Any, spec: ModelSpec | None = None,
         raise EvalmixError(
             f"method={method!r} fits a logit model for binary outcomes, but the outcome is "
             f"{spec.family} ({spec.response}); use method='mixedlm' for numeric scores")
-    if method != "laplace" and any(t.correlated for t in spec.random):
+    if method not in ("laplace", "mixedlm") and any(t.correlated for t in spec.random):
         user = sorted({t.factor for t in spec.random if t.correlated} - set(spec.maximal))
         if user:
             raise EvalmixError(

@@ -1,0 +1,197 @@
+"""REML back end (models/_reml.py): the exact gradient, correlated terms, the nested factor.
+
+References: dense numpy algebra on the same small matrices; central finite differences
+of the REML criterion; lme4::lmer REML fits frozen in
+tests/reference/models/reference_reml_slopes.csv (fit_reml_slopes.R on the seeded
+gaussian_slopes.csv and on WildBench's scores).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from evalmix.models import _pls
+from evalmix.models._pls import CrossedDesign
+from evalmix.models._reml import _RemlCriterion, fit_mixedlm_arrays
+from evalmix.models.frequentist import intercept_term
+from evalmix.models.spec import RandomTerm
+
+REF = Path(__file__).resolve().parent / "reference" / "models"
+#: Dense and sparse algebra compute the same numbers in a different order: rounding.
+ALGEBRA_RTOL = 1e-9
+#: Exact gradient vs central differences with step 1e-5: truncation ~h^2 times the third
+#: derivative (criterion of order 1e3) and rounding ~1e-13 / h; measured below 1e-5.
+GRADIENT_ATOL = 1e-4
+#: Issue 28's agreement with lmer: fixed effects 1e-4 and variance components 1e-3
+#: (relative); the REML criterion at least as low as lmer's (BOBYQA with rhoend 1e-10).
+FIXED_RTOL = 1e-4
+VC_RTOL = 1e-3
+
+
+def _term(factor: str, codes: np.ndarray, x: np.ndarray | None = None, term: str = "1",
+          correlated: bool = False) -> RandomTerm:
+    codes = np.asarray(codes, dtype=np.int64)
+    x = np.ones(codes.size) if x is None else np.asarray(x, dtype=float)
+    return RandomTerm(factor, term, codes, tuple(map(str, range(codes.max() + 1))), x,
+                      correlated)
+
+
+def _nested(seed: int = 0):
+    """item:model levels (the largest term), the items they are nested in, judges with
+    a position slope: S has a diagonal item block (the arrow factor's case)."""
+    rng = np.random.default_rng(seed)
+    n_item, n_model = 30, 4
+    item = np.repeat(np.arange(n_item), n_model * 6)
+    model = np.tile(np.repeat(np.arange(n_model), 6), n_item)
+    judge = np.tile(np.arange(3), item.size // 3)
+    pos = rng.choice([-0.5, 0.5], item.size)
+    im = item * n_model + model
+    y = (0.2 * model + rng.normal(0, 1, n_item)[item] + rng.normal(0, 0.5, im.max() + 1)[im]
+         + rng.normal(0, 0.3, 3)[judge] + rng.normal(0, 1, item.size))
+    X = np.column_stack([np.ones(item.size)] + [(model == m).astype(float) for m in (1, 2, 3)])
+    terms = [_term("item", item), _term("item:model", im), _term("judge", judge),
+             _term("judge", judge, pos, "position")]
+    return y, X, terms
+
+
+def test_arrow_factor_equals_dense_algebra(monkeypatch):
+    monkeypatch.setattr(_pls, "SPARSE_MIN", 0)
+    y, X, terms = _nested()
+    des = CrossedDesign(terms, y.size)
+    assert des.s_lead is not None and des.s_lead[0].size == 30  # the items are the lead
+    rng = np.random.default_rng(1)
+    lam = np.array([0.8, 1.1, 0.5, 0.3])[des.comp]
+    w = rng.uniform(0.5, 1.5, y.size)
+    F = des.factor(lam, w)
+    assert F._arrow is not None
+    Z = des.Z.toarray()
+    A = lam[:, None] * (Z.T @ (w[:, None] * Z)) * lam[None, :] + np.eye(lam.size)
+    Ainv = np.linalg.inv(A)
+    np.testing.assert_allclose(F.logdet, np.linalg.slogdet(A)[1], rtol=ALGEBRA_RTOL)
+    R = rng.normal(size=(des.q, 3))
+    np.testing.assert_allclose(F.solve(R), np.linalg.solve(A, R), rtol=1e-8, atol=1e-12)
+    h, diag = F.leverages(lam)
+    np.testing.assert_allclose(diag, np.diag(Ainv), rtol=ALGEBRA_RTOL)
+    ZL = Z * lam[None, :]
+    np.testing.assert_allclose(h, np.einsum("ij,jk,ik->i", ZL, Ainv, ZL), rtol=1e-8)
+    # the row solves (A^-1 Lambda z_i at the row's columns) the REML gradient uses
+    full = ZL @ Ainv
+    ms = F.row_solves(lam)
+    off = np.concatenate([[0], np.cumsum([t.n_levels for t in terms])])
+    for j, t in enumerate(terms):
+        np.testing.assert_allclose(ms[j], full[np.arange(y.size), off[j] + t.codes],
+                                   rtol=1e-8, atol=1e-12)
+
+
+@pytest.mark.parametrize("correlated", [False, True])
+def test_reml_gradient_equals_finite_differences(correlated):
+    y, X, terms = _nested(seed=2)
+    if correlated:  # (1 + position | judge)
+        terms = [*terms[:2], *(RandomTerm(t.factor, t.term, t.codes, t.levels, t.x, True)
+                               for t in terms[2:])]
+    crit = _RemlCriterion(y, X, terms, CrossedDesign(terms, y.size))
+    theta = (np.array([0.9, 0.6, 0.4, 0.2, 0.3]) if correlated
+             else np.array([0.9, 0.6, 0.4, 0.3]))
+    f, g = crit.value_and_gradient(theta)
+    fd = np.empty_like(theta)
+    for j in range(theta.size):
+        up, dn = theta.copy(), theta.copy()
+        up[j] += 1e-5
+        dn[j] -= 1e-5
+        fd[j] = (crit(up) - crit(dn)) / 2e-5
+    np.testing.assert_allclose(g, fd, rtol=0, atol=GRADIENT_ATOL)
+    assert np.max(np.abs(g)) > 1.0  # away from the optimum: the check has teeth
+
+
+def _ref(model: str) -> pd.DataFrame:
+    r = pd.read_csv(REF / "reference_reml_slopes.csv")
+    return r[r.model == model].set_index(["kind", "name"])
+
+
+def test_reml_correlated_slopes_equal_lmer():
+    d = pd.read_csv(REF / "gaussian_slopes.csv")
+    treat = (d.condition == "treatment").to_numpy(dtype=float)
+    X = np.column_stack([np.ones(len(d)), treat])
+    names = ["(Intercept)", "conditiontreatment"]
+    terms = []
+    for f in ("scenario", "persona"):
+        codes = pd.factorize(d[f], sort=True)[0]
+        terms += [_term(f, codes, correlated=True),
+                  _term(f, codes, treat, "conditiontreatment", correlated=True)]
+    terms.append(intercept_term("judge", d.judge))
+    fit = fit_mixedlm_arrays(d.y.to_numpy(), X, names, terms)
+    ref = _ref("gaussian_correlated")
+    np.testing.assert_allclose(fit.fe_est, ref.loc["fixed"].loc[names, "value"],
+                               rtol=FIXED_RTOL)
+    np.testing.assert_allclose(fit.fe_se, ref.loc["fixed"].loc[names, "se"], rtol=VC_RTOL)
+    sds = ref.loc["sd"].loc[["scenario", "conditiontreatment|scenario", "persona",
+                             "conditiontreatment|persona", "judge"], "value"]
+    np.testing.assert_allclose(fit.vc_sd, sds, rtol=VC_RTOL)
+    np.testing.assert_allclose(fit.resid_sd, ref.loc[("sd", "Residual"), "value"],
+                               rtol=VC_RTOL)
+    cors = {c["factor"]: c["correlation"] for c in fit.details["correlations"]}
+    for f in ("scenario", "persona"):
+        np.testing.assert_allclose(cors[f], ref.loc[("cor", f), "value"], atol=VC_RTOL)
+    crit = ref.loc[("criterion", "REMLcrit"), "value"]
+    assert fit.details["reml_criterion"] <= crit + 1e-9 * crit
+    assert fit.converged and fit.results is None and fit.fe_re_cov is None
+    # correlation intervals (Wald on atanh) contain the estimate; conditional SDs exist
+    for c in fit.details["correlations"]:
+        assert c["lo"] < c["correlation"] < c["hi"]
+    assert fit.re_sd is not None and np.all(fit.re_sd > 0)
+
+
+@pytest.mark.slow
+def test_reml_wildbench_equals_lmer():
+    """The REML speed case (benchmarks/bench_reml.py): WildBench's 29,653 scores with
+    item, item:model (15,339 levels) and judge-run intercepts, the arrow factor."""
+    from evalmix.datasets import wildbench
+
+    w = wildbench().dropna(subset=["score"])
+    models = sorted(w.model.unique())
+    X = np.column_stack([np.ones(len(w))] + [(w.model == m).to_numpy(dtype=float)
+                                             for m in models[1:]])
+    names = ["(Intercept)"] + [f"model{m}" for m in models[1:]]
+    terms = [intercept_term("item_id", w.item_id),
+             intercept_term("item_model", w.item_id + ":" + w.model),
+             intercept_term("judge_run", w.judge_run)]
+    assert CrossedDesign(terms, len(w)).s_lead is not None
+    fit = fit_mixedlm_arrays(w.score.to_numpy(dtype=float), X, names, terms)
+    ref = _ref("wildbench")
+    np.testing.assert_allclose(fit.fe_est, ref.loc["fixed"].loc[names, "value"],
+                               rtol=FIXED_RTOL)
+    np.testing.assert_allclose(fit.vc_sd, ref.loc["sd"].loc[["item_id", "item_model",
+                                                             "judge_run"], "value"],
+                               rtol=VC_RTOL)
+    crit = ref.loc[("criterion", "REMLcrit"), "value"]
+    assert fit.details["reml_criterion"] <= crit + 1e-9 * crit
+
+
+def test_default_model_of_scores_is_maximal_and_equals_lmer():
+    """``evalmix.fit`` on the scores: the default model of a two-condition score table is
+    lme4's ``(1 + condition|scenario) + (1 + condition|persona) + (1|judge)``, fitted by
+    REML, equal to the frozen lmer fit."""
+    import evalmix
+    from evalmix.errors import FewClustersWarning
+    from evalmix.models.frequentist import fit_statsmodels
+
+    d = pd.read_csv(REF / "gaussian_slopes.csv")
+    t = evalmix.read(d, outcome="y", condition="condition",
+                     clusters={"scenario": "scenario", "persona": "persona",
+                               "judge": "judge"})
+    with pytest.warns(FewClustersWarning, match="judge"):  # 3 judges: said, not hidden
+        fit = fit_statsmodels(t)
+    assert "(1 + condition|scenario) + (1 + condition|persona)" in fit.formula
+    assert fit.provenance["simplified"] == []
+    ref = _ref("gaussian_correlated")
+    fe = fit.fixed_effects.set_index("term")
+    np.testing.assert_allclose(fe.loc["condition[treatment]", "estimate"],
+                               ref.loc[("fixed", "conditiontreatment"), "value"],
+                               rtol=FIXED_RTOL)
+    cors = {c["factor"]: c["correlation"] for c in fit.provenance["correlations"]}
+    np.testing.assert_allclose(cors["scenario"], ref.loc[("cor", "scenario"), "value"],
+                               atol=VC_RTOL)
