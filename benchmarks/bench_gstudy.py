@@ -1,7 +1,7 @@
 """Benchmark: the REML path's parametric bootstrap, one scoring step vs full refits.
 
 The REML G study's intervals come from data simulated at the estimates, each estimated
-by one REML Fisher-scoring step (MINQUE, :func:`evalmix.models._reml.reml_scoring_step`:
+by one REML Fisher-scoring step (MINQUE, :func:`evalmix.models._reml_scoring.reml_scoring_step`:
 one factorisation for all replicates). The obvious baseline refits REML to every
 simulated data set (:func:`evalmix.models._reml.fit_mixedlm_arrays`); it is timed on a
 few replicates and extrapolated per replicate. Design: an unbalanced 6 models x 30 items
