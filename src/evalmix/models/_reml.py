@@ -16,8 +16,8 @@ is fitted from the optimum for its results object (statsmodels' own L-BFGS from 
 default start stops far from the optimum on crossed designs; see
 ``shared/PERF_NOTES.md``). Intervals: Wald ``t`` with containment df for fixed effects;
 Wald on log-SD for the variance components and on atanh for correlations (glmmTMB's
-default), from a numerical Hessian of the full REML log-likelihood in (log SD_k, atanh
-rho, log sigma).
+default), from the Hessian of the full REML log-likelihood in (log SD_k, atanh rho,
+log sigma) by central differences of its exact score.
 
 The sparse factor of ``Lambda Z'Z Lambda + I`` (:mod:`evalmix.models._pls`) and the
 joint covariance of (fixed, random) effects (:func:`joint_cov`) are shared with
@@ -153,8 +153,8 @@ class _RemlCriterion:
         return float(-0.5 * (pc.logdet + pc.logdet_rx + big_n * np.log(2 * np.pi * sigma2)
                              + pc.r2 / sigma2))
 
-    def value_and_gradient(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
-        f = self(theta)
+    def _gradient_parts(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``d(log|A| + log|M|)/dtheta`` and ``d r^2 / dtheta``."""
         pc = self.pieces(theta)
         des, p = self.design, self.p
         lam = pc.lam
@@ -162,12 +162,24 @@ class _RemlCriterion:
         W = pc.Y[:, :p]
         G = (self.X - des.zu(lam[:, None] * W)) @ np.linalg.inv(pc.M)
         e = self.y - self.X @ pc.beta - des.zu(lam * pc.u)
-        c = (self.n - p) / pc.r2
-        q = []
+        q_det, q_r2 = [], []
         for j, mt in enumerate(ms):
             idx = self.offsets[j] + self.codes[j]
-            q.append(2 * (mt - np.einsum("ij,ij->i", G, W[idx]) - c * e * pc.u[idx]))
-        return f, self.tmap.gradient(q)
+            q_det.append(2 * (mt - np.einsum("ij,ij->i", G, W[idx])))
+            q_r2.append(-2 * e * pc.u[idx])
+        return self.tmap.gradient(q_det), self.tmap.gradient(q_r2)
+
+    def value_and_gradient(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
+        f = self(theta)
+        g_det, g_r2 = self._gradient_parts(theta)
+        return f, g_det + (self.n - self.p) / self.last.r2 * g_r2  # type: ignore[union-attr]
+
+    def loglik_gradient(self, theta: np.ndarray, sigma2: float) -> tuple[np.ndarray, float]:
+        """Gradient of :meth:`loglik` in ``theta`` and in ``sigma2``."""
+        g_det, g_r2 = self._gradient_parts(theta)
+        r2 = self.pieces(theta).r2
+        return (-0.5 * (g_det + g_r2 / sigma2),
+                -0.5 * ((self.n - self.p) / sigma2 - r2 / sigma2**2))
 
 
 def reml_deviance(theta: np.ndarray, crit: _RemlCriterion) -> float:
@@ -336,8 +348,6 @@ def _fit_mixedlm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
                         terms: Sequence[RandomTerm], *, level: float = 0.95,
                         maxiter: int = 1000, deadline: float | None = None,
                         build_results: bool = True) -> CrossedFit:
-    from statsmodels.tools.numdiff import approx_hess3
-
     y, X = _check_arrays(y, X, fe_names, terms)
     n, k, p = y.size, len(terms), X.shape[1]
     z = _z(level)
@@ -398,19 +408,41 @@ def _fit_mixedlm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     free_rho = [(i, j) for i, j, r in cors
                 if not (singular[i] or singular[j]) and abs(r) < 0.999]
 
-    def loglik(psi: np.ndarray) -> float:
+    def unpack(psi: np.ndarray) -> tuple[np.ndarray, float]:
         s = sd.copy()
         s[keep] = np.exp(psi[:keep.size])
         rr = dict(rho)
         for c, key in enumerate(free_rho):
             rr[key] = float(np.tanh(psi[keep.size + c]))
         sig = float(np.exp(psi[-1]))
-        return crit.loglik(_theta_from(tm, s, rr, sig), sig**2)
+        return _theta_from(tm, s, rr, sig), sig
+
+    def score(psi: np.ndarray) -> np.ndarray:
+        # d loglik / d psi through theta(psi) (Jacobian by differences of a cheap map)
+        th, sig = unpack(psi)
+        g_th, g_s2 = crit.loglik_gradient(th, sig**2)
+        J = np.empty((th.size, psi.size))
+        for c in range(psi.size):
+            h = 1e-7
+            up, dn = psi.copy(), psi.copy()
+            up[c] += h
+            dn[c] -= h
+            J[:, c] = (unpack(up)[0] - unpack(dn)[0]) / (2 * h)
+        out = J.T @ g_th
+        out[-1] += g_s2 * 2 * sig**2
+        return out
 
     psi0 = np.concatenate([np.log(sd[keep]), np.arctanh([rho[c] for c in free_rho]),
                            [np.log(sigma)]])
-    # step 1e-3 on the log scale: truncation error ~1e-6, rounding noise negligible
-    hess = approx_hess3(psi0, loglik, epsilon=1e-3)
+    # central differences of the exact score (step 1e-4 on the log / atanh scale):
+    # 2 x dim gradient evaluations instead of ~2.5 dim^2 evaluations of the likelihood
+    hess = np.empty((psi0.size, psi0.size))
+    for c in range(psi0.size):
+        up, dn = psi0.copy(), psi0.copy()
+        up[c] += 1e-4
+        dn[c] -= 1e-4
+        hess[:, c] = (score(up) - score(dn)) / 2e-4
+    hess = (hess + hess.T) / 2
     try:
         cov = np.linalg.inv(-hess)
         se = np.sqrt(np.diag(cov))
