@@ -123,7 +123,7 @@ def write_eval_set_report(log_dir: str | os.PathLike[str], out: str | os.PathLik
     With ``baseline`` (an earlier eval set's log folder): every model of ``log_dir``
     compared with its own run in ``baseline``, sample by sample
     (:func:`evalmix.compare_runs`, runs labelled ``MODEL (baseline)`` and ``MODEL``).
-    Without, two or more models: each compared with the first. One model: the evalmix
+    Without, two or more models: each compared with the first by name. One model: the evalmix
     report (:func:`evalmix.analyze`, ``fast=True``). ``cluster`` is a sample-metadata
     field to cluster by (default the sample).
     """
@@ -151,7 +151,9 @@ def write_eval_set_report(log_dir: str | os.PathLike[str], out: str | os.PathLik
         compare_runs([before, current], out=out, labels=labels, pairs=pairs, cluster=by)
         return f"evalmix comparison with the baseline in {out}"
     if len(models) > 1:
-        compare_runs([current], out=out, cluster=by)
+        # the eval set's logs are read in the order they finished, which varies from run
+        # to run: the reference is the first model by name, so the report is reproducible
+        compare_runs([current], out=out, cluster=by, baseline=min(models))
         return f"evalmix comparison in {out}"
     analyze(current, fast=True, progress=False).write(Path(out))
     return f"evalmix report in {out}"
