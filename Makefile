@@ -56,7 +56,7 @@ REF_PY := bootstrap/make_data.py bootstrap/make_compare_data.py design/make_data
 	bootstrap/make_custom_data.py models/make_gaussian_slopes.py
 REF_R := bootstrap/boot_reference.R bootstrap/compare_reference.R design/icc_reference.R \
 	humans/ppi_cr2.R letters/letters.R models/fit_reference.R models/fit_sparse.R \
-	plan/cr2_intercept.R sandwich/reference.R models/fit_slopes.R models/fit_mtbench_slopes.R \
+	plan/cr2_intercept.R sandwich/reference.R models/fit_slopes.R models/fit_mtbench_slopes.R models/fit_reml_boundary.R \
 	bootstrap/custom_reference.R
 REF_SHARED_R := gtheory/reml_jtj.R models/fit_mtbench.R models/fit_pandalm.R models/fit_reml_slopes.R
 references: $(VENV)/.installed-dev

@@ -145,6 +145,32 @@ def test_reml_correlated_slopes_equal_lmer():
     assert fit.re_sd is not None and np.all(fit.re_sd > 0)
 
 
+def test_correlation_at_one_fits_and_has_intervals():
+    """A boundary fit: lmer puts the scenario intercept-slope correlation at +1. The
+    interval step used to stop there with a raw LinAlgError (numpy's Cholesky of a
+    semidefinite correlation matrix); now the fit equals lmer (fixed effects, the
+    scenario SDs, the correlation) and its free SDs have Wald intervals."""
+    d = pd.read_csv(REF / "reml_boundary.csv")
+    X = np.column_stack([np.ones(len(d)), d.ct])
+    names = ["(Intercept)", "ct"]
+    sc = pd.factorize(d.scenario, sort=True)[0]
+    terms = [_term("scenario", sc, correlated=True),
+             _term("scenario", sc, d.ct, "ct", correlated=True),
+             intercept_term("persona", d.persona), intercept_term("author", d.author)]
+    fit = fit_mixedlm_arrays(d.y.to_numpy(), X, names, terms)
+    ref = pd.read_csv(REF / "reference_reml_boundary.csv").set_index("name")["value"]
+    np.testing.assert_allclose(fit.fe_est, ref[["fixed_intercept", "fixed_ct"]],
+                               rtol=FIXED_RTOL)
+    np.testing.assert_allclose(fit.vc_sd[:2], ref[["sd_scenario", "sd_ct_scenario"]],
+                               rtol=VC_RTOL)
+    (cor,) = fit.details["correlations"]
+    assert cor["correlation"] == pytest.approx(ref["cor_scenario"], abs=VC_RTOL)
+    # KNOWN GAP (issue 28): here the optimiser stops 0.005 above lmer's criterion with the
+    # author SD at 0 (lmer: 0.008); elsewhere it ends at or below lmer's
+    assert fit.details["reml_criterion"] <= ref["reml_crit"] + 0.01
+    assert np.isfinite(fit.vc_hi[:2]).all() and (fit.vc_lo[:2] < fit.vc_sd[:2]).all()
+
+
 @pytest.mark.slow
 def test_reml_wildbench_equals_lmer():
     """The REML speed case (benchmarks/bench_reml.py): WildBench's 29,653 scores with

@@ -340,8 +340,29 @@ def _theta_from(tm: ThetaMap, sd: np.ndarray, rho: dict[tuple[int, int], float],
         for a in range(len(blk)):
             for b in range(a + 1, len(blk)):
                 R[a, b] = R[b, a] = rho[(blk[a], blk[b])]
-        factors.append(sd[blk][:, None] * np.linalg.cholesky(R) / sigma)
+        factors.append(sd[blk][:, None] * _semidefinite_cholesky(R) / sigma)
     return tm.from_factors(factors)
+
+
+def _semidefinite_cholesky(R: np.ndarray) -> np.ndarray:
+    """Lower factor ``L`` with ``L L' = R`` for a correlation matrix that may be only
+    semidefinite (a correlation held at +-1, where ``numpy.linalg.cholesky`` refuses):
+    a pivot that is 0 (or negative by rounding) gives a zero column.
+
+    Examples
+    --------
+    >>> _semidefinite_cholesky(np.array([[1.0, 1.0], [1.0, 1.0]]))
+    array([[1., 0.],
+           [1., 0.]])
+    """
+    n = len(R)
+    L = np.zeros_like(R, dtype=float)
+    for j in range(n):
+        pivot = R[j, j] - L[j, :j] @ L[j, :j]
+        L[j, j] = np.sqrt(pivot) if pivot > 1e-12 else 0.0
+        if L[j, j] > 0:
+            L[j + 1:, j] = (R[j + 1:, j] - L[j + 1:, :j] @ L[j, :j]) / L[j, j]
+    return L
 
 
 def _fit_mixedlm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
@@ -437,13 +458,15 @@ def _fit_mixedlm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     # central differences of the exact score (step 1e-4 on the log / atanh scale):
     # 2 x dim gradient evaluations instead of ~2.5 dim^2 evaluations of the likelihood
     hess = np.empty((psi0.size, psi0.size))
-    for c in range(psi0.size):
-        up, dn = psi0.copy(), psi0.copy()
-        up[c] += 1e-4
-        dn[c] -= 1e-4
-        hess[:, c] = (score(up) - score(dn)) / 2e-4
-    hess = (hess + hess.T) / 2
     try:
+        for c in range(psi0.size):
+            up, dn = psi0.copy(), psi0.copy()
+            up[c] += 1e-4
+            dn[c] -= 1e-4
+            # a block of 3+ correlated terms on the edge of the positive-definite cone:
+            # a step in one correlation can leave it (LinAlgError): no Wald intervals
+            hess[:, c] = (score(up) - score(dn)) / 2e-4
+        hess = (hess + hess.T) / 2
         cov = np.linalg.inv(-hess)
         se = np.sqrt(np.diag(cov))
     except (np.linalg.LinAlgError, FloatingPointError):
