@@ -158,3 +158,35 @@ def test_a_mount_point_is_refused_naming_the_users_path(tmp_path, monkeypatch):
     with pytest.raises(EvalmixError, match=f"--out '{mount}' is a mount point.*"
                                            f"--out '{mount / 'report'}'"):
         check_report_dir(mount)
+
+
+def test_a_report_landing_between_the_look_and_the_rename_is_replaced(tmp_path, monkeypatch):
+    """The race seen in CI (two writers, one folder): writer A looks at ``out`` (absent),
+    writer B's report lands there, A's rename fails with ENOTEMPTY. A must look again and
+    replace B's report, not call it "files that are not an evalmix report"."""
+    import errno
+
+    from evalmix.report import folder
+
+    def report(d, text):
+        d.mkdir()
+        (d / "intervals.csv").write_text(text)
+        folder.write_manifest(d, folder.REPORT_MARKER)
+
+    out, mine = tmp_path / "shared", tmp_path / ".shared.tmp-a"
+    report(mine, "A")
+    real = os.rename
+    calls = []
+
+    def rename(src, dst):
+        calls.append((src, dst))
+        if len(calls) == 1:  # B's report lands just before A's first rename
+            report(tmp_path / ".shared.tmp-b", "B")
+            real(tmp_path / ".shared.tmp-b", out)
+            raise OSError(errno.ENOTEMPTY, "Directory not empty")
+        return real(src, dst)
+
+    monkeypatch.setattr(folder.os, "rename", rename)
+    folder.swap_in(mine, out, "shared")
+    assert (out / "intervals.csv").read_text() == "A"
+    assert [p.name for p in tmp_path.iterdir()] == ["shared"]

@@ -215,6 +215,8 @@ def _swap(tmp: Path, out: Path) -> None:
                     raise
                 if not out.is_dir():
                     continue   # another writer moved it away since: rename again
+            if ours is None and report_files(out) is not None:
+                continue   # another writer's report landed since the first look: look again
             if ours is None and any(out.iterdir()):
                 raise EvalmixError(f"{str(out)!r} was filled with files that are not an "
                                    "evalmix report while the report was being written; "
