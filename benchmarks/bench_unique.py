@@ -53,27 +53,9 @@ SEED = 20261207
 
 def unique_table(n: int, n_scenarios: int, seed: int = SEED):
     """The issue's design: ``n`` rows drawn at random from the crossing."""
-    import numpy as np
-    import pandas as pd
+    from evalmix.sim.designs import unique_rows
 
-    import evalmix
-
-    rng = np.random.default_rng(seed)
-    levels = {"scenario": n_scenarios, "persona": 12, "author": 3, "judge": 3}
-    sds = {"scenario": 0.8, "persona": 0.5, "author": 0.3, "judge": 0.4}
-    cond = rng.integers(0, 2, n)
-    pos = rng.choice([-1.0, 1.0], n)
-    eta = 0.3 * cond + 0.2 * pos
-    cols = {}
-    for f, k in levels.items():
-        code = rng.integers(0, k, n)
-        eta = eta + rng.normal(0, sds[f], k)[code]
-        cols[f] = np.array([f"{f[0]}{i:04d}" for i in range(k)])[code]
-    y = (rng.random(n) < 1 / (1 + np.exp(-eta))).astype(int)
-    df = pd.DataFrame({**cols, "condition": np.array(["control", "treatment"])[cond],
-                       "position": pos, "y": y})
-    return evalmix.read(df, outcome="y", condition="condition", position="position",
-                        clusters={f: f for f in levels})
+    return unique_rows(n, n_scenarios, seed=seed)
 
 
 def _table(case: str):

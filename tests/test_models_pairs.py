@@ -9,7 +9,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import pandas as pd
 import pytest
 
 import evalmix
@@ -18,30 +17,14 @@ from evalmix.models._maximal import decorrelate
 from evalmix.models.kernel import DensityKernel
 from evalmix.models.pymc_model import choose_parameterization
 from evalmix.models.spec import build_spec, collapse
+from evalmix.sim.designs import unique_rows
 
 
 def _unique_rows_table(n: int, n_scenarios: int, seed: int):
-    """Rows drawn at random from scenario x persona x author x judge x condition x a
-    randomised +-1 position (the issue's design, scaled): most rows are their own
-    pattern, some patterns hold 2-3 rows."""
-    rng = np.random.default_rng(seed)
-    levels = {"scenario": n_scenarios, "persona": 6, "author": 3, "judge": 3}
-    sds = {"scenario": 0.8, "persona": 0.5, "author": 0.3, "judge": 0.4}
-    cond = rng.integers(0, 2, n)
-    pos = rng.choice([-1.0, 1.0], n)
-    eta = 0.3 * cond + 0.2 * pos
-    cols = {}
-    for f, k in levels.items():
-        code = rng.integers(0, k, n)
-        eta = eta + rng.normal(0, sds[f], k)[code]
-        cols[f] = np.array([f"{f[0]}{i:03d}" for i in range(k)])[code]
-    y = (rng.random(n) < 1 / (1 + np.exp(-eta))).astype(int)
-    df = pd.DataFrame({**cols, "condition": np.array(["control", "treatment"])[cond],
-                       "position": pos, "y": y})
+    """The issue's design, scaled (6 personas): most rows are their own pattern."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return evalmix.read(df, outcome="y", condition="condition", position="position",
-                            clusters={f: f for f in levels})
+        return unique_rows(n, n_scenarios, n_personas=6, seed=seed)
 
 
 def _kernels(table):

@@ -35,7 +35,8 @@ from evalmix.errors import InvalidOptionError
 from evalmix.seeding import SeedLike, seeded_rng
 from evalmix.sim._common import SimResult
 
-__all__ = ["Factor", "crossed_scores", "population_scores", "stratified_scores"]
+__all__ = ["Factor", "crossed_scores", "population_scores", "stratified_scores",
+           "unique_rows"]
 
 @dataclass(frozen=True)
 class Factor:
@@ -296,3 +297,32 @@ def stratified_scores(
                      read_kwargs={"outcome": "y", "condition": "condition",
                                   "clusters": clusters, "strata": ["subset"]},
                      seed=seed)
+
+
+def unique_rows(n: int, n_scenarios: int, *, n_personas: int = 12,
+                seed: SeedLike = None) -> Any:
+    """An EvalTable of ``n`` 0/1 rows drawn at random from scenario x persona x author (3)
+    x judge (3) x condition x a randomised +-1 position: most rows are their own
+    covariate pattern (issue 35's design: the Bayesian kernel's hardest case).
+
+    ``logit P(y = 1) = 0.3 treat + 0.2 position + sum_f u_f``, ``u_f ~ N(0, sd_f^2)`` with
+    SDs 0.8 (scenario), 0.5 (persona), 0.3 (author), 0.4 (judge); no condition slopes.
+    """
+    from evalmix.data import read
+
+    rng, _ = seeded_rng(seed)
+    levels = {"scenario": n_scenarios, "persona": n_personas, "author": 3, "judge": 3}
+    sds = {"scenario": 0.8, "persona": 0.5, "author": 0.3, "judge": 0.4}
+    cond = rng.integers(0, 2, n)
+    pos = rng.choice([-1.0, 1.0], n)
+    eta = 0.3 * cond + 0.2 * pos
+    cols = {}
+    for f, k in levels.items():
+        code = rng.integers(0, k, n)
+        eta = eta + rng.normal(0, sds[f], k)[code]
+        cols[f] = np.array([f"{f[0]}{i:04d}" for i in range(k)])[code]
+    y = (rng.random(n) < 1 / (1 + np.exp(-eta))).astype(int)
+    df = pd.DataFrame({**cols, "condition": np.array(["control", "treatment"])[cond],
+                       "position": pos, "y": y})
+    return read(df, outcome="y", condition="condition", position="position",
+                clusters={f: f for f in levels})
