@@ -1,9 +1,9 @@
 """Benchmark: the REML path's parametric bootstrap, one scoring step vs full refits.
 
 The REML G study's intervals come from data simulated at the estimates, each estimated
-by one REML Fisher-scoring step (MINQUE, :func:`evalmix.models._reml_scoring.reml_scoring_step`:
+by one REML Fisher-scoring step (MINQUE, :func:`evalmix.models.frequentist._reml_scoring.reml_scoring_step`:
 one factorisation for all replicates). The obvious baseline refits REML to every
-simulated data set (:func:`evalmix.models._reml.fit_mixedlm_arrays`); it is timed on a
+simulated data set (:func:`evalmix.models.frequentist._reml.fit_mixedlm_arrays`); it is timed on a
 few replicates and extrapolated per replicate. Design: an unbalanced 6 models x 30 items
 x 3 judges x 2 runs (10% of rows dropped), 8 effects.
 
@@ -26,8 +26,8 @@ import numpy as np
 from evalmix.compare.gstudy import _simulated, _terms
 from evalmix.data.table import dense_codes
 from evalmix.design.gtheory import GDesign
-from evalmix.models._reml import fit_mixedlm_arrays
-from evalmix.models._reml_scoring import reml_scoring_step
+from evalmix.models.frequentist._reml import fit_mixedlm_arrays
+from evalmix.models.frequentist._reml_scoring import reml_scoring_step
 from evalmix.plan.dstudy_coverage import simulate_scores
 
 REPS = 2000

@@ -82,8 +82,8 @@ def make_case(case: str) -> pd.DataFrame:
 
 
 def child(path: str) -> dict:
-    from evalmix.models._pls import CrossedDesign
     from evalmix.models.frequentist import fit_mixedlm_arrays, intercept_term
+    from evalmix.models.frequentist._pls import CrossedDesign
 
     d = pd.read_csv(path)
     models = sorted(d.model.unique())

@@ -81,10 +81,10 @@ def gradient(case: str, reps: int) -> dict:
     """CPU time of one log density + gradient per layout (this thread only)."""
     import numpy as np
 
-    from evalmix.models._maximal import decorrelate
-    from evalmix.models.kernel import DensityKernel
-    from evalmix.models.pymc_model import choose_parameterization
+    from evalmix.models.bayes.kernel import DensityKernel
+    from evalmix.models.bayes.pymc_model import choose_parameterization
     from evalmix.models.spec import build_spec, collapse
+    from evalmix.models.spec._maximal import decorrelate
 
     table, kw = _table(case)
     spec = decorrelate(build_spec(table, **kw), "bench")

@@ -23,7 +23,7 @@ from evalmix.data.table import dense_codes
 from evalmix.design.anova import balanced_anova
 from evalmix.design.gtheory import GDesign, coefficients
 from evalmix.errors import DroppedRowsWarning, EvalmixError, InvalidOptionError
-from evalmix.models._reml_scoring import reml_scoring_step
+from evalmix.models.frequentist._reml_scoring import reml_scoring_step
 
 REF = Path(__file__).resolve().parent / "reference" / "gtheory"
 #: the JTJ repetition file under ../shared/data (conftest's ``shared_data`` writes it

@@ -145,10 +145,10 @@ def test_fit_defaults_are_the_back_ends_defaults():
     directly would fit different models."""
     import inspect
 
-    from evalmix.models._build import SPEC_DEFAULTS
     from evalmix.models.api import BACKEND_OPTIONS
     from evalmix.models.bayes import fit_bayes
     from evalmix.models.frequentist import STATSMODELS_DEFAULTS
+    from evalmix.models.spec._build import SPEC_DEFAULTS
 
     fit = inspect.signature(evalmix.fit).parameters
     shared = {**SPEC_DEFAULTS, **STATSMODELS_DEFAULTS}

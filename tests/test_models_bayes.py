@@ -15,8 +15,8 @@ import pytest
 
 import evalmix
 from evalmix.errors import ConvergenceWarning, FewClustersWarning
-from evalmix.models.kernel import DensityKernel
-from evalmix.models.pymc_model import build_model, choose_parameterization
+from evalmix.models.bayes.kernel import DensityKernel
+from evalmix.models.bayes.pymc_model import build_model, choose_parameterization
 from evalmix.models.spec import build_spec, collapse
 from evalmix.sim import pairwise_judges
 from evalmix.sim.designs import Factor, crossed_scores
@@ -317,7 +317,7 @@ def test_cumulative_kernel_density_equals_pymc(source):
 def test_vectorised_exp_and_log1p_match_numpy():
     """The kernel's branch-free exp / log1p / reciprocal (vectorised by LLVM) against
     NumPy over the whole range a binomial row can reach."""
-    from evalmix.models import _loops
+    from evalmix.models.bayes import _loops
 
     a = np.concatenate([np.linspace(0, 40, 20001), [1e-300, 300.0, 707.0, 708.0, 1e4]])
     out, bits = np.empty_like(a), np.empty(a.shape[0], dtype=np.int64)
@@ -336,7 +336,7 @@ def test_vectorised_diagnostics_equal_arviz():
     ArviZ's one-parameter functions (AR(1) chains, a shifted chain, tied values)."""
     import arviz as az
 
-    from evalmix.models._mcmc_diagnostics import rhat_ess
+    from evalmix.models.bayes._mcmc_diagnostics import rhat_ess
 
     rng = np.random.default_rng(1)
     a = np.empty((30, 2, 301))
@@ -366,7 +366,7 @@ def test_average_ranks_equal_scipy_with_ties_and_nan():
     draws (runs of 2 and 50, at the ends too), all equal, and a NaN (propagated)."""
     from scipy import stats
 
-    from evalmix.models._mcmc_diagnostics import average_ranks
+    from evalmix.models.bayes._mcmc_diagnostics import average_ranks
 
     rng = np.random.default_rng(4)
     x = rng.normal(size=(12, 400))
@@ -417,9 +417,9 @@ def test_nutpie_driver_draws_equal_nutpie_sample(settings):
     import nutpie
     from nutpie.compile_pymc import CompiledPyMCModel
 
-    from evalmix.models._loops import expand_cfunc, logp_cfunc
-    from evalmix.models._nutpie import start
     from evalmix.models.bayes import _fixed_draws
+    from evalmix.models.bayes._loops import expand_cfunc, logp_cfunc
+    from evalmix.models.bayes._nutpie import start
 
     spec = build_spec(pairwise_judges(12, 4, 3, 3, seed=2).table())
     data = collapse(spec)
@@ -451,8 +451,7 @@ def test_nutpie_driver_draws_equal_nutpie_sample(settings):
 def test_nutpie_driver_in_a_notebook_starts_through_nutpies_wrapper(monkeypatch):
     """With a progress bar in a notebook the chains are started by nutpie's own
     ``_BackgroundSampler`` (its HTML progress); the draws are the same."""
-    from evalmix.models import _nutpie
-    from evalmix.models.bayes import _fixed_draws
+    from evalmix.models.bayes import _fixed_draws, _nutpie
 
     spec = build_spec(pairwise_judges(8, 3, 3, 3, seed=4).table())
     data = collapse(spec)
@@ -490,7 +489,7 @@ def test_pymc_engine_fits_the_kernels_posterior(sampler):
 def test_nutpie_run_stops_its_chains_on_ctrl_c_and_on_errors():
     """After Ctrl-C a run returns the trace so far (as ``nutpie.sample`` does); after
     any other error it stops the chains and raises it. Both stop the sampler."""
-    from evalmix.models._nutpie import Run
+    from evalmix.models.bayes._nutpie import Run
 
     class Sampler:
         def __init__(self, error):
@@ -664,7 +663,7 @@ def test_slope_centring_is_the_same_density_in_other_coordinates(marginal, monke
     grad_coupled = T' grad_plain; expand reports the original u."""
     import dataclasses
 
-    from evalmix.models import kernel
+    from evalmix.models.bayes import kernel
 
     t = pairwise_judges(8, 3, 3, 3, seed=2, tie_threshold=0).table()
     spec = build_spec(t, slopes=("judge",))
@@ -831,7 +830,7 @@ def test_marginal_sd_draws_follow_the_conditional_posterior():
     N(u; 0, sd^2) x Rayleigh(sd) (Kolmogorov-Smirnov)."""
     from scipy import integrate, stats
 
-    from evalmix.models.pymc_model import draw_marginal_sd
+    from evalmix.models.bayes.pymc_model import draw_marginal_sd
 
     rng = np.random.default_rng(0)
     grid = np.linspace(1e-6, 6.0, 60001)
@@ -865,7 +864,7 @@ def test_three_judges_defaults_do_not_diverge():
     assert sd.loc["judge", "sd_lo"] > 0.01 and sd.loc["author", "sd_hi"] < 2.5
     # the reported R-hat and ESS are those of the check that stopped the sampling:
     # the same as computed again from the returned draws
-    from evalmix.models._posterior import idata_diagnostics
+    from evalmix.models.bayes._posterior import idata_diagnostics
 
     again = idata_diagnostics(fit.idata, list(dict.fromkeys(
         p.split("[")[0] for p in fit.diagnostics["parameter"])))
@@ -974,7 +973,7 @@ def test_gig_rejection_sampler_matches_scipy(lam, a, b):
     (t = sqrt(b/a) x, x ~ GIG(lam, sqrt(ab))), KS; and not a neighbouring law."""
     from scipy import stats
 
-    from evalmix.models.pymc_model import _gig_draws
+    from evalmix.models.bayes.pymc_model import _gig_draws
 
     d = _gig_draws(lam, a, np.full(20_000, b), np.random.default_rng(3))
     ref = stats.geninvgauss(lam, np.sqrt(a * b), scale=np.sqrt(b / a))
@@ -987,7 +986,7 @@ def test_fixed_effect_priors_are_scaled_by_the_column_sd():
     """Normal(0, 2.5 / sd(x)) per column (rstanarm's autoscaling), 2.5 for the
     intercept; closed forms for a balanced design: condition dummy p = 1/2 and
     position +-1/2 both have sd 1/2 -> 5."""
-    from evalmix.models.pymc_model import fixed_prior_sd
+    from evalmix.models.bayes.pymc_model import fixed_prior_sd
 
     t = pairwise_judges(8, 3, 3, 3, seed=2, tie_threshold=0).table()
     spec = build_spec(t)
@@ -1037,7 +1036,7 @@ def test_psis_equals_arviz_psislw():
     Pareto k: light and heavy tails, a tail of <= 4 draws (k = inf), constant weights."""
     import arviz as az
 
-    from evalmix.models._psis import psis
+    from evalmix.models.bayes._psis import psis
 
     rng = np.random.default_rng(1)
     cases = [rng.normal(size=4000), 2 * rng.standard_t(2, size=4000),
@@ -1108,7 +1107,8 @@ def test_sampling_stops_at_its_step_budget_with_a_warning(monkeypatch):
     draws, the kept draws a prefix of what was sampled (at most that many steps in every
     chain), provenance records it and the convergence warning says the budget stopped
     it."""
-    from evalmix.models import _posterior, bayes
+    from evalmix.models import bayes
+    from evalmix.models.bayes import _posterior
 
     monkeypatch.setattr(bayes, "STEPS_MAX", 2000)
     monkeypatch.setattr(bayes, "ESS_MIN", 10 ** 9)
@@ -1202,7 +1202,7 @@ def test_log_marginal_prior_is_the_integral_over_the_sd(n, scale):
     effects) equals int N(u | 0, sd^2 I_n) Rayleigh(sd | scale) dsd by quadrature."""
     from scipy import integrate, stats
 
-    from evalmix.models.pymc_model import log_marginal_prior
+    from evalmix.models.bayes.pymc_model import log_marginal_prior
 
     rng = np.random.default_rng(n)
     for u in (rng.normal(0, 0.3, n), rng.normal(0, 2.0, n)):

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 import evalmix
-from evalmix.models import kernel
-from evalmix.models._maximal import decorrelate
-from evalmix.models.kernel import DensityKernel
-from evalmix.models.pymc_model import choose_parameterization
+from evalmix.models.bayes import kernel
+from evalmix.models.bayes.kernel import DensityKernel
+from evalmix.models.bayes.pymc_model import choose_parameterization
 from evalmix.models.spec import build_spec, collapse
+from evalmix.models.spec._maximal import decorrelate
 from evalmix.sim.designs import unique_rows
 
 

@@ -1,4 +1,4 @@
-"""Sparse penalised least squares (models/_pls.py) and the Laplace gradient.
+"""Sparse penalised least squares (models/frequentist/_pls.py) and the Laplace gradient.
 
 References: dense numpy linear algebra on the same small matrices (exact up to
 rounding); central finite differences of the Laplace deviance; the frozen lme4
@@ -13,9 +13,8 @@ import pytest
 
 import evalmix
 from evalmix.errors import EvalmixError
-from evalmix.models import _pls
-from evalmix.models._laplace import _LaplaceDeviance
-from evalmix.models.frequentist import fit_laplace_arrays, fit_mixedlm_arrays, fit_statsmodels
+from evalmix.models.frequentist import _pls, fit_laplace_arrays, fit_mixedlm_arrays, fit_statsmodels
+from evalmix.models.frequentist._laplace import _LaplaceDeviance
 from evalmix.models.spec import RandomTerm
 
 #: Dense and sparse algebra compute the same numbers in a different order: rounding.

@@ -1,4 +1,4 @@
-"""REML back end (models/_reml.py): the exact gradient, correlated terms, the nested factor.
+"""REML back end (models/frequentist/_reml.py): the exact gradient, correlated terms, the nested factor.
 
 References: dense numpy algebra on the same small matrices; central finite differences
 of the REML criterion; lme4::lmer REML fits frozen in
@@ -14,10 +14,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from evalmix.models import _pls
-from evalmix.models._pls import CrossedDesign
-from evalmix.models._reml import _RemlCriterion, fit_mixedlm_arrays
-from evalmix.models.frequentist import intercept_term
+from evalmix.models.frequentist import _pls, intercept_term
+from evalmix.models.frequentist._pls import CrossedDesign
+from evalmix.models.frequentist._reml import _RemlCriterion, fit_mixedlm_arrays
 from evalmix.models.spec import RandomTerm
 
 REF = Path(__file__).resolve().parent / "reference" / "models"

@@ -13,10 +13,10 @@ import pytest
 
 import evalmix
 from evalmix.errors import EvalmixError, SingularFitWarning
-from evalmix.models._laplace import _LaplaceDeviance
-from evalmix.models._maximal import decorrelate
 from evalmix.models.frequentist import fit_statsmodels
+from evalmix.models.frequentist._laplace import _LaplaceDeviance
 from evalmix.models.spec import build_spec
+from evalmix.models.spec._maximal import decorrelate
 from evalmix.sim.designs import Factor, crossed_scores
 
 REF = Path(__file__).parent / "reference" / "models"

@@ -203,8 +203,8 @@ def test_mtbench_judge_slopes_are_centred_and_pandalm_items_nested(mtbench, shar
     MT-Bench's judge intercepts are coupled to their 30 condition slopes (only the
     reference model's rows pin an intercept), PandaLM's items are sampled as total
     effects around their app (hierarchical centring)."""
-    from evalmix.models.kernel import DensityKernel
-    from evalmix.models.pymc_model import choose_parameterization
+    from evalmix.models.bayes.kernel import DensityKernel
+    from evalmix.models.bayes.pymc_model import choose_parameterization
     from evalmix.models.spec import build_spec, collapse
 
     spec = build_spec(mtbench, slopes=("judge",))

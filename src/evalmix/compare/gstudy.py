@@ -7,7 +7,7 @@ replicates, and estimates one variance component per effect of the design by
 - ``"anova"``: expected mean squares on balanced data
   (:func:`evalmix.design.anova.balanced_anova`), intervals by the exact parametric
   bootstrap of the mean squares;
-- ``"reml"``: the REML linear mixed model of :mod:`evalmix.models._reml` (checked
+- ``"reml"``: the REML linear mixed model of :mod:`evalmix.models.frequentist._reml` (checked
   against ``lme4::lmer``), any design, intervals by a parametric bootstrap (refits of
   data simulated from the estimates);
 - ``"bayes"``: the Bayesian crossed GLMM of :mod:`evalmix.models.bayes` for binary,
@@ -112,8 +112,8 @@ def _reml(y: np.ndarray, design: GDesign, codes: Mapping[str, np.ndarray], *,
           reps: int, level: float, rng: np.random.Generator, progress: bool,
           deadline: float | None = None
           ) -> tuple[np.ndarray, np.ndarray, str, dict[str, Any]]:
-    from evalmix.models._reml import fit_mixedlm_arrays
-    from evalmix.models._reml_scoring import SCORING_MAX_LEVELS, reml_scoring_step
+    from evalmix.models.frequentist._reml import fit_mixedlm_arrays
+    from evalmix.models.frequentist._reml_scoring import SCORING_MAX_LEVELS, reml_scoring_step
 
     terms = _terms(design, codes)
     X = np.ones((y.size, 1))

@@ -102,7 +102,7 @@ def _few_level_factors(table: EvalTable, fit_options: dict[str, Any]) -> dict[st
     Cluster roles with fewer than ``FEW_LEVELS`` (5) levels, less those the caller enters
     as fixed effects (``fit_options["fixed"]``).
     """
-    from evalmix.models.pymc_model import FEW_LEVELS
+    from evalmix.models.bayes.pymc_model import FEW_LEVELS
 
     given = fit_options.get("fixed", ()) or ()
     fixed = {given} if isinstance(given, str) else set(given)

@@ -2,7 +2,7 @@
 
 A report bounds every model fit by one wall-clock limit (``analyze(model_timeout=...)``,
 ``--model-timeout``). The frequentist fits check it where they do their work -- each
-factorisation of ``Lambda Z'WZ Lambda + I`` (:meth:`~evalmix.models._pls.CrossedDesign.
+factorisation of ``Lambda Z'WZ Lambda + I`` (:meth:`~evalmix.models.frequentist._pls.CrossedDesign.
 factor`: every REML or Laplace evaluation, every PIRLS step, every Hessian column) and
 each gradient of the statsmodels VB/MAP objectives -- and raise :class:`StoppedAtLimit`,
 which the caller catches; no thread or child process is needed.

@@ -13,9 +13,9 @@ import pandas as pd
 
 from evalmix.data.table import check_table
 from evalmix.errors import InvalidOptionError, check_option
-from evalmix.models._build import SPEC_DEFAULTS
 from evalmix.models.result import ModelFit
 from evalmix.models.spec import ModelSpec, build_spec
+from evalmix.models.spec._build import SPEC_DEFAULTS
 from evalmix.seeding import SeedLike
 from evalmix.vocabulary import Backend, DfMethod, Engine, FitMethod, Sampler, SensitivityMethod
 
@@ -75,7 +75,7 @@ def fit(
         :func:`~evalmix.models.spec.build_spec` (then the model options must be left at
         their defaults and ``strata`` is not available).
     backend : {"bayes", "statsmodels"}
-        ``"bayes"``: NUTS (nutpie) on the model of :mod:`evalmix.models.pymc_model`;
+        ``"bayes"``: NUTS (nutpie) on the model of :mod:`evalmix.models.bayes.pymc_model`;
         ``"statsmodels"``: :func:`evalmix.models.frequentist.fit_statsmodels`
         (``method="auto"`` -- Laplace for binary outcomes, REML MixedLM for numeric ones --
         or ``"laplace"``, ``"mixedlm"``, ``"vb"``, ``"map"``; approximations are flagged).

@@ -10,7 +10,7 @@ In a crossed design each row has one level of each factor, so ``Z Lambda`` is ag
 crossed design: row ``i``'s entry in column ``b`` of factor ``g``'s level is
 ``sum_a z_ia L_ab`` (``z_ia`` the row's covariate of term ``a``). :class:`ThetaMap` gives
 these transformed covariates (:meth:`ThetaMap.covariates`), so the sparse machinery of
-:mod:`evalmix.models._pls` factors ``Lambda'Z'WZ Lambda + I`` with unit scaling, and the
+:mod:`evalmix.models.frequentist._pls` factors ``Lambda'Z'WZ Lambda + I`` with unit scaling, and the
 gradient in ``theta`` from per-row, per-term quantities ``Q_ib`` (``dD/dL_ab =
 sum_i z_ia Q_ib``, :meth:`ThetaMap.gradient`).
 
@@ -28,7 +28,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from evalmix.errors import EvalmixError
-from evalmix.models._spec_types import RandomTerm
+from evalmix.models.spec._spec_types import RandomTerm
 
 __all__ = ["ThetaMap"]
 

@@ -1,10 +1,10 @@
-"""A hand-written log density and gradient of the model in :mod:`evalmix.models.pymc_model`.
+"""A hand-written log density and gradient of the model in :mod:`evalmix.models.bayes.pymc_model`.
 
 Same parameters, priors and transforms as the PyMC model (tests check the log density
 and gradient against PyMC's compiled ones), but evaluated by Numba loops over the
-collapsed rows (:mod:`evalmix.models._loops`: a row layout and a dense grid layout for
+collapsed rows (:mod:`evalmix.models.bayes._loops`: a row layout and a dense grid layout for
 crossed designs), compiled once and cached on disk (``cache=True``), and handed to nutpie
-as C callbacks (:func:`~evalmix.models._loops.logp_cfunc`) that its sampler threads call
+as C callbacks (:func:`~evalmix.models.bayes._loops.logp_cfunc`) that its sampler threads call
 without Python or the GIL. This removes the per-process PyTensor + Numba compile (15-25
 s here) and the interpreter's ~0.4 ms per evaluation, most of a small fit's time (4,320
 rows, same load: 530 -> 122 us per density + gradient).
@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from evalmix.models._loops import (
+from evalmix.models.bayes._loops import (
     ARRAYS,
     GRID_MIN_FILL,
     KVE_ADDRESS,
@@ -36,8 +36,8 @@ from evalmix.models._loops import (
     logp_core,
     pack,
 )
-from evalmix.models._nutpie import model_from_callbacks
-from evalmix.models.pymc_model import (
+from evalmix.models.bayes._nutpie import model_from_callbacks
+from evalmix.models.bayes.pymc_model import (
     RAYLEIGH_SCALE,
     SD_SCALE,
     TermInfo,
@@ -102,7 +102,7 @@ def _slope_centring(terms: list[TermInfo], data: Collapsed
 def _nonzeros(X: np.ndarray) -> dict[str, np.ndarray]:
     """The columns of each row as its non-zeros, padded with zeros to the most any row
     has: ``Xj`` column indices, ``Xv`` values (the row layout's form of the raw fixed
-    columns, see :func:`~evalmix.models._loops._eta_sparse`, and of the random terms,
+    columns, see :func:`~evalmix.models.bayes._loops._eta_sparse`, and of the random terms,
     :func:`_row_terms`)."""
     m, k = X.shape
     nz = X != 0.0
@@ -122,7 +122,7 @@ def _row_terms(cg: np.ndarray, xs: np.ndarray, unit: np.ndarray
     as they are (level codes ``cg``, scales ``xs``, ``unit`` flags), then each row's
     non-zeros of the others, padded with scale 0 (code: any of the row's). Coupled slopes
     keep their raw covariates (the centring is a shift per level, see
-    :func:`~evalmix.models._loops.logp_core`), so a row of MT-Bench's 30
+    :func:`~evalmix.models.bayes._loops.logp_core`), so a row of MT-Bench's 30
     treatment-coded condition slopes holds 1-2 of them."""
     dense = np.all(xs != 0.0, axis=0)
     cgs, xss, units = [cg[:, dense]], [xs[:, dense]], [unit[dense]]
@@ -150,7 +150,7 @@ class DensityKernel:
     layout: str = "auto"
     #: sample intercepts coupled to their factor's slopes (:func:`_slope_centring`)
     centre_slopes: bool = True
-    #: sample nested factors' total effects (:func:`~evalmix.models.pymc_model.nested_parents`)
+    #: sample nested factors' total effects (:func:`~evalmix.models.bayes.pymc_model.nested_parents`)
     centre_nested: bool = True
 
     def __post_init__(self) -> None:
@@ -223,7 +223,7 @@ class DensityKernel:
         self.header = pack(self._arrays)
 
     def _pack_arrays(self) -> dict[str, np.ndarray]:
-        """The arrays of :data:`~evalmix.models._loops.ARRAYS` (kept alive here)."""
+        """The arrays of :data:`~evalmix.models.bayes._loops.ARRAYS` (kept alive here)."""
         k, r = self.k, len(self.terms)
         terms = np.zeros((r, 9), dtype=np.int64)
         for i, (t, (i0, i1, i2)) in enumerate(zip(self.terms, self.slices, strict=True)):
@@ -363,7 +363,7 @@ class DensityKernel:
 
     def nutpie_model(self) -> tuple[Any, dict[str, list], dict[str, tuple[str, ...]]]:
         """(model, coords, dims): a nutpie model whose log density and expansion are the
-        C callbacks of :mod:`evalmix.models._loops` (no PyTensor, no per-process compile,
+        C callbacks of :mod:`evalmix.models.bayes._loops` (no PyTensor, no per-process compile,
         no GIL), and the labels of its stored variables."""
         names, shapes = self._expanded()
         coords: dict[str, list] = {"fixed": list(self.spec.fixed_names)}

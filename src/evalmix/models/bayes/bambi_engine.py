@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from evalmix.errors import InvalidOptionError
-from evalmix.models.pymc_model import TermInfo
+from evalmix.models.bayes.pymc_model import TermInfo
 from evalmix.models.result import ModelFit, PosteriorDraws
 from evalmix.models.spec import ModelSpec
 
@@ -65,7 +65,7 @@ def bambi_model(spec: ModelSpec):
 def fit_bambi(spec: ModelSpec, *, draws: int, tune: int, chains: int, seed: int,
               sampler: str = "pymc", level: float = 0.95, progress: bool = False) -> ModelFit:
     from evalmix._version import package_versions
-    from evalmix.models._posterior import (
+    from evalmix.models.bayes._posterior import (
         BAYES_PACKAGES,
         check_quality,
         idata_diagnostics,

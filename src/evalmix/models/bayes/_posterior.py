@@ -1,6 +1,6 @@
 """What every Bayesian engine does with its draws: the per-parameter diagnostics, the
 quality checks (R-hat, ESS, divergences, few-level factors) and the tidy tables, shared
-by :mod:`evalmix.models.bayes` and :mod:`evalmix.models.bambi_engine`."""
+by :mod:`evalmix.models.bayes` and :mod:`evalmix.models.bayes.bambi_engine`."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import numpy as np
 import pandas as pd
 
 from evalmix.errors import ConvergenceWarning, FewClustersWarning
-from evalmix.models._mcmc_diagnostics import rhat_ess
-from evalmix.models.pymc_model import FEW_LEVELS, population_draws
+from evalmix.models.bayes._mcmc_diagnostics import rhat_ess
+from evalmix.models.bayes.pymc_model import FEW_LEVELS, population_draws
+from evalmix.models.bayes.summaries import fixed_table, variance_table
 from evalmix.models.result import DIAGNOSTIC_COLUMNS
 from evalmix.models.spec import ModelSpec
-from evalmix.models.summaries import fixed_table, variance_table
 
 __all__ = ["RHAT_MAX", "ESS_MIN", "BAYES_PACKAGES", "diagnostics", "idata_diagnostics",
            "stack_draws", "summarise", "check_quality"]
@@ -37,7 +37,7 @@ def stack_draws(post, names: list[str]) -> np.ndarray:
 def diagnostics(post, names: list[str], coords, dims, rhat_max: float | None = None,
                 stats: tuple[np.ndarray, ...] | None = None) -> pd.DataFrame:
     """Per sampled parameter (ArviZ's labels, e.g. ``u_judge[j1]``): mean, sd, rank
-    R-hat, bulk and tail ESS (:func:`~evalmix.models._mcmc_diagnostics.rhat_ess`; NaN
+    R-hat, bulk and tail ESS (:func:`~evalmix.models.bayes._mcmc_diagnostics.rhat_ess`; NaN
     ESS when some R-hat exceeds ``rhat_max``; ``stats``: these three already computed
     on the same draws). ``post`` maps names to arrays (chain, draw, ...);
     ``coords``/``dims`` label them."""

@@ -6,11 +6,11 @@ Four methods, all with *crossed* factors (every factor spans all rows); ``"auto"
 ``"mixedlm"``
     REML linear mixed model (statsmodels ``MixedLM`` fitted from the optimum of lme4's
     profiled REML criterion); exact for continuous outcomes, a *linear probability*
-    model (an approximation) on 0/1 outcomes. See :mod:`evalmix.models._reml`.
+    model (an approximation) on 0/1 outcomes. See :mod:`evalmix.models.frequentist._reml`.
 ``"laplace"``
     Maximum-likelihood logit GLMM with the random effects integrated out by the Laplace
     approximation (``lme4::glmer``'s default, nAGQ = 1; statsmodels has none). See
-    :mod:`evalmix.models._laplace`.
+    :mod:`evalmix.models.frequentist._laplace`.
 ``"vb"``
     :class:`statsmodels.genmod.bayes_mixed_glm.BinomialBayesMixedGLM` ``fit_vb``:
     mean-field variational Bayes for a logit GLMM (binary outcomes). Approximate:
@@ -30,7 +30,7 @@ The array-level functions (:func:`fit_mixedlm_arrays`, :func:`fit_laplace_arrays
 the outcome, a fixed-effects design matrix and integer codes per factor, and return a
 :class:`CrossedFit`; :func:`fit_statsmodels` builds those from an
 :class:`~evalmix.data.table.EvalTable` and packs the tidy :class:`ModelFit` (rows built
-in :mod:`evalmix.models._tidy_frequentist`). Every name listed in ``__all__`` is
+in :mod:`evalmix.models.frequentist._tidy_frequentist`). Every name listed in ``__all__`` is
 importable from here, wherever it is defined.
 
 References
@@ -64,8 +64,8 @@ from evalmix.errors import (
     check_keywords,
     check_option,
 )
-from evalmix.models._build import SPEC_DEFAULTS, SpecOptions
-from evalmix.models._crossed import (
+from evalmix.models._deadline import check_deadline
+from evalmix.models.frequentist._crossed import (
     LOGIT_RESIDUAL_VAR,
     SINGULAR_TOL,
     CrossedFit,
@@ -74,11 +74,9 @@ from evalmix.models._crossed import (
     _z,
     intercept_term,
 )
-from evalmix.models._deadline import check_deadline
-from evalmix.models._laplace import LaplaceResults, fit_laplace_arrays
-from evalmix.models._maximal import decorrelate, simplify
-from evalmix.models._reml import fit_mixedlm_arrays, reml_deviance
-from evalmix.models._tidy_frequentist import (
+from evalmix.models.frequentist._laplace import LaplaceResults, fit_laplace_arrays
+from evalmix.models.frequentist._reml import fit_mixedlm_arrays, reml_deviance
+from evalmix.models.frequentist._tidy_frequentist import (
     _NOTES,
     _TYPICAL,
     _fixed_rows,
@@ -89,6 +87,8 @@ from evalmix.models._tidy_frequentist import (
 )
 from evalmix.models.result import FIXED_COLUMNS, ModelFit
 from evalmix.models.spec import ModelSpec, RandomTerm, build_spec, collapse
+from evalmix.models.spec._build import SPEC_DEFAULTS, SpecOptions
+from evalmix.models.spec._maximal import decorrelate, simplify
 from evalmix.seeding import resolve_seed
 from evalmix.vocabulary import DfMethod, FitMethod
 
@@ -319,7 +319,7 @@ class _StatsmodelsOptions:
 
 class StatsmodelsOptions(SpecOptions, total=False):
     """The keywords of :func:`fit_statsmodels`, typed for static checkers: the model
-    options of :class:`~evalmix.models._build.SpecOptions` and the back end's own."""
+    options of :class:`~evalmix.models.spec._build.SpecOptions` and the back end's own."""
 
     method: FitMethod
     level: float

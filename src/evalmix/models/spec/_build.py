@@ -19,9 +19,9 @@ import pandas as pd
 
 from evalmix.errors import EvalmixError, InvalidOptionError, check_keywords
 from evalmix.families import family_name
-from evalmix.models._formula import parse_formula
-from evalmix.models._maximal import maximal_slopes
-from evalmix.models._spec_types import ModelSpec, RandomTerm, _readonly
+from evalmix.models.spec._formula import parse_formula
+from evalmix.models.spec._maximal import maximal_slopes
+from evalmix.models.spec._spec_types import ModelSpec, RandomTerm, _readonly
 
 
 # ---------------------------------------------------------------------------- columns
@@ -264,7 +264,7 @@ def build_spec(table, **options: Unpack[SpecOptions]) -> ModelSpec:
         Factors that get random condition slopes ``(0 + condition|f)``, e.g.
         ``("judge",)``; ``"term|factor"`` gives ``(0 + term|factor)``. None (the default):
         the maximal model, a condition slope for every sampled factor whose levels see
-        more than one condition (:func:`evalmix.models._maximal.maximal_slopes`; factors
+        more than one condition (:func:`evalmix.models.spec._maximal.maximal_slopes`; factors
         left out are named in the spec's notes). ``()``: no slopes.
     position : bool
         Add the position (first-shown) term when the table knows the order.

@@ -1,6 +1,6 @@
 """One Fisher-scoring step of REML for many responses at once (the G study's bootstrap).
 
-Split from :mod:`evalmix.models._reml`: a MINQUE step forms ``Z'PZ`` densely and serves
+Split from :mod:`evalmix.models.frequentist._reml`: a MINQUE step forms ``Z'PZ`` densely and serves
 the parametric bootstrap of :mod:`evalmix.compare.gstudy`, not the fit.
 """
 
@@ -12,7 +12,7 @@ import numpy as np
 
 from evalmix._blas import one_blas_thread
 from evalmix.errors import EvalmixError
-from evalmix.models._pls import CrossedDesign
+from evalmix.models.frequentist._pls import CrossedDesign
 from evalmix.models.spec import RandomTerm
 
 __all__ = ["SCORING_MAX_LEVELS", "reml_scoring_step"]

@@ -49,7 +49,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from evalmix.models._spec_types import ModelSpec
+from evalmix.models.spec._spec_types import ModelSpec
 
 __all__ = ["maximal_slopes", "simplify", "decorrelate"]
 

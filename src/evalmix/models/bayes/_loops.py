@@ -1,4 +1,4 @@
-"""The Numba code of :class:`~evalmix.models.kernel.DensityKernel`: the log-likelihood
+"""The Numba code of :class:`~evalmix.models.bayes.kernel.DensityKernel`: the log-likelihood
 loops, the whole log density (priors, transforms, couplings) and the C callbacks that
 nutpie calls from its sampler threads (no Python, no GIL: both chains run at once).
 One file because Numba's disk cache is invalidated per source file: a function cached
@@ -625,7 +625,7 @@ KVE_ADDRESS = get_cython_function_address("scipy.special.cython_special",
 #: category but the last (cumulative). ``counts`` (cumulative) holds the successes
 #: then the trials of :func:`cumulative_grid`'s grid, (2 (K - 1), m). ``cg``, ``xs``,
 #: ``unit`` are the row layout's random terms (the terms non-zero in every row, then each
-#: row's non-zeros of the others: :func:`~evalmix.models.kernel._row_terms`).
+#: row's non-zeros of the others: :func:`~evalmix.models.bayes.kernel._row_terms`).
 ARRAYS = (("meta", np.int64, 1), ("terms", np.int64, 2), ("flt", np.float64, 1),
           ("X", np.float64, 2), ("cg", np.int64, 2), ("xs", np.float64, 2),
           ("unit", np.bool_, 1), ("succ", np.float64, 1), ("trials", np.float64, 1),

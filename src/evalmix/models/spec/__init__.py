@@ -40,14 +40,14 @@ others, which say so), with ``g`` a cluster role or ``a:b`` of roles. A second c
 term for one factor, nesting ``a/b``, ``*``, functions and offsets are not supported and
 raise.
 
-The default model is *maximal* for sampled factors (:mod:`evalmix.models._maximal`):
+The default model is *maximal* for sampled factors (:mod:`evalmix.models.spec._maximal`):
 ``(1 + condition|f)`` for a logit model, ``(1|f) + (0 + condition|f)`` otherwise.
 
 Layout
 ------
 This module is the public import surface. The dataclasses :class:`ModelSpec` and
-:class:`RandomTerm` live in :mod:`evalmix.models._spec_types`, the formula parser in
-:mod:`evalmix.models._formula`, :func:`build_spec` in :mod:`evalmix.models._build`;
+:class:`RandomTerm` live in :mod:`evalmix.models.spec._spec_types`, the formula parser in
+:mod:`evalmix.models.spec._formula`, :func:`build_spec` in :mod:`evalmix.models.spec._build`;
 row collapsing (:func:`collapse`) is here.
 """
 
@@ -59,10 +59,10 @@ import numpy as np
 
 from evalmix.families import FAMILIES
 from evalmix.families import Family as Family
-from evalmix.models._build import build_spec
-from evalmix.models._formula import ParsedFormula as ParsedFormula
-from evalmix.models._formula import parse_formula
-from evalmix.models._spec_types import ModelSpec, RandomTerm, _readonly
+from evalmix.models.spec._build import build_spec
+from evalmix.models.spec._formula import ParsedFormula as ParsedFormula
+from evalmix.models.spec._formula import parse_formula
+from evalmix.models.spec._spec_types import ModelSpec, RandomTerm, _readonly
 
 __all__ = [
     "ModelSpec",

@@ -1,8 +1,8 @@
 """Shared pieces of the crossed random-effects fits (REML, Laplace, statsmodels GLMM).
 
 Every factor is *crossed*: it spans all rows, and each row has one level of each random
-term. The array-level fitters (:func:`evalmix.models._reml.fit_mixedlm_arrays`,
-:func:`evalmix.models._laplace.fit_laplace_arrays`,
+term. The array-level fitters (:func:`evalmix.models.frequentist._reml.fit_mixedlm_arrays`,
+:func:`evalmix.models.frequentist._laplace.fit_laplace_arrays`,
 :func:`evalmix.models.frequentist.fit_glmm_arrays`) take the outcome, a fixed-effects
 design matrix and integer codes per factor (:class:`~evalmix.models.spec.RandomTerm`),
 validate them with :func:`_check_arrays` and return a :class:`CrossedFit`.

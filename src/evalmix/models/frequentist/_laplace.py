@@ -3,7 +3,7 @@
 The random effects are integrated out by the Laplace approximation: ``lme4::glmer``'s
 default (nAGQ = 1), implemented here (statsmodels has no Laplace GLMM) as lme4 does it:
 sparse ``Z``, penalised IRLS for the conditional modes with a sparse factor of
-``Lambda Z'WZ Lambda + I`` (:mod:`evalmix.models._pls`), an nAGQ = 0 start (SDs alone,
+``Lambda Z'WZ Lambda + I`` (:mod:`evalmix.models.frequentist._pls`), an nAGQ = 0 start (SDs alone,
 fixed effects inside PIRLS), then L-BFGS-B over (SDs, fixed effects) with the exact
 gradient of the Laplace deviance. Matches glmer/glmmTMB on the frozen references. Wald
 intervals (``t`` with containment df for fixed effects; log scale for SDs) from the
@@ -27,7 +27,7 @@ from scipy import optimize, sparse
 
 from evalmix._blas import one_blas_thread
 from evalmix.errors import EvalmixError
-from evalmix.models._crossed import (
+from evalmix.models.frequentist._crossed import (
     LOGIT_RESIDUAL_VAR,
     SINGULAR_TOL,
     CrossedFit,
@@ -35,10 +35,10 @@ from evalmix.models._crossed import (
     _z,
     polish,
 )
-from evalmix.models._laplace_corr import fit_correlated
-from evalmix.models._pls import CrossedDesign
-from evalmix.models._reml import joint_cov, slope_levels
-from evalmix.models._theta import ThetaMap
+from evalmix.models.frequentist._laplace_corr import fit_correlated
+from evalmix.models.frequentist._pls import CrossedDesign
+from evalmix.models.frequentist._reml import joint_cov, slope_levels
+from evalmix.models.frequentist._theta import ThetaMap
 from evalmix.models.spec import RandomTerm
 
 __all__ = ["LaplaceResults", "fit_laplace_arrays"]
@@ -115,7 +115,7 @@ class _LaplaceDeviance:
     random effects ``u`` (``b = Lambda u``) by Newton steps with step halving, then
     returns ``-2 log p(y | eta_hat) + |u_hat|^2 + log|L|^2``; ``gradient`` adds its exact
     gradient in (theta, beta). The last ``u_hat`` warm-starts the next call. ``Z`` is
-    sparse and ``Lambda Z'WZ Lambda + I`` is factored by :class:`~evalmix.models._pls.
+    sparse and ``Lambda Z'WZ Lambda + I`` is factored by :class:`~evalmix.models.frequentist._pls.
     CrossedDesign` (largest term's diagonal block eliminated), so no N x N or N x q
     matrix is formed.
     """
@@ -337,7 +337,7 @@ def fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     Examples
     --------
     >>> import numpy as np
-    >>> from evalmix.models._crossed import intercept_term
+    >>> from evalmix.models.frequentist._crossed import intercept_term
     >>> rng = np.random.default_rng(2)
     >>> g = np.repeat(np.arange(20), 30)
     >>> y = (rng.random(600) < 1 / (1 + np.exp(-rng.normal(0, 1, 20)[g]))).astype(float)

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
-from evalmix.models.pymc_model import TermInfo
+from evalmix.models.bayes.pymc_model import TermInfo
 from evalmix.models.result import (
     FIXED_COLUMNS,
     POPULATION,

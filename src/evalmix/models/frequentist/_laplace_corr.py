@@ -1,9 +1,9 @@
 """The Laplace GLMM with correlated random effects ``(1 + x | g)`` (lme4's theta).
 
-:func:`fit_correlated` runs the fit of :func:`evalmix.models._laplace.fit_laplace_arrays`
+:func:`fit_correlated` runs the fit of :func:`evalmix.models.frequentist._laplace.fit_laplace_arrays`
 when some terms are correlated: the same two stages (nAGQ = 0 start over theta, then
 (theta, beta) with the exact gradient of the Laplace deviance), with theta the entries of
-each block's Cholesky factor (:class:`~evalmix.models._theta.ThetaMap`), bounded at 0 on
+each block's Cholesky factor (:class:`~evalmix.models.frequentist._theta.ThetaMap`), bounded at 0 on
 the diagonal as in lme4. Standard errors: the Hessian of the deviance in (theta, beta) by
 central differences of the exact gradient; SD and correlation intervals by the delta
 method on log SD and on atanh(correlation) (glmmTMB's Wald intervals, on the same
@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 from scipy import optimize
 
-from evalmix.models._crossed import LOGIT_RESIDUAL_VAR, SINGULAR_TOL, CrossedFit, polish
-from evalmix.models._pls import BlockFactor
-from evalmix.models._spec_types import RandomTerm
-from evalmix.models._theta import ThetaMap
+from evalmix.models.frequentist._crossed import LOGIT_RESIDUAL_VAR, SINGULAR_TOL, CrossedFit, polish
+from evalmix.models.frequentist._pls import BlockFactor
+from evalmix.models.frequentist._theta import ThetaMap
+from evalmix.models.spec._spec_types import RandomTerm
 
 __all__ = ["fit_correlated", "pair_inverse", "condvar"]
 
@@ -82,8 +82,8 @@ def _sd_cor(tmap: ThetaMap, theta: np.ndarray) -> np.ndarray:
 def fit_correlated(dev: Any, fe_names: Sequence[str], terms: Sequence[RandomTerm], *,
                    level: float, z: float, maxiter: int, check_separation: Any,
                    results_cls: Any) -> CrossedFit:
-    """The fit of :func:`~evalmix.models._laplace.fit_laplace_arrays` with correlated
-    terms (``dev`` its :class:`~evalmix.models._laplace._LaplaceDeviance`,
+    """The fit of :func:`~evalmix.models.frequentist._laplace.fit_laplace_arrays` with correlated
+    terms (``dev`` its :class:`~evalmix.models.frequentist._laplace._LaplaceDeviance`,
     ``check_separation`` and ``results_cls`` (``LaplaceResults``) its own)."""
     tm: ThetaMap = dev.tmap
     k, p = tm.n_theta, dev.X.shape[1]

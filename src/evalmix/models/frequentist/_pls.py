@@ -203,7 +203,7 @@ class CrossedDesign:
     def set_covariates(self, xs: Sequence[np.ndarray]) -> None:
         """Replace every term's row covariate (natural order), keeping the sparsity
         patterns: ``Z Lambda`` of a model with correlated terms
-        (:mod:`evalmix.models._theta`), factored with unit scaling."""
+        (:mod:`evalmix.models.frequentist._theta`), factored with unit scaling."""
         xs = [np.asarray(x, dtype=float) for x in xs]
         self.xa = xs[self.big]
         self.xc = [xs[j] for j in self.rest_terms]

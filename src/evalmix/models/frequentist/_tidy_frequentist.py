@@ -1,5 +1,5 @@
 """Tidy frames of the frequentist fits: fixed-effect, per-level, probability-scale and
-variance rows of a :class:`~evalmix.models._crossed.CrossedFit`, in the fixed columns of
+variance rows of a :class:`~evalmix.models.frequentist._crossed.CrossedFit`, in the fixed columns of
 :mod:`evalmix.models.result`, and the notes recorded in each fit's provenance.
 
 Fixed-effect intervals use a ``t`` reference with containment degrees of freedom
@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from evalmix.models._crossed import CrossedFit, _z
+from evalmix.models.frequentist._crossed import CrossedFit, _z
 from evalmix.models.result import (
     POPULATION as _POPULATION,
 )

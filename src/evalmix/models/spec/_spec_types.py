@@ -42,7 +42,7 @@ class RandomTerm:
     correlated : bool
         Part of a correlated term ``(1 + x | factor)``: the terms of one factor marked
         so have a free covariance matrix (lme4's parameterisation,
-        :mod:`evalmix.models._theta`); unmarked terms are independent.
+        :mod:`evalmix.models.frequentist._theta`); unmarked terms are independent.
     """
 
     factor: str
@@ -98,7 +98,7 @@ class ModelSpec:
         Fixed columns that are condition (model) effects.
     maximal : tuple of str
         Factors whose condition slopes the maximal default added (see
-        :mod:`evalmix.models._maximal`); only these may be dropped by its simplification.
+        :mod:`evalmix.models.spec._maximal`); only these may be dropped by its simplification.
         Empty for a user's ``slopes=`` or ``formula=``.
     n_obs : int
     ties : str or None

@@ -3,8 +3,8 @@
 Engines
 -------
 ``"kernel"`` (default for binomial and gaussian families when nutpie is installed)
-    The model of :mod:`evalmix.models.pymc_model` with its log density and gradient
-    written by hand in one cached Numba loop (:mod:`evalmix.models.kernel`); no PyTensor
+    The model of :mod:`evalmix.models.bayes.pymc_model` with its log density and gradient
+    written by hand in one cached Numba loop (:mod:`evalmix.models.bayes.kernel`); no PyTensor
     compile in the fitting process. Tests check it against PyMC's own log density.
 ``"pymc"``
     The same model built in PyMC, sampled with nutpie (Numba back end) when installed,
@@ -42,10 +42,9 @@ from evalmix.errors import (
     InvalidOptionError,
     check_option,
 )
-from evalmix.models._maximal import decorrelate
-from evalmix.models._mcmc_diagnostics import rhat_ess
-from evalmix.models._nutpie import Run, start
-from evalmix.models._posterior import (
+from evalmix.models.bayes._mcmc_diagnostics import rhat_ess
+from evalmix.models.bayes._nutpie import Run, start
+from evalmix.models.bayes._posterior import (
     BAYES_PACKAGES,
     ESS_MIN,
     RHAT_MAX,
@@ -54,8 +53,8 @@ from evalmix.models._posterior import (
     stack_draws,
     summarise,
 )
-from evalmix.models._psis import psis
-from evalmix.models.pymc_model import (
+from evalmix.models.bayes._psis import psis
+from evalmix.models.bayes.pymc_model import (
     DEFAULT_PRIORS,
     FEW_LEVELS,
     RAYLEIGH_SCALE,
@@ -68,6 +67,7 @@ from evalmix.models.pymc_model import (
 )
 from evalmix.models.result import ModelFit, PosteriorDraws
 from evalmix.models.spec import ModelSpec, collapse
+from evalmix.models.spec._maximal import decorrelate
 from evalmix.seeding import resolve_seed
 from evalmix.vocabulary import Engine, Sampler, SensitivityMethod
 
@@ -113,7 +113,7 @@ def _sample(spec: ModelSpec, data, terms, *, engine: str, sampler: str, draws: i
     kw: dict = {"target_accept": target_accept} if target_accept else {}
     depth = None
     if engine == "kernel":
-        from evalmix.models.kernel import DensityKernel
+        from evalmix.models.bayes.kernel import DensityKernel
 
         kern = DensityKernel(spec, data, terms, prior_scale=prior_scale)
         model, labels, dims = kern.nutpie_model()
@@ -206,7 +206,7 @@ def tree_depth(spec: ModelSpec, terms, data, ndim: int) -> int | None:
     ``data``) with ``ndim`` unconstrained coordinates: :data:`SHORT_TREE_DEPTH` with a
     diagonal mass matrix (:func:`mass_matrix`), at least :data:`SHORT_TREE_MIN_DIM`
     coordinates and no nested random factors
-    (:func:`~evalmix.models.pymc_model.has_nested_factors`), else None (nutpie's
+    (:func:`~evalmix.models.bayes.pymc_model.has_nested_factors`), else None (nutpie's
     default). A run with capped trees that does not pass its checks is run again
     without the cap (``provenance["uncapped_rerun"]``).
 
@@ -467,7 +467,7 @@ def fit_bayes(
     seed_i = resolve_seed(seed)
     data = collapse(spec)
     if engine == "bambi":
-        from evalmix.models.bambi_engine import fit_bambi
+        from evalmix.models.bayes.bambi_engine import fit_bambi
 
         return fit_bambi(spec, draws=draws or 1000, tune=tune, chains=chains, seed=seed_i,
                          sampler="pymc" if sampler == "auto" else sampler, level=level,
@@ -475,7 +475,7 @@ def fit_bayes(
     if sampler == "auto":
         sampler = "nutpie" if _has("nutpie") else "pymc"
     if engine == "auto":
-        from evalmix.models.kernel import KERNEL_FAMILIES
+        from evalmix.models.bayes.kernel import KERNEL_FAMILIES
 
         engine = ("kernel" if sampler == "nutpie" and spec.family in KERNEL_FAMILIES
                   else "pymc")
@@ -673,7 +673,7 @@ def psis_sensitivity(spec: ModelSpec, terms, post: dict[str, np.ndarray], *, sca
     weight of a draw is the log ratio of the two SD prior densities at its SD. For an SD
     integrated out while sampling (``marginal``: few levels) the weight is the ratio of
     the two marginal priors of the level effects, ``p_b(u) / p_a(u)``
-    (:func:`~evalmix.models.pymc_model.log_marginal_prior`), and its SD is then drawn
+    (:func:`~evalmix.models.bayes.pymc_model.log_marginal_prior`), and its SD is then drawn
     exactly from ``sd | u`` under the new prior: the Rao-Blackwellised weight
     ``E_a[p_b(sd) / p_a(sd) | u]``. With 3 levels the data pin ``u`` while ``sd | u``
     stays wide, so the joint weights are heavy-tailed (MT-Bench: Pareto k 0.74 at scale

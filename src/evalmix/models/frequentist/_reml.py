@@ -10,7 +10,7 @@ The optimum is found on lme4's profiled REML criterion by sparse penalised least
 evaluation costs nothing in the rows) with its exact gradient (one selected inverse of
 the sparse factor per gradient, instead of 2K evaluations of central differences: on
 WildBench's scores 98 evaluations instead of 2,600), by L-BFGS-B bounded at SD = 0.
-Correlated terms ``(1 + x|g)`` use lme4's theta (:mod:`evalmix.models._theta`). Where
+Correlated terms ``(1 + x|g)`` use lme4's theta (:mod:`evalmix.models.frequentist._theta`). Where
 statsmodels can hold the model (independent terms, at most 500 levels) its ``MixedLM``
 is fitted from the optimum for its results object (statsmodels' own L-BFGS from its
 default start stops far from the optimum on crossed designs; see
@@ -19,9 +19,9 @@ Wald on log-SD for the variance components and on atanh for correlations (glmmTM
 default), from the Hessian of the full REML log-likelihood in (log SD_k, atanh rho,
 log sigma) by central differences of its exact score.
 
-The sparse factor of ``Lambda Z'Z Lambda + I`` (:mod:`evalmix.models._pls`) and the
+The sparse factor of ``Lambda Z'Z Lambda + I`` (:mod:`evalmix.models.frequentist._pls`) and the
 joint covariance of (fixed, random) effects (:func:`joint_cov`) are shared with
-:mod:`evalmix.models._laplace`.
+:mod:`evalmix.models.frequentist._laplace`.
 
 References
 ----------
@@ -41,17 +41,17 @@ from scipy import optimize
 from scipy.linalg import cho_solve, cholesky
 
 from evalmix._blas import one_blas_thread
-from evalmix.models._crossed import (
+from evalmix.models._deadline import check_deadline
+from evalmix.models.frequentist._crossed import (
     SINGULAR_TOL,
     CrossedFit,
     _check_arrays,
     _term_matrix,
     _z,
 )
-from evalmix.models._deadline import check_deadline
-from evalmix.models._laplace_corr import condvar
-from evalmix.models._pls import BlockFactor, CrossedDesign
-from evalmix.models._theta import ThetaMap
+from evalmix.models.frequentist._laplace_corr import condvar
+from evalmix.models.frequentist._pls import BlockFactor, CrossedDesign
+from evalmix.models.frequentist._theta import ThetaMap
 from evalmix.models.spec import RandomTerm
 
 __all__ = ["fit_mixedlm_arrays", "reml_deviance"]
@@ -84,7 +84,7 @@ class _RemlCriterion:
 
     Independent terms scale ``Z``'s columns by ``theta`` and reuse the cross-products
     ``Z'Z``, ``Z'X``, ``Z'y`` (one evaluation costs nothing in the rows); correlated terms
-    ``(1 + x|g)`` set ``Z Lambda(theta)`` into the design (:mod:`evalmix.models._theta`)
+    ``(1 + x|g)`` set ``Z Lambda(theta)`` into the design (:mod:`evalmix.models.frequentist._theta`)
     and recompute them (O(rows) per evaluation). The last evaluation is kept, so the value
     and the gradient at one ``theta`` share one factorisation.
 
@@ -298,7 +298,7 @@ def fit_mixedlm_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     Examples
     --------
     >>> import numpy as np
-    >>> from evalmix.models._crossed import intercept_term
+    >>> from evalmix.models.frequentist._crossed import intercept_term
     >>> rng = np.random.default_rng(1)
     >>> a, b = np.repeat(np.arange(10), 20), np.tile(np.arange(20), 10)
     >>> y = rng.normal(0, 1, 10)[a] + rng.normal(0, 0.5, 20)[b] + rng.normal(0, 1, 200)
