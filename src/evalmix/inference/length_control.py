@@ -34,7 +34,11 @@ What differs, and why:
 - **Fit.** Upstream fits by ``LogisticRegressionCV`` (L1 penalty, liblinear, C chosen
   by 5-fold cross-validation); evalmix by weighted maximum likelihood (Newton), with no
   penalty: three coefficients on hundreds of rows need none, and a cross-validated
-  penalty makes the estimate depend on a random fold split.
+  penalty makes the estimate depend on a random fold split (on upstream's rows the two
+  agree within 0.15 points; docs/controlled.md).
+- **Instruction.** Upstream looks the difficulty up by the row's position in the
+  annotations, which shifts it in files that lack an annotation; the item here is the
+  instruction itself (the reader keys it by its text).
 - **Interval.** Upstream's ``lc_standard_error`` is the standard error of the mean of
   the *predicted* preferences over the instructions (``sem``), which treats the
   fitted coefficients as known: it measures how the predictions vary across

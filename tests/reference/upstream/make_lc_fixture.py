@@ -11,9 +11,18 @@ Writes, for the length-controlled win-rate tests:
   annotations.json`` of the snapshot (56 models against gpt4_1106_preview; files of 4 MiB
   and more, among them gpt4_1106_preview_verbose and _concise, are not in the public
   snapshot this was built from), one row per annotation: ``model``, ``index`` (position
-  in the file = AlpacaEval's instruction index), ``preference`` (rounded to 6 decimals),
-  ``length_a`` / ``length_b`` (characters of output_1 and output_2, as upstream's
-  ``str.len()``). Instructions and outputs are left out.
+  in the file: the instruction index upstream's GLM looks the difficulty up by, since it
+  calls ``reset_index()`` on the annotations), ``instruction`` (the instruction's position
+  in AlpacaEval's evaluation set, from the baseline's ``model_outputs.json``; it differs
+  from ``index`` in six files that lack one to three annotations: phi-2,
+  text_davinci_001, minotaur-13b, gpt35_turbo_instruct, alpaca-7b_verbose and
+  alpaca-7b_concise), ``preference`` (rounded to 6 decimals), ``length_a`` /
+  ``length_b`` (characters of output_1 and output_2, as upstream's ``str.len()``).
+  Instructions and outputs are left out.
+- ``gamed_lengths.csv.gz``: the answer lengths of the two gamed baselines
+  (``results/gpt4_1106_preview_verbose`` / ``_concise/model_outputs.json``, which the
+  snapshot holds although their annotations are absent): ``model``, ``instruction``,
+  ``length``.
 - ``weighted_alpaca_eval_gpt4_turbo_leaderboard.csv``: the AlpacaEval 2 leaderboard
   (``src/alpaca_eval/leaderboards/data_AlpacaEval_2/``), columns win_rate,
   standard_error, length_controlled_winrate, lc_standard_error.
@@ -41,12 +50,24 @@ def git(repo: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["git", "--git-dir", repo, *args], capture_output=True, text=True)
 
 
+def _outputs(repo: str, model: str) -> list[dict]:
+    return json.loads(git(repo, "show", f"{COMMIT}:results/{model}/model_outputs.json").stdout)
+
+
+def _gzip(path: Path, text: str) -> None:
+    # mtime=0: the same bytes on every run
+    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9,
+                                                mtime=0) as f:
+        f.write(text.encode())
+
+
 def main(repo: str) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     listing = git(repo, "ls-tree", "-r", COMMIT, "results").stdout.splitlines()
+    position = {r["instruction"]: i for i, r in enumerate(_outputs(repo, BASELINE))}
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["model", "index", "preference", "length_a", "length_b"])
+    w.writerow(["model", "index", "instruction", "preference", "length_a", "length_b"])
     for line in listing:
         meta, path = line.split("\t")
         parts = path.split("/")
@@ -59,10 +80,17 @@ def main(repo: str) -> None:
         for i, r in enumerate(json.loads(blob.stdout)):
             assert r["generator_1"] == BASELINE, path  # model: the folder, as upstream's notebook
             pref = r["preference"]
-            w.writerow([parts[1], i, pref if pref is None else round(float(pref), 6), len(r["output_1"] or ""),
-                        len(r["output_2"] or "")])
-    with gzip.open(OUT / "annotations.csv.gz", "wt", compresslevel=9) as f:
-        f.write(buf.getvalue())
+            w.writerow([parts[1], i, position[r["instruction"]],
+                        pref if pref is None else round(float(pref), 6),
+                        len(r["output_1"] or ""), len(r["output_2"] or "")])
+    _gzip(OUT / "annotations.csv.gz", buf.getvalue())
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["model", "instruction", "length"])
+    for gamed in (f"{BASELINE}_verbose", f"{BASELINE}_concise"):
+        for r in _outputs(repo, gamed):
+            w.writerow([gamed, position[r["instruction"]], len(r["output"] or "")])
+    _gzip(OUT / "gamed_lengths.csv.gz", buf.getvalue())
     lb = git(repo, "show", f"{COMMIT}:src/alpaca_eval/leaderboards/data_AlpacaEval_2/"
              "weighted_alpaca_eval_gpt4_turbo_leaderboard.csv").stdout
     rows = list(csv.reader(io.StringIO(lb)))
