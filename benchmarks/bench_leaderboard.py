@@ -1,7 +1,7 @@
 """Benchmark: a 100-model leaderboard (issue 14 shape) -- all pairwise differences, Holm,
 max-t simultaneous intervals, rank intervals and tier letters.
 
-Data: :func:`evalmix.sim.leaderboard.baseline_leaderboard` defaults (100 models vs one
+Data: :func:`evalmix.sim.boards.baseline_leaderboard` defaults (100 models vs one
 baseline on 805 items, 5 judges each judging a random subset, about 100,000 rows).
 Timed in the same run on the same table:
 
@@ -56,7 +56,7 @@ import pandas as pd
 from evalmix.inference.compare_all import _cells, cell_means_vcov, compare_all
 from evalmix.inference.leaderboard import leaderboard
 from evalmix.inference.ranking import all_pairs, pair_se
-from evalmix.sim.leaderboard import baseline_leaderboard
+from evalmix.sim.boards import baseline_leaderboard
 
 TARGET_SECONDS = 5.0
 #: issue 14: ``evalmix report --fast`` and the full report with the Laplace model

@@ -115,7 +115,7 @@ def test_leaderboard_equals_the_row_level_sandwich(cluster, method):
     its dense sandwich (the leaderboard's implementation before the patterns)."""
     import evalmix
     from evalmix.inference.leaderboard import leaderboard
-    from evalmix.sim.leaderboard import round_robin
+    from evalmix.sim.boards import round_robin
 
     d = round_robin(n_models=5, n_items=30, tie_threshold=0.4, seed=4).table().frame()
     d["judge"] = np.arange(len(d)) % 3

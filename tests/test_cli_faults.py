@@ -37,7 +37,7 @@ def _start(*args: str) -> subprocess.Popen:
 
 def _no_figures(monkeypatch) -> None:
     """Report.write without drawing plots (the write path is what is tested)."""
-    import evalmix.report.plots as plots
+    import evalmix.report.figures as plots
     import evalmix.report.render as render
 
     monkeypatch.setattr(plots, "figure_list", lambda rep: [])
@@ -101,7 +101,7 @@ def test_an_interrupted_write_leaves_the_old_report(small_report, tmp_path, monk
 
 WRITER = textwrap.dedent("""
     import pickle, sys
-    import evalmix.report.plots as plots, evalmix.report.render as render
+    import evalmix.report.figures as plots, evalmix.report.render as render
     plots.figure_list = render.figure_list = lambda rep: []
     report = pickle.load(open(sys.argv[1], "rb"))
     for _ in range(int(sys.argv[3])):

@@ -278,7 +278,7 @@ def test_hostile_report_files(hostile_report):
     assert "\\u202e" in md and "\u202e" not in md
     assert any("holds control or invisible characters" in w for w in rep.warnings)
     # "$\foo$" in a model name is drawn literally: every figure is there
-    from evalmix.report.plots import figure_list
+    from evalmix.report.figures import figure_list
 
     assert sorted(p.stem for p in (out / "plots").glob("*.png")) == sorted(
         ["leaderboard"] * (rep.leaderboard is not None) + [n for n, _ in figure_list(rep)])
@@ -316,7 +316,7 @@ def test_plot_labels_are_literal():
     and fail), also when the figure is saved outside evalmix."""
     import io
 
-    from evalmix.report.plots import position_plot
+    from evalmix.report.figures import position_plot
 
     pos = pd.DataFrame({"judge": ["$\\foo$", "$$"], "first_shown_win_rate": [0.6, 0.5],
                         "first_shown_lo": [0.5, 0.4], "first_shown_hi": [0.7, 0.6],

@@ -17,7 +17,7 @@ from scipy import stats
 
 import evalmix
 from evalmix.errors import EvalmixError
-from evalmix.integrations.lm_eval import comparison_results, with_evalmix
+from evalmix.integrations.lm_eval_results import comparison_results, with_evalmix
 
 lm_metrics = pytest.importorskip("lm_eval.api.metrics", reason="lm-eval is not installed")
 make_table = pytest.importorskip("lm_eval.utils").make_table

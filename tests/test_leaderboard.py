@@ -22,7 +22,7 @@ from evalmix.inference.ranking import (
     rank_intervals,
 )
 from evalmix.inference.sandwich import vcov_cluster
-from evalmix.sim.leaderboard import baseline_leaderboard, round_robin
+from evalmix.sim.boards import baseline_leaderboard, round_robin
 
 #: Closed forms and the general sandwich agree up to rounding.
 R_TOL = 1e-9
@@ -298,7 +298,7 @@ def test_errors_and_warnings(small):
 
 
 def test_report_table_and_plot(small_board):
-    from evalmix.report import leaderboard as rl
+    from evalmix.report import leaderboard_view as rl
 
     models, pairs = small_board.tidy(), small_board.tidy_pairs()
     view = rl.leaderboard_frame(models)

@@ -15,7 +15,7 @@ import pytest
 from conftest import mc_band
 
 from evalmix.inference.leaderboard import leaderboard
-from evalmix.sim.leaderboard import baseline_leaderboard
+from evalmix.sim.boards import baseline_leaderboard
 
 REPS = 200
 #: Monte Carlo SE of a coverage near 0.95 with 200 data sets is 0.015.

@@ -15,7 +15,7 @@ import evalmix
 from evalmix.errors import EvalmixError
 from evalmix.inference.leaderboard import leaderboard
 from evalmix.inference.sandwich import multiway_df, vcov_multiway
-from evalmix.sim.leaderboard import baseline_leaderboard
+from evalmix.sim.boards import baseline_leaderboard
 
 #: Two code paths for the same algebra (closed-form cell sums vs the general sandwich).
 ALGEBRA_TOL = 1e-9

@@ -23,8 +23,8 @@ from evalmix.cli import build_parser
 from evalmix.errors import InvalidOptionError
 from evalmix.inference.leaderboard import leaderboard
 from evalmix.inference.letters import MAX_LETTERS, compact_letters, maximal_cliques
-from evalmix.report.leaderboard import leaderboard_markdown
-from evalmix.sim.leaderboard import baseline_leaderboard
+from evalmix.report.leaderboard_view import leaderboard_markdown
+from evalmix.sim.boards import baseline_leaderboard
 
 REFERENCE = Path(__file__).parent / "reference" / "letters"
 

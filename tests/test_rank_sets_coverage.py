@@ -29,7 +29,7 @@ import pytest
 from conftest import mc_band
 
 from evalmix.inference.leaderboard import leaderboard
-from evalmix.sim.leaderboard import baseline_leaderboard, round_robin
+from evalmix.sim.boards import baseline_leaderboard, round_robin
 
 REPS = 200
 SEED = 9100

@@ -27,7 +27,7 @@ from evalmix.inference.ranking import (
     tau_best,
     tie_groups,
 )
-from evalmix.sim.leaderboard import round_robin
+from evalmix.sim.boards import round_robin
 
 REF = Path(__file__).parent / "reference" / "ranks"
 DRAWS = 20_000  # as the reference (csranks' R)
@@ -201,7 +201,7 @@ def test_leaderboard_rank_sets_tie_groups_and_top_set(rr_board):
 
 
 def test_leaderboard_report_shows_tie_groups(rr_board):
-    from evalmix.report.leaderboard import leaderboard_frame, leaderboard_markdown
+    from evalmix.report.leaderboard_view import leaderboard_frame, leaderboard_markdown
     m = rr_board.tidy()
     view = leaderboard_frame(m)
     assert view["tie group"].tolist() == m["tie_group"].tolist()

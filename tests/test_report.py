@@ -417,7 +417,7 @@ def test_markdown_tables_escape_pipes_in_cells():
 
 def test_many_models_get_a_leaderboard_at_the_recommended_level(tmp_path):
     from evalmix.inference.leaderboard import leaderboard
-    from evalmix.sim.leaderboard import baseline_leaderboard
+    from evalmix.sim.boards import baseline_leaderboard
 
     t = baseline_leaderboard(n_models=8, n_items=40, n_judges=2, seed=2).table()
     with warnings.catch_warnings():

@@ -306,7 +306,7 @@ def _boxes(fig):
     "- controlled_win_rate",
     "x" * 150 + " vs y - win_rate"])
 def test_forest_title_of_a_long_fragile_contrast_fits(title):
-    from evalmix.report.plots import forest
+    from evalmix.report.figures import forest
 
     rows = pd.DataFrame({
         "estimand": "controlled_win_rate", "contrast": "x", "method": ["naive", "CR2", "CR2"],
@@ -322,7 +322,7 @@ def test_forest_title_of_a_long_fragile_contrast_fits(title):
 
 @pytest.mark.parametrize("n_judges", [1, 3])
 def test_position_plot_labels_do_not_overlap(n_judges):
-    from evalmix.report.plots import position_plot
+    from evalmix.report.figures import position_plot
 
     pos = pd.DataFrame({
         "judge": ["gpt-4-0613", "gemini-pro", "(all judges)"][-n_judges:],
@@ -343,7 +343,7 @@ def test_every_report_figure_keeps_its_text_inside(which, mtbench_report,
                                                    alpaca_folder_report):
     """Titles, axis labels and legends of every figure of a report lie inside the image
     and do not overlap one another."""
-    from evalmix.report.plots import figure_list
+    from evalmix.report.figures import figure_list
 
     rep = mtbench_report if which == "mtbench" else alpaca_folder_report
     figures = figure_list(rep)

@@ -9,7 +9,7 @@ import pytest
 import evalmix
 from evalmix.cli import main
 from evalmix.inference.permutation import permutation_test
-from evalmix.report import custom
+from evalmix.report import custom_statistics as custom
 from evalmix.seeding import child_seed
 
 RATIO = 'mean(red_flag, condition == "B") / mean(red_flag, condition == "A")'

@@ -14,7 +14,7 @@ import pytest
 
 import evalmix
 from evalmix._markdown import markdown_table
-from evalmix.report.plots import figure_list
+from evalmix.report.figures import figure_list
 from evalmix.sim import pairwise_judges
 
 _LINK = re.compile(r"!\[[^\]]*\]\(([^)]+)\)")
@@ -65,7 +65,7 @@ def test_one_markdown_table_writer():
 def test_figures_drawn_on_two_processes_are_those_drawn_here(report, monkeypatch):
     """The report's figures drawn by two forked workers are, byte for byte and in reading
     order, the figures drawn in this process."""
-    from evalmix.report import plots
+    from evalmix.report import figures as plots
 
     names = [name for name, _ in plots.figure_list(report)]
     assert len(names) >= plots.PARALLEL_MIN_FIGURES   # this report takes the parallel path

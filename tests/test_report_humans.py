@@ -10,7 +10,7 @@ import evalmix
 import evalmix.datasets
 from evalmix.cli import main
 from evalmix.humans import agreement
-from evalmix.report.humans import humans_section
+from evalmix.report.judges_vs_humans import humans_section
 
 
 def _small():

@@ -18,7 +18,7 @@ import pytest
 
 import evalmix
 from evalmix.errors import EvalmixWarning
-from evalmix.report import plots
+from evalmix.report import figures as plots
 from evalmix.sim import pairwise_judges
 
 _LINK = re.compile(r"!\[[^\]]*\]\(([^)]+)\)")

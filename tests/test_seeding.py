@@ -22,7 +22,7 @@ from evalmix.seeding import (
     seeded_rng,
 )
 from evalmix.sim import pairwise_judges
-from evalmix.sim.leaderboard import baseline_leaderboard
+from evalmix.sim.boards import baseline_leaderboard
 
 
 def _data(seed=0):

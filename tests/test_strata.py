@@ -225,7 +225,8 @@ def test_every_input_format_is_in_the_options_test():
 def test_sampled_and_strata_change_the_report_for_every_reader(reader, tmp_path, request,
                                                                 capsys, monkeypatch):
     from evalmix.cli import main
-    from evalmix.report import plots, render
+    from evalmix.report import figures as plots
+    from evalmix.report import render
 
     for module in (plots, render):  # the text is checked, the figures are not drawn
         monkeypatch.setattr(module, "figure_list", lambda rep: [])

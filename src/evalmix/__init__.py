@@ -57,7 +57,7 @@ _LAZY: dict[str, str] = {
     "StatisticBootstrap": "evalmix.inference.custom",
     "permutation_test": "evalmix.inference.permutation",
     "PermutationResult": "evalmix.inference.permutation",
-    "compare_runs": "evalmix.report.runs",
+    "compare_runs": "evalmix.report.compare_runs",
     "RunComparison": "evalmix.compare.runs",
     "read_plan": "evalmix.data.analysis_plan",
     "AnalysisPlan": "evalmix.data.analysis_plan",

@@ -2,7 +2,7 @@
 
 evalmix forks worker processes in two places: the Bayesian fit of a report runs in a
 child so that it can be stopped at ``--model-timeout`` (:mod:`evalmix.compare.model_rows`),
-and a report's figures are drawn by two workers (:mod:`evalmix.report.plots`). A worker
+and a report's figures are drawn by two workers (:mod:`evalmix.report.figures`). A worker
 must never outlive the process that wanted its result: killed with SIGKILL or SIGTERM,
 the parent gets no chance to terminate its pool, and an orphaned sampler would go on
 burning CPU for minutes with nobody to receive its draws.

@@ -76,7 +76,7 @@ def _read_options(items: list[str]) -> dict[str, Any]:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    from evalmix.report.runs import compare_runs
+    from evalmix.report.compare_runs import compare_runs
 
     kwargs = _read_options(args.read_options)
     clusters = parse_cluster(args.cluster)

@@ -615,7 +615,7 @@ def leaderboard(
 
     Examples
     --------
-    >>> from evalmix.sim.leaderboard import baseline_leaderboard
+    >>> from evalmix.sim.boards import baseline_leaderboard
     >>> sim = baseline_leaderboard(n_models=8, n_items=100, seed=1)
     >>> board = leaderboard(sim.table(), cluster="item", seed=1)
     >>> board.tidy()[["model", "rank", "rank_lo", "rank_hi"]].shape

@@ -130,7 +130,7 @@ def write_eval_set_report(log_dir: str | os.PathLike[str], out: str | os.PathLik
     from evalmix.data.readers import read_inspect
     from evalmix.errors import EvalmixError
     from evalmix.report.analyze import analyze
-    from evalmix.report.runs import compare_runs
+    from evalmix.report.compare_runs import compare_runs
 
     read: dict[str, Any] = {"scorer": scorer} if scorer else {}
     by = "item"

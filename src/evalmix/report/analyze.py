@@ -63,7 +63,7 @@ from evalmix.inference.estimands import build_problem
 from evalmix.inference.sandwich import FEW_CLUSTERS
 from evalmix.report.controlled import applies as lc_applies
 from evalmix.report.controlled import length_control_rows, style_control_rows
-from evalmix.report.custom import custom_rows
+from evalmix.report.custom_statistics import custom_rows
 from evalmix.report.reliability import reliability
 from evalmix.seeding import SeedLike, child_seed, resolve_seed
 from evalmix.vocabulary import Backend
@@ -291,7 +291,7 @@ def analyze(
         level); it still works, with a :class:`FutureWarning`.
     humans : sequence of str, optional
         The values of the judge role that are people (the others are LLM judges): the
-        report gets a "Judges against humans" section (:mod:`evalmix.report.humans`).
+        report gets a "Judges against humans" section (:mod:`evalmix.report.judges_vs_humans`).
     letters : bool
         Tier letters on the leaderboard (tables with more than 6 models); False leaves
         its ``tier`` column empty (:func:`evalmix.inference.leaderboard.leaderboard`).
@@ -562,7 +562,7 @@ def _planned(rep: Report, use: Any) -> Report:
 def _humans_section(table: EvalTable, humans: Sequence[str], level: float,
                     notes: list[str]) -> Any:
     """The "Judges against humans" section; a failure becomes a warning, not a crash."""
-    from evalmix.report.humans import humans_section
+    from evalmix.report.judges_vs_humans import humans_section
 
     out = guarded(humans_section, table, list(humans), level=level)
     if out.error:

@@ -44,7 +44,7 @@ REPORT_FILES = frozenset({
     "leaderboard.csv", "leaderboard_pairs.csv", "reliability.csv", "position_classes.csv",
     "length_control.csv", "style_control.csv",
     "humans_agreement.csv", "humans_alt_test.csv", "humans_anchored.csv", *_MARKERS,
-    # evalmix compare (report/runs.py)
+    # evalmix compare (report/compare_runs.py)
     "comparison.csv", "missing.csv"})
 
 

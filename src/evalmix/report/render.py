@@ -14,7 +14,7 @@ from evalmix._escape import html_text, md_code, md_text
 from evalmix._markdown import markdown_table
 from evalmix.compare.position import classes_wide
 from evalmix.report.answer import answer_html, answer_markdown
-from evalmix.report.plots import draw_figures, figure_list
+from evalmix.report.figures import draw_figures, figure_list
 
 if TYPE_CHECKING:
     from evalmix.report.report import Report
@@ -290,7 +290,7 @@ def html(rep: Report, sections: Sequence[tuple[str, str]] = (),
          figures: Mapping[str, str] | None = None) -> str:
     """The report as one self-contained HTML page (``sections``: extra (title, HTML
     fragment) pairs placed after the headline table; ``figures``: base64 PNGs of
-    :func:`~evalmix.report.plots.figure_list` by name, already drawn, else drawn here)."""
+    :func:`~evalmix.report.figures.figure_list` by name, already drawn, else drawn here)."""
     figs = (dict(figures) if figures is not None
             else {name: base64.b64encode(png).decode("ascii")
                   for name, png in draw_figures(rep).pngs.items()})

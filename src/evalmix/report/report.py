@@ -1,7 +1,7 @@
 """The :class:`Report` that :func:`evalmix.analyze` returns, and its file writers.
 
 A report holds tidy frames only; rendering (plots, HTML, Markdown) lives in
-:mod:`evalmix.report.plots` and :mod:`evalmix.report.render`.
+:mod:`evalmix.report.figures` and :mod:`evalmix.report.render`.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from evalmix.report.folder import (
 from evalmix.tidy import tidy_rows
 
 if TYPE_CHECKING:
-    from evalmix.report.humans import HumansSection
+    from evalmix.report.judges_vs_humans import HumansSection
 
 __all__ = ["Report", "PARTS", "Part", "check_report_dir", "REPORT_MARKER"]
 
@@ -152,7 +152,7 @@ class Report:
         (:func:`evalmix.inference.style_control.style_controlled_bt`); None otherwise.
     humans : HumansSection or None
         With ``analyze(humans=[...])``: the judges against the humans who rated the same
-        units (:mod:`evalmix.report.humans`); None otherwise.
+        units (:mod:`evalmix.report.judges_vs_humans`); None otherwise.
     reliability : Mapping or None
         With two or more facets around one object (the condition or the evaluated
         model): the G study of :mod:`evalmix.report.reliability` (``summary``: E rho^2,
@@ -166,7 +166,7 @@ class Report:
     custom : pandas.DataFrame or None
         With ``analyze(statistics=..., randomized=True)``: custom statistics bootstrapped
         at the recommended level and the cluster randomization test beside the
-        design-based p-value (:mod:`evalmix.report.custom`); None otherwise.
+        design-based p-value (:mod:`evalmix.report.custom_statistics`); None otherwise.
     """
 
     intervals: pd.DataFrame
@@ -260,7 +260,7 @@ class Report:
                     ) -> str:
         """The report as Markdown; ``plots_dir`` (relative) links PNGs written by
         :meth:`write`."""
-        from evalmix.report.leaderboard import leaderboard_markdown
+        from evalmix.report.leaderboard_view import leaderboard_markdown
         from evalmix.report.render import markdown
 
         sections = []
@@ -278,7 +278,7 @@ class Report:
 
             sections.append((STYLE_TITLE, style_markdown(self.style_control)))
         if self.humans is not None:
-            from evalmix.report.humans import HUMANS_TITLE
+            from evalmix.report.judges_vs_humans import HUMANS_TITLE
 
             sections.append((HUMANS_TITLE, self.humans.markdown()))
         if self.reliability is not None:
@@ -286,7 +286,7 @@ class Report:
 
             sections.append((RELIABILITY_TITLE, reliability_markdown(dict(self.reliability))))
         if self.custom is not None:
-            from evalmix.report.custom import CUSTOM_TITLE, custom_markdown
+            from evalmix.report.custom_statistics import CUSTOM_TITLE, custom_markdown
 
             sections.append((CUSTOM_TITLE, custom_markdown(self.custom)))
         text = markdown(self, plots_dir=plots_dir, sections=sections)
@@ -298,8 +298,8 @@ class Report:
                 figures: Mapping[str, str] | None = None) -> str:
         """A self-contained HTML page (plots embedded as base64 PNG; ``figures``: those
         already drawn, by name, as :meth:`write` passes them)."""
-        from evalmix.report.leaderboard import leaderboard_html
-        from evalmix.report.plots import draw_figures
+        from evalmix.report.figures import draw_figures
+        from evalmix.report.leaderboard_view import leaderboard_html
         from evalmix.report.render import html
 
         if figures is None:
@@ -321,7 +321,7 @@ class Report:
 
             sections.append((STYLE_TITLE, style_html(self.style_control)))
         if self.humans is not None:
-            from evalmix.report.humans import HUMANS_TITLE
+            from evalmix.report.judges_vs_humans import HUMANS_TITLE
 
             sections.append((HUMANS_TITLE, self.humans.html()))
         if self.reliability is not None:
@@ -329,7 +329,7 @@ class Report:
 
             sections.append((RELIABILITY_TITLE, reliability_html(dict(self.reliability))))
         if self.custom is not None:
-            from evalmix.report.custom import CUSTOM_TITLE, custom_html
+            from evalmix.report.custom_statistics import CUSTOM_TITLE, custom_html
 
             sections.append((CUSTOM_TITLE, custom_html(self.custom)))
         text = html(self, sections=sections, figures=figures)
@@ -381,13 +381,13 @@ class Report:
         return {name: Path(out) / name for name in names}
 
     def _extra_figures(self) -> list[tuple[str, Any]]:
-        """Figures of the report's sections beyond :func:`~evalmix.report.plots.
+        """Figures of the report's sections beyond :func:`~evalmix.report.figures.
         figure_list` (the leaderboard's), as (name, draw)."""
         if self.leaderboard is None:
             return []
         from functools import partial
 
-        from evalmix.report.leaderboard import leaderboard_plot
+        from evalmix.report.leaderboard_view import leaderboard_plot
 
         return [("leaderboard", partial(leaderboard_plot, self.leaderboard))]
 
@@ -403,7 +403,7 @@ class Report:
 
     def _write_files(self, d: Path, *, figures: bool = True, escape_csv: bool = True
                      ) -> None:
-        from evalmix.report.plots import draw_figures
+        from evalmix.report.figures import draw_figures
         from evalmix.report.render import design_markdown
 
         drawn = None

@@ -9,8 +9,8 @@ run interval methods on these simulators live in :func:`evalmix.plan.coverage`.
 from __future__ import annotations
 
 from evalmix.sim._common import SimResult
+from evalmix.sim.boards import arena_battles, baseline_leaderboard, round_robin
 from evalmix.sim.judges import judge_labels
-from evalmix.sim.leaderboard import arena_battles, baseline_leaderboard, round_robin
 from evalmix.sim.pairwise import DEFAULT_SDS, pairwise_judges
 from evalmix.sim.scores import cluster_sizes, clustered_scores
 

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from evalmix._escape import html_text, literal_text, md_text
-from evalmix.report.plots import _plt
+from evalmix.report.figures import _plt
 from evalmix.report.render import _table_html, _table_md, fmt
 
 if TYPE_CHECKING:
