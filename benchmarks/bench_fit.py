@@ -129,17 +129,18 @@ def child(case: str, out: str, draws: int | None, tune: int | None) -> None:
             wall, 2), "fits": fits}, default=str))
         return
     table, kw = _table(case)
+    sampling = {"engine": "bambi" if case.startswith("bambi") else "auto"}
     if draws:
-        kw["draws"] = draws
+        sampling["draws"] = draws
     if tune is not None:
-        kw["tune"] = tune
+        sampling["tune"] = tune
     import evalmix
 
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = evalmix.fit(table, engine="bambi" if case.startswith("bambi") else "auto",
-                          seed=1, progress=False, **kw)
+        fit = evalmix.fit(table, backend=evalmix.Bayes(**sampling), seed=1, progress=False,
+                          **kw)
     wall = time.perf_counter() - t0
     d = fit.diagnostics
     res = {

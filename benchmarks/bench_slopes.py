@@ -8,7 +8,7 @@ conditions = 12,000 0/1 scores), three models:
   default);
 * ``independent``: ``(1 + condition||scenario) + (1 + condition||persona) + (1|judge)``;
 * ``maximal``: ``(1 + condition|scenario) + (1 + condition|persona) + (1|judge)``, the
-  new default (``evalmix.fit(table, backend="statsmodels")``).
+  new default (``evalmix.fit(table, backend=evalmix.Laplace())``).
 
 Target (issue 28, item 5): the maximal Laplace fit within about 3x glmer's time on the
 same model. R timings were measured once with ``benchmarks/results/fit_slopes.R`` on the

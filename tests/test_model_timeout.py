@@ -115,7 +115,7 @@ def test_fit_refuses_a_deadline_that_is_not_an_instant(bad):
     from evalmix.errors import InvalidOptionError
 
     with pytest.raises(InvalidOptionError, match=r"deadline=.*time\.monotonic\(\)"):
-        evalmix.fit(_binary(), backend="statsmodels", method="laplace", deadline=bad)
+        evalmix.fit(_binary(), backend=evalmix.Laplace(), deadline=bad)
     with pytest.raises(StoppedAtLimit):   # an instant in the past is valid: it stops
-        evalmix.fit(_binary(), backend="statsmodels", method="laplace",
+        evalmix.fit(_binary(), backend=evalmix.Laplace(),
                     deadline=time.monotonic() - 1)

@@ -19,7 +19,7 @@ from evalmix.errors import EvalmixError, InvalidOptionError
 from evalmix.models.spec import build_spec
 from evalmix.sim import pairwise_judges
 
-TINY = {"draws": 60, "tune": 60, "chains": 2, "progress": False}
+TINY_BAYES = evalmix.Bayes(draws=60, tune=60, chains=2)
 
 
 @pytest.fixture(scope="module")
@@ -70,9 +70,8 @@ def test_a_model_spec_is_accepted_and_spec_options_beside_it_refused(table):
 def test_random_passes_through_fit(table, backend):
     """``random=`` reaches the spec on both back ends (a raw TypeError on the Bayesian
     one before)."""
-    opts = TINY if backend == "bayes" else {}
-    f = _quiet(evalmix.fit, table, backend=backend, random=["scenario"],
-               judge_position=False, slopes=(), seed=1, **opts)
+    f = _quiet(evalmix.fit, table, backend=TINY_BAYES if backend == "bayes" else backend,
+               random=["scenario"], judge_position=False, slopes=(), seed=1, progress=False)
     assert f.formula == "y ~ 1 + condition + position + (1|scenario)"
     assert f.variance["factor"].tolist() == ["scenario", "Residual"]
 
@@ -82,7 +81,8 @@ def test_both_backends_spell_terms_alike():
     """The same design gives the same (term, scale) keys on both back ends, so the report
     finds the same rows (compare/model_rows.py looks them up by exact term)."""
     t = pairwise_judges(8, 3, 3, 3, tie_threshold=0, seed=1).table()
-    fb = _quiet(evalmix.fit, t, random=["scenario", "judge"], slopes=(), seed=1, **TINY)
+    fb = _quiet(evalmix.fit, t, random=["scenario", "judge"], slopes=(), seed=1,
+                backend=TINY_BAYES, progress=False)
     fs = _quiet(evalmix.fit, t, backend="statsmodels", random=["scenario", "judge"],
                 slopes=(), seed=1)
     keys = [set(zip(f.fixed_effects["term"], f.fixed_effects["scale"], strict=True))
@@ -99,9 +99,8 @@ def test_both_backends_spell_terms_alike():
 def test_strata_drop_the_stratifying_factor(table, backend):
     """Within a judge, ``(1|judge)`` has one level: it is left out, not fitted (statsmodels
     raised) nor reported from its prior (Bayesian back end)."""
-    opts = TINY if backend == "bayes" else {}
-    f = _quiet(evalmix.fit, table, backend=backend, strata="judge", slopes=(), seed=1,
-               **opts)
+    f = _quiet(evalmix.fit, table, backend=TINY_BAYES if backend == "bayes" else backend,
+               strata="judge", slopes=(), seed=1, progress=False)
     assert set(f.strata) == {"judge1", "judge2"}
     for lev, sub in f.strata.items():
         assert "judge" not in sub.formula, sub.formula
@@ -115,8 +114,9 @@ def test_strata_honour_a_generator_seed(table):
     """Two Generators from the same seed give the same stratified fit (the per-stratum
     seeds, and so the probability-scale draws); another seed gives other draws."""
     def run(seed):
-        return _quiet(evalmix.fit, table, backend="statsmodels", strata="judge",
-                      random=["scenario", "persona"], seed=seed, n_draws=200)
+        return _quiet(evalmix.fit, table, strata="judge",
+                      random=["scenario", "persona"], seed=seed,
+                      backend=evalmix.Laplace(draws=200))
 
     a, b = run(np.random.default_rng(5)), run(np.random.default_rng(5))
     assert a.provenance["stratum_seeds"] == b.provenance["stratum_seeds"]
@@ -139,27 +139,33 @@ def test_analyze_hands_each_backend_only_its_fit_options(table):
 
 
 def test_fit_defaults_are_the_back_ends_defaults():
-    """fit lists every option explicitly; build_spec and fit_statsmodels take the same
-    ones as typed keywords with their defaults in one dataclass each, and fit_bayes has
-    its own signature. The defaults must agree, or fit(...) and the back end called
-    directly would fit different models."""
+    """fit lists the model options explicitly and takes each back end's own as an object;
+    build_spec and fit_statsmodels take the same ones as typed keywords with their
+    defaults in one dataclass each, and fit_bayes has its own signature. The defaults
+    must agree, or fit(...) and the back end called directly would fit different models."""
+    import dataclasses
     import inspect
 
-    from evalmix.models.api import BACKEND_OPTIONS
     from evalmix.models.bayes import fit_bayes
     from evalmix.models.frequentist import STATSMODELS_DEFAULTS
     from evalmix.models.spec._build import SPEC_DEFAULTS
 
     fit = inspect.signature(evalmix.fit).parameters
-    shared = {**SPEC_DEFAULTS, **STATSMODELS_DEFAULTS}
-    checked = [name for name in shared if name in fit]
-    assert len(checked) == len(shared) - 1   # all but build_spec's judge
+    checked = [name for name in SPEC_DEFAULTS if name in fit]
+    assert len(checked) == len(SPEC_DEFAULTS) - 1   # all but build_spec's judge
     for name in checked:
-        assert fit[name].default == shared[name], name
+        assert fit[name].default == SPEC_DEFAULTS[name], name
+    for name in ("level", "seed", "deadline"):
+        assert fit[name].default == STATSMODELS_DEFAULTS[name], name
     bayes = inspect.signature(fit_bayes).parameters
-    for name in BACKEND_OPTIONS["bayes"] + ("level", "seed"):   # progress: fit shows it
+    for f in dataclasses.fields(evalmix.Bayes):
+        assert f.default == bayes[f.name].default, f.name
+    for name in ("level", "seed"):   # progress: fit shows it
         assert fit[name].default == bayes[name].default, name
-    assert set(BACKEND_OPTIONS["statsmodels"]) < set(STATSMODELS_DEFAULTS)
+    for cls in (evalmix.REML, evalmix.Laplace, evalmix.VB, evalmix.MAP):
+        for f in dataclasses.fields(cls):
+            key = "n_draws" if f.name == "draws" else f.name
+            assert f.default == STATSMODELS_DEFAULTS[key], (cls, f.name)
 
 
 def test_typed_keywords_refuse_a_misspelt_option(table):

@@ -207,7 +207,8 @@ def test_bayesian_maximal_fit_has_independent_slopes_and_samples(slopes_table):
     the Laplace fit of the same model within a posterior SD."""
     # the scenario slope SD mixes slowly (centred near zero: bulk ESS ~20-70 per 400
     # draws; issue 35), so 1,000 draws keep R-hat clear of 1.05 (1.01-1.03 over seeds)
-    fit = _quiet(evalmix.fit, slopes_table, seed=1, draws=1000, tune=1000, progress=False)
+    fit = _quiet(evalmix.fit, slopes_table, seed=1, backend=evalmix.Bayes(draws=1000, tune=1000),
+                 progress=False)
     assert "(1 + condition|" not in fit.formula
     assert "(0 + condition|scenario)" in fit.formula
     assert any("independent intercepts and slopes" in n for n in fit.provenance["notes"])

@@ -180,7 +180,8 @@ def test_leaderboard_pairs_follow_the_contract():
 
 @pytest.mark.mcmc
 def test_bayesian_model_fit_follows_the_contract(judged):
-    f = _quiet(evalmix.fit, judged, seed=1, draws=60, tune=60, progress=False)
+    f = _quiet(evalmix.fit, judged, seed=1, backend=evalmix.Bayes(draws=60, tune=60),
+               progress=False)
     t = _check_contract(f)
     assert set(t["estimand"]) == {"fixed_effect", "sd"} and (t["method"] == "bayes").all()
 

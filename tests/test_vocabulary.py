@@ -30,7 +30,7 @@ DIFFERENT_BY_DESIGN: dict[str, str] = {
     "sampled": "TODO: one type for sampled (EvalTable.with_sampled also takes one role)",
     "reps": "TODO: one default policy for Monte Carlo counts",
     "draws": "TODO: leaderboard's Monte Carlo draws for max-t vs MCMC draws",
-    "backend": "analyze(backend=None) decides from the table; fit defaults to bayes",
+    "backend": "analyze(backend=None) picks which back ends run; fit takes one (an object or name)",
     "family": "interval's regression family vs a model family (None: from the outcome)",
     "ties": "how pairwise ties count in a table vs whether human ties are kept",
     "first_shown": "read maps a column when given; agreement looks for the default name",

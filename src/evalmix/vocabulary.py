@@ -24,7 +24,7 @@ __all__ = [
     "IntervalEstimand", "IntervalMethod", "CRType", "MultiwayCRType", "CIType", "WildWeights", "Scale",
     "Paired", "LeaderboardEstimand", "Adjust", "Crossed",
     # models
-    "Backend", "FitMethod", "Engine", "Sampler", "SensitivityMethod", "DfMethod",
+    "Backend", "FitBackend", "FitMethod", "Engine", "Sampler", "SensitivityMethod", "DfMethod",
     # generalizability theory
     "GStudyMethod", "FacetKind", "FacetRole", "Criterion",
     # judges against humans
@@ -91,8 +91,11 @@ LeaderboardEstimand = Literal["auto", "mean", "win_rate", "bradley_terry"]
 Adjust = Literal["max-t", "bonferroni", "none"]
 
 # -- models -------------------------------------------------------------------------------
-#: the model back ends
+#: the model back ends (which of them ``analyze`` runs)
 Backend = Literal["bayes", "statsmodels"]
+#: ``fit(backend=)`` by name: one back end (the words of ``ModelFit.backend`` and
+#: ``analyze(methods=)``) or ``"statsmodels"``, the frequentist default for the outcome
+FitBackend = Literal["bayes", "statsmodels", "mixedlm", "glmm_laplace", "glmm_vb", "glmm_map"]
 #: the fitting method of the statsmodels back end
 FitMethod = Literal["auto", "mixedlm", "laplace", "vb", "map"]
 #: the Bayesian engine

@@ -38,14 +38,9 @@ VARIANCE_REPORT_COLUMNS = (*VARIANCE_COLUMNS, "share_lo", "share_hi")
 #: logit scale, so what moves between the two fits is what the prior was deciding.
 SENSITIVITY_SCALE = 2.5
 
-#: report method name -> (fit backend, statsmodels method)
-_FITS: dict[str, tuple[str, str | None]] = {
-    "mixedlm": ("statsmodels", "mixedlm"),
-    "glmm_laplace": ("statsmodels", "laplace"),
-    "glmm_vb": ("statsmodels", "vb"),
-    "glmm_map": ("statsmodels", "map"),
-    "bayes": ("bayes", None),
-}
+#: the report's model methods: each the name of a back end of ``fit``
+#: (:func:`evalmix.models.backends.backend_from_name`)
+_FITS = ("mixedlm", "glmm_laplace", "glmm_vb", "glmm_map", "bayes")
 
 
 #: report method name -> the progress stage shown while it is fitted
@@ -300,7 +295,7 @@ def _run_fit(fit: Any, table: EvalTable, b: str, kwargs: dict[str, Any],
         try:
             if child is not None:
                 return child.result()
-            if kwargs["backend"] == "bayes":
+            if b == "bayes":
                 return fit(table, **kwargs)
             return fit(table, deadline=deadline_after(model_timeout), **kwargs)
         except StoppedAtLimit:
@@ -328,7 +323,8 @@ def model_rows(table: EvalTable, plan: Sequence[Contrast], *, backend: str | Non
     :func:`~evalmix.models.bayes.psis_sensitivity`); None when there is none. Every fit stops after ``model_timeout`` seconds (None or 0: no
     limit); a stopped fit leaves one empty row per contrast saying so.
     """
-    from evalmix.models.api import BACKEND_OPTIONS, fit
+    from evalmix.models.api import fit
+    from evalmix.models.backends import LEGACY_OPTIONS, backend_from_name
 
     backends, notes = _backends(table, backend, fast, methods)
     options = dict(fit_options or {})
@@ -343,22 +339,21 @@ def model_rows(table: EvalTable, plan: Sequence[Contrast], *, backend: str | Non
         return (fits, rows, pd.DataFrame(columns=list(VARIANCE_REPORT_COLUMNS)), notes,
                 sensitivity)
     runs: list[tuple[str, dict[str, Any], dict[str, int]]] = []
+    legacy = {k for names in LEGACY_OPTIONS.values() for k in names}
+    model_options = {k: v for k, v in options.items() if k not in legacy}
     for b in backends:
-        fit_backend, sm_method = _FITS[b]
         # fit_options serve every back end: each gets the ones it takes
-        other = BACKEND_OPTIONS["bayes" if fit_backend == "statsmodels" else "statsmodels"]
-        kwargs: dict[str, Any] = {"backend": fit_backend, "seed": seed, "level": level,
-                                  **{k: v for k, v in options.items() if k not in other}}
+        given = {k: v for k, v in options.items() if k in legacy}
         few: dict[str, int] = {}
-        if sm_method is not None:
-            kwargs["method"] = sm_method
-        else:
+        kwargs: dict[str, Any] = {"seed": seed, "level": level, **model_options}
+        if b == "bayes":
             kwargs["progress"] = False
             if draws is not None:
-                kwargs["draws"] = draws
+                given["draws"] = draws
             few = _few_level_factors(table, options)
             if "sensitivity" not in options and few:
-                kwargs["sensitivity"] = SENSITIVITY_SCALE
+                given["sensitivity"] = SENSITIVITY_SCALE
+        kwargs["backend"] = backend_from_name(b, given)
         runs.append((b, kwargs, few))
     # the Bayesian fit starts first, in its child process, and samples while this process
     # fits the statsmodels back ends (statsmodels first in ``backends``, so by the time
@@ -366,7 +361,7 @@ def model_rows(table: EvalTable, plan: Sequence[Contrast], *, backend: str | Non
     children: dict[str, _ChildFit] = {}
     try:
         for b, kwargs, _ in runs:
-            if kwargs["backend"] == "bayes":
+            if b == "bayes":
                 child = _ChildFit.start(fit, table, model_timeout, kwargs)
                 if child is not None:
                     children[b] = child
@@ -401,11 +396,11 @@ def model_rows(table: EvalTable, plan: Sequence[Contrast], *, backend: str | Non
             sensitivity = table_s
             how = dict(getattr(f, "provenance", {}) or {}).get("prior_sensitivity_method", {})
             fits[method]["prior_sensitivity"] = {
-                "scale": kwargs.get("sensitivity"), "few_level_factors": few,
+                "scale": kwargs["backend"].sensitivity, "few_level_factors": few,
                 "method": how.get("method", "refit")}
             verb = ("reweighted (PSIS) to" if how.get("method") == "psis" else "refitted with")
             notes.append(f"{method}: {verb} the SD priors at scale "
-                         f"{kwargs.get('sensitivity')} to check how much the few-level "
+                         f"{kwargs['backend'].sensitivity} to check how much the few-level "
                          "factors' SDs lean on the prior; see the section 'Prior "
                          "sensitivity (Bayesian model)' and prior_sensitivity.csv")
         new = _rows_from_fit(f, method, plan, level, table.n_obs)

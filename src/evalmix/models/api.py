@@ -12,29 +12,21 @@ import numpy as np
 import pandas as pd
 
 from evalmix.data.table import check_table
-from evalmix.errors import InvalidOptionError, check_option
+from evalmix.errors import InvalidOptionError
+from evalmix.models.backends import ModelBackend, resolve_backend
 from evalmix.models.result import ModelFit
 from evalmix.models.spec import ModelSpec, build_spec
 from evalmix.models.spec._build import SPEC_DEFAULTS
 from evalmix.seeding import SeedLike
-from evalmix.vocabulary import Backend, DfMethod, Engine, FitMethod, Sampler, SensitivityMethod
+from evalmix.vocabulary import FitBackend, FitMethod
 
-__all__ = ["fit", "BACKENDS", "BACKEND_OPTIONS"]
-
-BACKENDS = ("bayes", "statsmodels")
-
-#: Back end -> the options of :func:`fit` that only it takes (another value than the
-#: default for the other back end raises instead of being ignored).
-BACKEND_OPTIONS: dict[str, tuple[str, ...]] = {
-    "bayes": ("engine", "sampler", "draws", "tune", "chains", "prior_scale", "sensitivity",
-              "sensitivity_method", "target_accept", "retry_divergent"),
-    "statsmodels": ("method", "vc_prior_sd", "fe_prior_sd", "n_draws", "df", "deadline")}
+__all__ = ["fit"]
 
 
 def fit(
     data,
     *,
-    backend: Backend = "bayes",
+    backend: ModelBackend | FitBackend = "bayes",
     formula: str | None = None,
     slopes: Iterable[str] | None = None,
     position: bool = True,
@@ -47,23 +39,8 @@ def fit(
     level: float = 0.95,
     seed: SeedLike = None,
     progress: bool = True,
-    engine: Engine = "auto",
-    sampler: Sampler = "auto",
-    draws: int | None = None,
-    tune: int = 400,
-    chains: int = 2,
-    prior_scale: float = 1.0,
-    sensitivity: float | None = None,
-    sensitivity_method: SensitivityMethod = "auto",
-    target_accept: float | None = None,
-    retry_divergent: bool = True,
-    method: str = "auto",
-    vc_prior_sd: float = 1.0,
-    fe_prior_sd: float = 2.0,
-    n_draws: int = 4000,
-    df: DfMethod = "containment",
     deadline: float | None = None,
-    **unknown: Any,
+    **legacy: Any,
 ) -> ModelFit:
     """Fit a crossed random-effects model to an eval table (or to a built spec).
 
@@ -74,11 +51,16 @@ def fit(
         options below), or a :class:`~evalmix.models.spec.ModelSpec` from
         :func:`~evalmix.models.spec.build_spec` (then the model options must be left at
         their defaults and ``strata`` is not available).
-    backend : {"bayes", "statsmodels"}
-        ``"bayes"``: NUTS (nutpie) on the model of :mod:`evalmix.models.bayes.pymc_model`;
-        ``"statsmodels"``: :func:`evalmix.models.frequentist.fit_statsmodels`
-        (``method="auto"`` -- Laplace for binary outcomes, REML MixedLM for numeric ones --
-        or ``"laplace"``, ``"mixedlm"``, ``"vb"``, ``"map"``; approximations are flagged).
+    backend : Bayes, REML, Laplace, VB, MAP or str
+        The back end with its own options, an object of :mod:`evalmix.models.backends`
+        (exported at the top level): ``Bayes(draws=..., chains=...)`` (NUTS with nutpie,
+        the default), ``REML(df=...)`` (linear mixed model, ``lme4::lmer``),
+        ``Laplace(df=..., draws=...)`` (logit GLMM, ``lme4::glmer``), ``VB(...)`` or
+        ``MAP(...)`` (approximate logit GLMMs, flagged as such). By name, the back end
+        with its defaults: ``"bayes"``, ``"mixedlm"``, ``"glmm_laplace"``,
+        ``"glmm_vb"``, ``"glmm_map"`` (the words of ``ModelFit.backend`` and
+        ``analyze(methods=)``), or ``"statsmodels"``: ``Laplace()`` for 0/1, proportion
+        and pairwise outcomes, ``REML()`` for numeric scores.
     formula : str, optional
         lme4-syntax formula (supported subset: see :mod:`evalmix.models.spec`). Default:
         condition + position + a random intercept per cluster role + judge-specific
@@ -119,15 +101,18 @@ def fit(
         (statsmodels); recorded in the provenance.
     progress : bool
         Show the sampler's progress bar (Bayesian back end).
-    engine, sampler, draws, tune, chains, prior_scale, sensitivity, sensitivity_method, target_accept, retry_divergent
-        Bayesian back end only, see :func:`evalmix.models.bayes.fit_bayes`.
-    method, vc_prior_sd, fe_prior_sd, n_draws, df, deadline
-        statsmodels back end only, see :func:`evalmix.models.frequentist.fit_statsmodels`
-        (``deadline``: a :func:`time.monotonic` instant past which the fit stops with
-        ``StoppedAtLimit``; ``analyze(model_timeout=)`` sets it).
-    **unknown
-        Not an option: a keyword ``fit`` does not take is refused with an
-        :class:`~evalmix.errors.InvalidOptionError` naming it.
+    deadline : float, optional
+        A :func:`time.monotonic` instant past which a frequentist fit stops with
+        ``StoppedAtLimit`` (``analyze(model_timeout=)`` sets it); the Bayesian fit has no
+        deadline check, so it is refused there.
+    **legacy
+        The back ends' options as keywords, as ``fit`` took them before the back-end
+        objects (``draws=``, ``tune=``, ... for Bayes; ``method=``, ``df=``,
+        ``n_draws=``, ``vc_prior_sd=``, ``fe_prior_sd=`` with
+        ``backend="statsmodels"``): still taken, with a :class:`FutureWarning` naming
+        the new spelling. An option of the other back end, or one beside a back-end
+        object, is an :class:`~evalmix.errors.InvalidOptionError`, as is an unknown
+        keyword.
 
     Returns
     -------
@@ -136,44 +121,35 @@ def fit(
     Raises
     ------
     InvalidOptionError
-        An unknown keyword, an unknown ``backend``, or an option of the other back end
-        set to a value other than its default.
+        An unknown keyword, an unknown ``backend``, an option of another back end, or a
+        back end's option given both in its object and as a keyword.
 
     Examples
     --------
     >>> import evalmix
     >>> from evalmix.sim import pairwise_judges
     >>> t = pairwise_judges(10, 3, 3, 3, tie_threshold=0, seed=1).table()
-    >>> f = evalmix.fit(t, seed=1, draws=200, tune=200, progress=False)  # doctest: +SKIP
+    >>> b = evalmix.Bayes(draws=200, tune=200)
+    >>> f = evalmix.fit(t, backend=b, seed=1, progress=False)  # doctest: +SKIP
     >>> f.fixed_effects.query("term == 'condition[treatment]'")        # doctest: +SKIP
     """
     given = dict(locals())   # every option by name (first, so nothing else is in it)
-    if unknown:
-        names = ", ".join(sorted(unknown))
-        raise InvalidOptionError(
-            f"fit() got unknown keyword(s) {names}; the options are listed in "
-            "help(evalmix.fit) (model: formula, slopes, fixed, random, ...; Bayesian: "
-            "draws, tune, chains, ...; statsmodels: method, vc_prior_sd, ...)")
-    check_option("backend", backend, BACKENDS)
-    if deadline is not None and not (isinstance(deadline, int | float)
-                                     and not isinstance(deadline, bool)
-                                     and np.isfinite(deadline)):
+    kind, backend_options, label = resolve_backend(backend, legacy)
+    if deadline is not None and (kind == "bayes" or not (
+            isinstance(deadline, int | float) and not isinstance(deadline, bool)
+            and np.isfinite(deadline))):
         raise InvalidOptionError(
             f"deadline={deadline!r}: give a time.monotonic() instant (e.g. "
-            "time.monotonic() + 60) or None; analyze(model_timeout=SECONDS) sets it")
+            "time.monotonic() + 60) or None; analyze(model_timeout=SECONDS) sets it"
+            if kind != "bayes" else
+            f"deadline={deadline!r} applies to the frequentist back ends only, not "
+            f"backend={label!r} (the sampler has no deadline check; analyze(model_timeout=) "
+            "bounds it in a child process)")
     spec_options: dict[str, Any] = {
         **{k: given[k] for k in _SPEC_OPTIONS},
         "slopes": None if slopes is None else tuple(slopes), "fixed": tuple(fixed),
         "random": None if random is None else tuple(random)}
-    bayes_options = {k: given[k] for k in BACKEND_OPTIONS["bayes"]}
-    sm_options = {k: given[k] for k in BACKEND_OPTIONS["statsmodels"]}
-    owner = "statsmodels" if backend == "bayes" else "bayes"
-    wrong = [k for k in BACKEND_OPTIONS[owner] if given[k] != _DEFAULTS[k]]
-    if wrong:
-        raise InvalidOptionError(
-            f"{', '.join(f'{k}={given[k]!r}' for k in wrong)} applies to backend="
-            f"{owner!r} only, not backend={backend!r}; drop it or change the back end")
-    common = {"level": level, "seed": seed, "progress": progress}
+    common = {"level": level, "seed": seed, "progress": progress, "deadline": deadline}
     if not isinstance(data, ModelSpec):
         data = check_table(data, "fit")
     if isinstance(data, ModelSpec):
@@ -183,13 +159,11 @@ def fit(
             raise InvalidOptionError(
                 f"{', '.join(bad)} build a model from a table; with a ModelSpec, build the "
                 "spec with those options (build_spec(table, ...)) or pass the table")
-        return _fit_spec(data, backend, common, bayes_options, sm_options)
+        return _fit_spec(data, kind, common, backend_options)
     if strata is not None:
-        return _fit_strata(data, strata, backend=backend, spec_options=spec_options,
-                           common=common, bayes_options=bayes_options,
-                           sm_options=sm_options)
-    return _fit_spec(build_spec(data, **spec_options), backend, common, bayes_options,
-                     sm_options)
+        return _fit_strata(data, strata, kind=kind, spec_options=spec_options,
+                           common=common, backend_options=backend_options)
+    return _fit_spec(build_spec(data, **spec_options), kind, common, backend_options)
 
 
 #: The defaults of :func:`fit`'s options, read from its signature (their one home).
@@ -200,23 +174,24 @@ _DEFAULTS: dict[str, Any] = {name: p.default for name, p in
 _SPEC_OPTIONS = tuple(k for k in SPEC_DEFAULTS if k in _DEFAULTS)
 
 
-def _fit_spec(spec: ModelSpec, backend: str, common: dict[str, Any],
-              bayes_options: dict[str, Any], sm_options: dict[str, Any]) -> ModelFit:
-    if backend == "statsmodels":
+def _fit_spec(spec: ModelSpec, kind: str, common: dict[str, Any],
+              backend_options: dict[str, Any]) -> ModelFit:
+    if kind == "statsmodels":
         from evalmix.models.frequentist import fit_statsmodels
 
-        opts = dict(sm_options)
+        opts = dict(backend_options)
         # ``method`` stays a plain str here; fit_statsmodels validates it
         return fit_statsmodels(None, spec, method=cast(FitMethod, opts.pop("method")),
-                               level=common["level"], seed=common["seed"], **opts)
+                               level=common["level"], seed=common["seed"],
+                               deadline=common["deadline"], **opts)
     from evalmix.models.bayes import fit_bayes
 
-    return fit_bayes(spec, **common, **bayes_options)
+    return fit_bayes(spec, level=common["level"], seed=common["seed"],
+                     progress=common["progress"], **backend_options)
 
 
-def _fit_strata(table, strata: str, *, backend: str, spec_options: dict[str, Any],
-                common: dict[str, Any], bayes_options: dict[str, Any],
-                sm_options: dict[str, Any]) -> ModelFit:
+def _fit_strata(table, strata: str, *, kind: str, spec_options: dict[str, Any],
+                common: dict[str, Any], backend_options: dict[str, Any]) -> ModelFit:
     role = table.check_cluster(strata)[0]
     labels = table.data[role].astype(str).to_numpy()
     if spec_options["formula"] is not None:
@@ -244,8 +219,8 @@ def _fit_strata(table, strata: str, *, backend: str, spec_options: dict[str, Any
         seeds[lev] = int(rng.integers(2**31 - 1))
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            f = _fit_spec(build_spec(sub, **options), backend,
-                          {**common, "seed": seeds[lev]}, bayes_options, sm_options)
+            f = _fit_spec(build_spec(sub, **options), kind,
+                          {**common, "seed": seeds[lev]}, backend_options)
         for w in caught:
             warnings.warn(f"[{role}={lev}] {w.message}", w.category, stacklevel=3)
         fits[lev] = f

@@ -309,7 +309,7 @@ def _glmm_rows(design: str, table: Any, truth: Mapping[tuple[str, str], float],
     from evalmix.models.api import fit as fit_model
 
     try:
-        fit = fit_model(table, backend="statsmodels", method="laplace", level=level,
+        fit = fit_model(table, backend="glmm_laplace", level=level,
                         progress=False)
     except EvalmixError:
         return []

@@ -579,7 +579,7 @@ def fit_bayes(
             alt_fixed, alt_var = alt_tables
             prov["prior_sensitivity"] = sensitivity_table(fixed, var, alt_fixed, alt_var,
                                                           prior_scale, sensitivity)
-            msgs = [(m.replace("Check the prior sensitivity (fit(..., sensitivity=2.5))",
+            msgs = [(m.replace("Check the prior sensitivity (fit(..., backend=Bayes(sensitivity=2.5)))",
                                "Its prior sensitivity is in fit.prior_sensitivity"), c)
                     for m, c in msgs]
             bad = [str(w.message) for w in caught

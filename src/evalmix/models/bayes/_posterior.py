@@ -118,7 +118,7 @@ def check_quality(spec: ModelSpec, diag: pd.DataFrame, divergences: int, var: pd
             msgs.append((
                 f"factor {r.factor!r} has only {r.n_levels} levels: its variance is barely "
                 f"identified{rng} and leans on the prior. Check the prior sensitivity "
-                f"(fit(..., sensitivity=2.5)), or treat it as fixed effects "
+                f"(fit(..., backend=Bayes(sensitivity=2.5))), or treat it as fixed effects "
                 f"(fixed=('{r.factor}',)) or fit each level separately "
                 f"(strata='{r.factor}').", FewClustersWarning))
     return msgs
