@@ -94,6 +94,8 @@ BASH: list[tuple[str, str, str]] = [
      "the plan CLI: tests/test_analysis_plan.py (test_cli_plan_check)"),
     ("docs/custom-statistics.md", "evalmix report data.csv --outcome correct",
      "the report CLI with --statistic: tests/test_report_custom.py"),
+    ("docs/controlled.md", "evalmix report results/ --controlled length",
+     "the report CLI with --controlled: tests/test_report_controlled.py"),
     ("docs/report.md", "evalmix report DATA --outcome COL",
      "a usage synopsis with placeholders, not a command"),
     ("docs/report.md", ".venv/bin/python -c \"import evalmix.datasets",

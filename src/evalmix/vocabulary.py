@@ -22,7 +22,7 @@ __all__ = [
     "Family", "Regression",
     # design-based intervals
     "IntervalEstimand", "IntervalMethod", "CRType", "MultiwayCRType", "CIType", "WildWeights", "Scale",
-    "Paired", "LeaderboardEstimand", "Adjust", "Crossed",
+    "Paired", "LeaderboardEstimand", "Adjust", "Crossed", "ControlledEstimand",
     # models
     "Backend", "FitBackend", "FitMethod", "Engine", "Sampler", "SensitivityMethod", "DfMethod",
     # generalizability theory
@@ -89,6 +89,9 @@ Paired = bool | Literal["auto"]
 LeaderboardEstimand = Literal["auto", "mean", "win_rate", "bradley_terry"]
 #: the multiplicity adjustment of a leaderboard's pairwise differences
 Adjust = Literal["max-t", "bonferroni", "none"]
+#: the report's length- or style-controlled estimand: decided from the table (auto),
+#: AlpacaEval's length-controlled win rate, style-controlled Bradley-Terry, or none
+ControlledEstimand = Literal["auto", "length", "style", "none"]
 
 # -- models -------------------------------------------------------------------------------
 #: the model back ends (which of them ``analyze`` runs)

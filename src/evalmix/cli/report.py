@@ -9,7 +9,7 @@ import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, cast, get_args
 
 from evalmix._escape import terminal
 from evalmix.cli._common import (
@@ -22,7 +22,7 @@ from evalmix.cli._common import (
 )
 from evalmix.data.readers import FORMATS
 from evalmix.errors import DroppedRowsWarning, InvalidOptionError
-from evalmix.vocabulary import LogFormat
+from evalmix.vocabulary import ControlledEstimand, LogFormat
 
 __all__ = ["add_parser", "run_report", "run_demo", "parse_statistics"]
 
@@ -145,6 +145,20 @@ def add_parser(subparsers: Any) -> list[str]:
                     help="the conditions were assigned at random (within or between "
                          "clusters of the recommended level): add the cluster "
                          "randomization test beside the design-based p-value")
+    rp.add_argument("--controlled", choices=get_args(ControlledEstimand), default="auto",
+                    help="the length- or style-controlled estimand reported beside the raw "
+                         "one, with intervals and a plot: auto (AlpacaEval's length-controlled "
+                         "win rate when one baseline is in every row and the answer lengths "
+                         "are known; style-controlled Bradley-Terry for battles with answer "
+                         "features), length, style, or none")
+    rp.add_argument("--baseline", default=None, metavar="MODEL",
+                    help="the length-controlled win rate's baseline (default: the model in "
+                         "every row); implies --controlled length")
+    rp.add_argument("--style-features", dest="style_features", default=None,
+                    metavar="F1,F2",
+                    help="style control's answer features, comma-separated (default: those "
+                         "of length,headers,lists,bold the data has; a table file's column "
+                         "pairs F_a/F_b also count); implies --controlled style")
     rp.add_argument("--out", required=True, metavar="DIR", help="output folder")
     _common(rp)
     rp.set_defaults(func=run_report)
@@ -332,16 +346,26 @@ def parse_statistics(specs: Sequence[str]) -> dict[str, Any]:
 
 
 def _statistics(args: argparse.Namespace) -> tuple[dict[str, Any] | None, Any]:
-    """``--statistic`` parsed, and the table file's columns for them (None for a log)."""
-    if not args.statistics:
-        return None, None
-    from evalmix.data.load import load_frame
-
-    statistics = parse_statistics(args.statistics)
+    """``--statistic`` parsed, and the table file's columns (None for a log, or when
+    neither the statistics nor the controlled estimands need them)."""
+    statistics = parse_statistics(args.statistics) if args.statistics else None
     table_file = args.format == "table" or (args.format == "auto" and (args.outcome or
                                                                        args.roles))
-    columns = load_frame(args.data, encoding=args.encoding)[0] if table_file else None
-    return statistics, columns
+    if not table_file or (statistics is None and args.controlled == "none"):
+        return statistics, None
+    from evalmix.data.load import load_frame
+
+    return statistics, load_frame(args.data, encoding=args.encoding)[0]
+
+
+def _style_features(args: argparse.Namespace) -> list[str] | None:
+    if args.style_features is None:
+        return None
+    feats = [f.strip() for f in args.style_features.split(",") if f.strip()]
+    if not feats:
+        raise InvalidOptionError("--style-features expects feature names, e.g. "
+                                 "--style-features length,headers,lists,bold")
+    return feats
 
 
 def run_report(args: argparse.Namespace) -> int:
@@ -362,7 +386,8 @@ def run_report(args: argparse.Namespace) -> int:
             model_timeout=args.model_timeout, command=_command_line(), out=args.out,
             fit_options=None if args.sensitivity else {"sensitivity": None}, humans=humans,
             letters=args.letters, statistics=statistics, columns=columns,
-            randomized=args.randomized)
+            randomized=args.randomized, controlled=args.controlled, baseline=args.baseline,
+            style_features=_style_features(args))
         _finish(report, Path(args.out), t0, args.escape_csv)
     except KeyboardInterrupt:
         raise _keep_partial(Path(args.out)) from None

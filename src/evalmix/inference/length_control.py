@@ -158,8 +158,8 @@ class LengthControlResult:
     ----------
     models : pandas.DataFrame
         One row per model and estimand (``lc_win_rate``, ``win_rate``) in the result
-        contract (:func:`evalmix.tidy.tidy_rows`), with the model's ``model``,
-        ``n_obs``, the GLM's coefficients (``coef_length``, ``coef_difficulty``,
+        contract (:func:`evalmix.tidy.tidy_rows`), with the model's ``model``, the
+        ``baseline``, ``n_obs``, the GLM's coefficients (``coef_length``, ``coef_difficulty``,
         ``coef_model``) on the ``lc_win_rate`` rows, and ``se_upstream`` (AlpacaEval's
         ``lc_standard_error`` / ``standard_error`` convention, as a proportion).
     baseline : str
@@ -368,7 +368,7 @@ def length_controlled_win_rate(
                 failed += 1
                 continue
             boot_raw[r] = _raw(sample)
-    rows = _rows(dat, lc, raw, coef, sem, boot_lc, boot_raw, level, failed)
+    rows = _rows(dat, lc, raw, coef, sem, boot_lc, boot_raw, level, failed, baseline)
     frame = tidy_rows(rows, method="cluster_bootstrap", cluster="item", scale="probability",
                       level=level, df=np.inf, n_clusters=dat.n_items, reps=reps,
                       seed=recorded)
@@ -379,8 +379,8 @@ def length_controlled_win_rate(
 
 
 def _rows(dat: _Data, lc: np.ndarray, raw: np.ndarray, coef: np.ndarray, sem: np.ndarray,
-          boot_lc: np.ndarray, boot_raw: np.ndarray, level: float, failed: int
-          ) -> list[dict[str, Any]]:
+          boot_lc: np.ndarray, boot_raw: np.ndarray, level: float, failed: int,
+          baseline: str) -> list[dict[str, Any]]:
     alpha = (1 - level) / 2
     n = np.bincount(dat.model, minlength=dat.models.size)
     raw_sem = np.sqrt(np.bincount(dat.model, (dat.y - raw[dat.model]) ** 2, dat.models.size)
@@ -401,5 +401,5 @@ def _rows(dat: _Data, lc: np.ndarray, raw: np.ndarray, coef: np.ndarray, sem: np
             out.append({"estimand": est, "contrast": str(name), "estimate": point,
                         "se": ok.std(ddof=1) if ok.size >= MIN_REPS else np.nan,
                         "lo": lo, "hi": hi, "note": note, "model": str(name),
-                        "n_obs": int(n[m]), **extra})
+                        "baseline": baseline, "n_obs": int(n[m]), **extra})
     return out

@@ -61,12 +61,15 @@ from evalmix.inference.api import interval
 from evalmix.inference.bootstrap import MIN_REPS
 from evalmix.inference.estimands import build_problem
 from evalmix.inference.sandwich import FEW_CLUSTERS
-from evalmix.report.controlled import applies as lc_applies
-from evalmix.report.controlled import length_control_rows, style_control_rows
+from evalmix.report.controlled import (
+    choose_controlled,
+    length_control_rows,
+    style_control_rows,
+)
 from evalmix.report.custom_statistics import custom_rows
 from evalmix.report.reliability import reliability
 from evalmix.seeding import SeedLike, child_seed, resolve_seed
-from evalmix.vocabulary import Backend
+from evalmix.vocabulary import Backend, ControlledEstimand
 
 if TYPE_CHECKING:
     from evalmix.data.analysis_plan import AnalysisPlan
@@ -222,6 +225,9 @@ def analyze(
     statistics: Mapping[str, Statistic] | None = None,
     columns: pd.DataFrame | None = None,
     randomized: bool = False,
+    controlled: ControlledEstimand = "auto",
+    baseline: str | None = None,
+    style_features: Sequence[str] | None = None,
 ) -> Report:
     """Every estimand x method x cluster level of ``table``, in one report.
 
@@ -313,6 +319,20 @@ def analyze(
         The conditions were assigned at random (within or between clusters of the
         recommended level): adds the cluster randomization test of the condition
         difference (:func:`evalmix.permutation_test`) beside its design-based p-value.
+    controlled : {"auto", "length", "style", "none"}
+        The length- or style-controlled estimand reported beside the raw one
+        (:mod:`evalmix.report.controlled`): ``"auto"`` makes AlpacaEval's length-controlled
+        win rate when one baseline is in every row and the answer lengths are known, and
+        style-controlled Bradley-Terry for battles with answer features; ``"length"`` or
+        ``"style"`` asks for one (an error names what the table lacks); ``"none"`` skips
+        both.
+    baseline : str, optional
+        The length-controlled win rate's baseline (default: the model in every row);
+        implies ``controlled="length"``.
+    style_features : sequence of str, optional
+        Style control's answer features (default: those of ``length``, ``headers``,
+        ``lists``, ``bold`` the table has; any column pair ``<f>_a`` / ``<f>_b`` of the
+        table or ``columns``); implies ``controlled="style"``.
 
     Returns
     -------
@@ -353,6 +373,8 @@ def analyze(
     model_methods = [m for m in MODEL_METHODS if m in chosen] if methods is not None \
         else None
     table = table.with_sampled(sampled, strata=strata)
+    controlled, style_feats = choose_controlled(table, controlled, baseline=baseline,
+                                                style_features=style_features, columns=columns)
     use = None
     if plan is not None:
         from evalmix.report.planned import resolve_plan
@@ -480,13 +502,17 @@ def analyze(
                                                           seed=seed, letters=letters)
         if board_note:
             notes.append(board_note)
-        with bar.stage("length-controlled win rate") if lc_applies(table) else nullcontext():
-            lc_rows, lc_note = length_control_rows(table, level=level, seed=seed, reps=reps)
-        if lc_note:
-            notes.append(lc_note)
-        sc_rows, sc_note = style_control_rows(table, level=level)
-        if sc_note:
-            notes.append(sc_note)
+        lc_rows = sc_rows = None
+        if controlled == "length":
+            with bar.stage("length-controlled win rate"):
+                lc_rows, lc_note = length_control_rows(table, level=level, seed=seed,
+                                                       reps=reps, baseline=baseline,
+                                                       columns=columns)
+            notes += [lc_note] if lc_note else []
+        elif controlled == "style":
+            sc_rows, sc_note = style_control_rows(table, style_feats, level=level,
+                                                  columns=columns)
+            notes += [sc_note] if sc_note else []
         with bar.stage("G study: reliability and budget"):
             rel, rel_note = reliability(table, level=level, seed=seed, fast=fast,
                                         model_timeout=model_timeout)
@@ -503,7 +529,8 @@ def analyze(
             return {**_summary(table, seed=seed, reps=reps, level=level, fast=fast,
                                backend=backend, methods=design_methods, levels=levels_run,
                                command=command, fits=fits),
-                    "model_timeout": model_timeout, "upstream": upstream}
+                    "model_timeout": model_timeout, "upstream": upstream,
+                    "controlled": controlled}
 
         custom: pd.DataFrame | None = None
         custom_notes: list[str] = []

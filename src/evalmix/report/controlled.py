@@ -10,24 +10,30 @@
   as the battles reader gives them); numbers from
   :func:`evalmix.inference.style_control.style_controlled_bt`.
 
-No fitting here.
+That is ``controlled="auto"``; ``analyze(controlled="length" | "style" | "none")`` (``evalmix
+report --controlled``) asks for one by name or for none (:func:`choose_controlled`), and
+:mod:`evalmix.report.controlled_plots` draws each beside the raw estimand.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, get_args
 
 import numpy as np
 import pandas as pd
 
 from evalmix._escape import html_text, md_text
 from evalmix.compare._calls import guarded
+from evalmix.errors import InvalidOptionError, check_option
 from evalmix.report.render import _table_html, _table_md, fmt
+from evalmix.vocabulary import ControlledEstimand
 
 if TYPE_CHECKING:
     from evalmix.data.table import EvalTable
 
-__all__ = ["CONTROLLED_TITLE", "STYLE_TITLE", "applies", "length_control_rows",
+__all__ = ["CONTROLLED_TITLE", "STYLE_TITLE", "applies", "choose_controlled",
+           "length_control_rows",
            "style_control_rows", "style_markdown", "style_html", "controlled_markdown",
            "controlled_html"]
 
@@ -40,46 +46,126 @@ REPORT_REPS = 200
 
 
 def _baseline(table: EvalTable) -> bool:
+    if table.kind != "pairwise":
+        return False
     d = table.data
     a, b = d["model_a"].astype(str).to_numpy(), d["model_b"].astype(str).to_numpy()
     return any(np.all((a == m) | (b == m)) for m in {a[0], b[0]}) if a.size else False
 
 
-def applies(table: EvalTable) -> bool:
+def _has(table: EvalTable, columns: pd.DataFrame | None, feature: str) -> bool:
+    """Whether the answer feature's column pair is in the table or its source frame."""
+    pair = {f"{feature}_a", f"{feature}_b"}
+    return pair <= set(table.data.columns) or (columns is not None
+                                               and pair <= set(columns.columns))
+
+
+def _why_no_length(table: EvalTable, columns: pd.DataFrame | None = None) -> str:
+    """What keeps the table from the LC win rate ("" when nothing)."""
+    if table.kind != "pairwise":
+        return "it needs a pairwise table (model_a, model_b)"
+    if "item" not in table.clusters:
+        return "it needs the instruction as the 'item' cluster (--cluster item=COLUMN)"
+    if not _has(table, columns, "length"):
+        return ("it needs the answer lengths, columns length_a and length_b (the AlpacaEval "
+                "reader adds them from output_1 / output_2)")
+    if not _baseline(table):
+        return "it compares every model with one baseline, but no model is in every row"
+    return ""
+
+
+def _why_no_style(table: EvalTable, features: Sequence[str],
+                  columns: pd.DataFrame | None = None) -> str:
+    """What keeps the table from style control with ``features`` ("" when nothing)."""
+    if table.kind != "pairwise":
+        return "it needs a pairwise table (model_a, model_b)"
+    if table.ties == "separate":
+        return "it counts a tie one half: read the table with ties='half' (--ties half)"
+    if not features:
+        return ("it needs answer features, column pairs <feature>_a / <feature>_b (the "
+                "battles reader adds length, headers, lists and bold from conversation_a / "
+                "conversation_b)")
+    missing = [f for f in features if not _has(table, columns, f)]
+    if missing:
+        return (f"feature {missing[0]!r} needs the columns {missing[0]}_a and "
+                f"{missing[0]}_b, which the table lacks")
+    return ""
+
+
+def applies(table: EvalTable, columns: pd.DataFrame | None = None) -> bool:
     """Whether the table has what the LC win rate needs (see the module docstring)."""
-    if table.kind != "pairwise" or "item" not in table.clusters:
-        return False
-    if not {"length_a", "length_b"} <= set(table.data.columns):
-        return False
-    return _baseline(table)
+    return not _why_no_length(table, columns)
 
 
-def _style_features(table: EvalTable) -> list[str]:
-    """The answer features a style section uses (empty: no section)."""
+def _present_features(table: EvalTable, columns: pd.DataFrame | None) -> list[str]:
     from evalmix.data.answers import ANSWER_FEATURES
 
-    if table.kind != "pairwise" or table.ties == "separate" or _baseline(table):
-        return []
-    cols = set(table.data.columns)
-    return [f for f in ANSWER_FEATURES if {f"{f}_a", f"{f}_b"} <= cols]
+    return [f for f in ANSWER_FEATURES if _has(table, columns, f)]
 
 
-def style_control_rows(table: EvalTable, *, level: float) -> tuple[pd.DataFrame | None, str]:
+def choose_controlled(table: EvalTable, controlled: ControlledEstimand = "auto", *,
+                      baseline: str | None = None, style_features: Sequence[str] | None = None,
+                      columns: pd.DataFrame | None = None
+                      ) -> tuple[ControlledEstimand, list[str]]:
+    """The controlled estimand the report makes and the style features it uses.
+
+    ``"auto"`` is the length-controlled win rate when the table has what it needs, else
+    style control for battles with answer features and no common baseline, else none;
+    ``baseline=`` asks for the length-controlled win rate and ``style_features=`` for
+    style control. An estimand asked for by name that the table cannot give raises.
+
+    Raises
+    ------
+    InvalidOptionError
+        An unknown ``controlled``, a contradiction (``baseline=`` with style control), or
+        an estimand asked for that the table cannot give (the message says what it lacks).
+    """
+    check_option("controlled", controlled, get_args(ControlledEstimand))
+    if style_features is not None:
+        style_features = [str(f) for f in ([style_features] if isinstance(style_features, str)
+                                           else style_features)]
+    if baseline is not None and style_features is not None:
+        raise InvalidOptionError("baseline= is the length-controlled win rate's and "
+                                 "style_features= style control's: give one of them")
+    if controlled == "auto":
+        controlled = ("length" if baseline is not None else
+                      "style" if style_features is not None else "auto")
+    wrong = ("baseline" if baseline is not None and controlled != "length" else
+             "style_features" if style_features is not None and controlled != "style" else "")
+    if wrong:
+        raise InvalidOptionError(f"{wrong}= does not apply with controlled={controlled!r}")
+    feats = (list(style_features) if style_features is not None
+             else _present_features(table, columns))
+    if controlled == "length":
+        why = _why_no_length(table, columns)
+        if why:
+            raise InvalidOptionError(f"the length-controlled win rate cannot be made from "
+                                     f"{table.source!r}: {why}")
+    elif controlled == "style":
+        why = _why_no_style(table, feats, columns)
+        if why:
+            raise InvalidOptionError(f"style control cannot be made from {table.source!r}: "
+                                     f"{why}")
+    elif controlled == "auto":
+        controlled = ("length" if applies(table, columns) else
+                      "style" if not _baseline(table) and not _why_no_style(table, feats, columns)
+                      else "none")
+    return controlled, feats if controlled == "style" else []
+
+
+def style_control_rows(table: EvalTable, features: Sequence[str], *, level: float,
+                       columns: pd.DataFrame | None = None) -> tuple[pd.DataFrame | None, str]:
     """Style-controlled and raw abilities and the style coefficients
-    (:meth:`StyleControlResult.tidy`) and a note; (None, "") when the table has no answer
-    features or has a common baseline (then the LC win rate is the controlled estimand)."""
+    (:meth:`StyleControlResult.tidy`) and a note; (None, note) when too large or failed."""
     from evalmix.inference.style_control import style_controlled_bt
 
-    feats = _style_features(table)
-    if not feats:
-        return None, ""
     d = table.data
     k = len(set(d["model_a"].astype(str)) | set(d["model_b"].astype(str)))
-    if table.n_obs * (k + len(feats)) > MAX_STYLE_CELLS:
+    if table.n_obs * (k + len(features)) > MAX_STYLE_CELLS:
         return None, (f"style control was not fitted: {table.n_obs} battles x {k} models is "
                       "too large for its dense design; call evalmix.style_controlled_bt on "
                       "a sample")
-    out = guarded(style_controlled_bt, table, feats, level=level)
+    out = guarded(style_controlled_bt, table, list(features), level=level, columns=columns)
     if not out.ok:
         return None, f"style-controlled Bradley-Terry could not be computed ({out.error})"
     return out.value.tidy(), ""
@@ -132,15 +218,14 @@ def style_html(rows: pd.DataFrame) -> str:
 
 
 def length_control_rows(table: EvalTable, *, level: float, seed: int,
-                        reps: int = REPORT_REPS) -> tuple[pd.DataFrame | None, str]:
-    """The LC rows (:meth:`LengthControlResult.tidy`) and a note, or (None, "") when the
-    table has no answer lengths or no common baseline."""
+                        reps: int = REPORT_REPS, baseline: str | None = None,
+                        columns: pd.DataFrame | None = None) -> tuple[pd.DataFrame | None, str]:
+    """The LC rows (:meth:`LengthControlResult.tidy`) and a note ((None, note) when the
+    fit failed); the caller has checked that the table qualifies."""
     from evalmix.inference.length_control import length_controlled_win_rate
 
-    if not applies(table):
-        return None, ""
     out = guarded(length_controlled_win_rate, table, level=level, seed=seed,
-                  reps=min(reps, REPORT_REPS))
+                  reps=min(reps, REPORT_REPS), baseline=baseline, columns=columns)
     if not out.ok:
         return None, f"the length-controlled win rate could not be computed ({out.error})"
     return out.value.tidy(), ""

@@ -110,6 +110,7 @@ def _user_files(d: Path, ours: set[str]) -> list[str]:
 
 #: the figures a report may write into ``plots/``
 _FIGURE = re.compile(r"plots/(?:headline|variance|position|controlled|leaderboard|"
+                     r"length_control|style_control|"
                      r"forest_\d+)\.png")
 
 

@@ -59,6 +59,12 @@ def _jsonable(obj: Any) -> Any:
 LEADERBOARD_TITLE = "Leaderboard: per-model intervals, every model pair, rank ranges"
 
 
+def _html_figure(figures: Mapping[str, str], name: str) -> str:
+    """A section's figure embedded in the HTML page ("" when it was not drawn)."""
+    png = figures.get(name)
+    return f"<img alt='{name}' src='data:image/png;base64,{png}'>" if png else ""
+
+
 def _reliability_frame(reliability: Mapping[str, Any]) -> pd.DataFrame:
     from evalmix.report.reliability import reliability_frame
 
@@ -272,11 +278,13 @@ class Report:
         if self.length_control is not None:
             from evalmix.report.controlled import CONTROLLED_TITLE, controlled_markdown
 
-            sections.append((CONTROLLED_TITLE, controlled_markdown(self.length_control)))
+            sections.append((CONTROLLED_TITLE, controlled_markdown(self.length_control)
+                             + self._md_figure(plots_dir, "length_control")))
         if self.style_control is not None:
             from evalmix.report.controlled import STYLE_TITLE, style_markdown
 
-            sections.append((STYLE_TITLE, style_markdown(self.style_control)))
+            sections.append((STYLE_TITLE, style_markdown(self.style_control)
+                             + self._md_figure(plots_dir, "style_control")))
         if self.humans is not None:
             from evalmix.report.judges_vs_humans import HUMANS_TITLE
 
@@ -315,11 +323,13 @@ class Report:
         if self.length_control is not None:
             from evalmix.report.controlled import CONTROLLED_TITLE, controlled_html
 
-            sections.append((CONTROLLED_TITLE, controlled_html(self.length_control)))
+            sections.append((CONTROLLED_TITLE, controlled_html(self.length_control)
+                             + _html_figure(figures, "length_control")))
         if self.style_control is not None:
             from evalmix.report.controlled import STYLE_TITLE, style_html
 
-            sections.append((STYLE_TITLE, style_html(self.style_control)))
+            sections.append((STYLE_TITLE, style_html(self.style_control)
+                             + _html_figure(figures, "style_control")))
         if self.humans is not None:
             from evalmix.report.judges_vs_humans import HUMANS_TITLE
 
@@ -382,14 +392,30 @@ class Report:
 
     def _extra_figures(self) -> list[tuple[str, Any]]:
         """Figures of the report's sections beyond :func:`~evalmix.report.figures.
-        figure_list` (the leaderboard's), as (name, draw)."""
-        if self.leaderboard is None:
-            return []
+        figure_list` (the leaderboard's and the controlled estimands'), as (name, draw)."""
         from functools import partial
 
-        from evalmix.report.leaderboard_view import leaderboard_plot
+        out: list[tuple[str, Any]] = []
+        if self.leaderboard is not None:
+            from evalmix.report.leaderboard_view import leaderboard_plot
 
-        return [("leaderboard", partial(leaderboard_plot, self.leaderboard))]
+            out.append(("leaderboard", partial(leaderboard_plot, self.leaderboard)))
+        if self.length_control is not None:
+            from evalmix.report.controlled_plots import length_control_plot
+
+            out.append(("length_control", partial(length_control_plot,
+                                                  self.length_control)))
+        if self.style_control is not None:
+            from evalmix.report.controlled_plots import style_control_plot
+
+            out.append(("style_control", partial(style_control_plot, self.style_control)))
+        return out
+
+    def _md_figure(self, plots_dir: str | None, name: str) -> str:
+        """The Markdown link of a section's figure, when it was written."""
+        if not plots_dir or name in self.summary.get("figures_not_drawn", {}):
+            return ""
+        return f"\n\n![{name}]({plots_dir}/{name}.png)"
 
     def _noting_figures(self, failed: Mapping[str, str]) -> Report:
         """The report with the figures that could not be drawn recorded: in
