@@ -173,3 +173,63 @@ def test_report_shows_style_control_beside_raw(battles, tmp_path):
     assert (tmp_path / "rep" / "style_control.csv").is_file()
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "Style-controlled Bradley-Terry" in md and "rank (raw)" in md
+
+
+def _metadata_records(n: int = 400, seed: int = 5) -> list[dict]:
+    """Arena battles carrying FastChat's conv_metadata (ints and dicts of counts, as the
+    clean_battle exports hold them) and no texts."""
+    rng = np.random.default_rng(seed)
+    models = [f"m{i}" for i in range(5)]
+    out = []
+    for i in range(n):
+        a, b = rng.choice(models, 2, replace=False)
+        meta = {}
+        for side in "ab":
+            meta[f"sum_assistant_{side}_tokens"] = int(rng.integers(20, 900))
+            meta[f"header_count_{side}"] = {f"h{j}": int(rng.integers(0, 2)) for j in range(1, 7)}
+            meta[f"list_count_{side}"] = {"ordered": int(rng.integers(0, 5)),
+                                          "unordered": int(rng.integers(0, 5))}
+            meta[f"bold_count_{side}"] = {"**": int(rng.integers(0, 4)), "__": 0}
+        out.append({"model_a": str(a), "model_b": str(b), "question_id": f"q{i % 80}",
+                    "winner": str(rng.choice(["model_a", "model_b", "tie"])),
+                    "judge": "arena_user", "conv_metadata": meta})
+    return out
+
+
+def _fastchat_style_block(records: list[dict]) -> np.ndarray:
+    """The style columns of FastChat's construct_style_matrices (elo_analysis.py: each
+    element an int or a dict summed; (a - b) / (a + b + 1); standardised with the
+    population SD), re-expressed here as the reference."""
+    names = ["sum_assistant_{}_tokens", "header_count_{}", "list_count_{}", "bold_count_{}"]
+
+    def value(v):
+        return v if isinstance(v, int) else sum(v.values())
+
+    a = np.array([[value(r["conv_metadata"][n.format("a")]) for n in names] for r in records],
+                 dtype=float)
+    b = np.array([[value(r["conv_metadata"][n.format("b")]) for n in names] for r in records],
+                 dtype=float)
+    d = (a - b) / (a + b + 1.0)
+    return (d - d.mean(axis=0)) / d.std(axis=0)
+
+
+def test_battles_reader_reads_fastchat_conv_metadata(tmp_path):
+    """The battles reader turns Arena's conv_metadata into tokens / headers / lists / bold
+    of both answers; the style covariates evalmix builds from them equal FastChat's
+    construct_style_matrices block (1e-12), and the report's style control uses them
+    (tokens first, Arena's length unit)."""
+    from evalmix.data.answers import answer_columns
+    from evalmix.report.controlled import choose_controlled
+
+    records = _metadata_records()
+    path = tmp_path / "clean_battle.json"
+    path.write_text(json.dumps(records))
+    table = read_battles(path)
+    feats = ["tokens", "headers", "lists", "bold"]
+    a, b = answer_columns(table, feats)
+    rows = table.data["row"].to_numpy()
+    ref = _fastchat_style_block(records)[rows]
+    assert np.allclose(style_features(a, b), ref, atol=1e-12)
+    assert choose_controlled(table) == ("style", feats)
+    res = style_controlled_bt(table, feats)
+    assert list(res.coefficients["feature"]) == feats

@@ -10,7 +10,11 @@ where the logs hold the answer texts:
   (the baseline) and ``output_2``, as AlpacaEval's own length-controlled GLM counts them
   (``len(output)``);
 - Chatbot Arena battles with ``conversation_a`` / ``conversation_b``: ``length``,
-  ``headers``, ``lists`` and ``bold`` of the assistant turns (:func:`answer_features`).
+  ``headers``, ``lists`` and ``bold`` of the assistant turns (:func:`answer_features`);
+- Chatbot Arena battles with FastChat's ``conv_metadata`` (the ``clean_battle`` exports
+  and ``lmarena-ai/arena-human-preference-*`` hold it): ``tokens`` (``sum_assistant_a_tokens``
+  / ``_b_``), ``headers``, ``lists`` and ``bold`` as FastChat's style control reads them
+  (:func:`metadata_features`; they replace the counts from the texts when both exist).
 
 Any other per-answer column of a table read with :func:`evalmix.read` is used the same
 way: pass the source DataFrame as ``columns=`` and name the feature (``"tokens"`` takes the
@@ -41,7 +45,7 @@ if TYPE_CHECKING:
     from evalmix.data.table import EvalTable
 
 __all__ = ["ANSWER_FEATURES", "answer_features", "conversation_text", "answer_columns",
-           "with_answer_columns", "attach"]
+           "with_answer_columns", "attach", "METADATA_FEATURES", "metadata_features"]
 
 #: The features :func:`answer_features` counts.
 ANSWER_FEATURES: tuple[str, ...] = ("length", "headers", "lists", "bold")
@@ -80,6 +84,56 @@ def answer_features(texts: Iterable[Any]) -> pd.DataFrame:
         rows.append((float(len(text)), float(len(_HEADER.findall(prose))),
                      float(len(_LIST.findall(prose))), float(len(_BOLD.findall(prose)))))
     return pd.DataFrame(rows, columns=list(ANSWER_FEATURES), dtype=float)
+
+
+#: FastChat's ``conv_metadata`` key of each feature (``{side}``: a or b), as
+#: ``construct_style_matrices`` (``fastchat/serve/monitor/elo_analysis.py``) reads them: an
+#: int, or a dict of counts (h1-h6 headers, ordered / unordered lists, ``**`` / ``__`` bold)
+#: that it sums.
+METADATA_FEATURES: dict[str, str] = {"tokens": "sum_assistant_{side}_tokens",
+                                     "headers": "header_count_{side}",
+                                     "lists": "list_count_{side}",
+                                     "bold": "bold_count_{side}"}
+
+
+def _count(value: Any) -> float:
+    if isinstance(value, dict):
+        return float(sum(float(v) for v in value.values()))
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return np.nan
+    return float(value)
+
+
+def metadata_features(metadata: Iterable[Any]) -> pd.DataFrame:
+    """Token length and markdown counts of both answers from Arena's ``conv_metadata``.
+
+    Parameters
+    ----------
+    metadata : iterable of dict or None
+        One ``conv_metadata`` per battle (None or a missing key: NaN).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``<feature>_a`` and ``<feature>_b`` for each of :data:`METADATA_FEATURES`,
+        a dict of counts summed as FastChat sums it.
+
+    Examples
+    --------
+    >>> meta = {"sum_assistant_a_tokens": 120, "sum_assistant_b_tokens": 80,
+    ...         "header_count_a": {"h1": 1, "h2": 2}, "header_count_b": {"h1": 0},
+    ...         "list_count_a": {"ordered": 3, "unordered": 1}, "list_count_b": 0,
+    ...         "bold_count_a": {"**": 2, "__": 0}, "bold_count_b": {"**": 1}}
+    >>> metadata_features([meta]).iloc[0].tolist()
+    [120.0, 80.0, 3.0, 0.0, 4.0, 0.0, 2.0, 1.0]
+    """
+    rows = []
+    for meta in metadata:
+        meta = meta if isinstance(meta, dict) else {}
+        rows.append([_count(meta.get(key.format(side=side), np.nan))
+                     for key in METADATA_FEATURES.values() for side in ("a", "b")])
+    return pd.DataFrame(rows, columns=[f"{name}_{side}" for name in METADATA_FEATURES
+                                       for side in ("a", "b")], dtype=float)
 
 
 def conversation_text(conversation: Any) -> str | None:

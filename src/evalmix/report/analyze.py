@@ -330,7 +330,8 @@ def analyze(
         The length-controlled win rate's baseline (default: the model in every row);
         implies ``controlled="length"``.
     style_features : sequence of str, optional
-        Style control's answer features (default: those of ``length``, ``headers``,
+        Style control's answer features (default: those of ``length`` (or Arena's
+        ``tokens`` when the battles carry FastChat's ``conv_metadata``), ``headers``,
         ``lists``, ``bold`` the table has; any column pair ``<f>_a`` / ``<f>_b`` of the
         table or ``columns``); implies ``controlled="style"``.
 

@@ -98,9 +98,13 @@ def applies(table: EvalTable, columns: pd.DataFrame | None = None) -> bool:
 
 
 def _present_features(table: EvalTable, columns: pd.DataFrame | None) -> list[str]:
+    """The default style features: Arena's token length when the table has it (FastChat's
+    ``conv_metadata``), else the length in characters, then the markdown counts."""
     from evalmix.data.answers import ANSWER_FEATURES
 
-    return [f for f in ANSWER_FEATURES if _has(table, columns, f)]
+    names = ["tokens", *(f for f in ANSWER_FEATURES if f != "length")] \
+        if _has(table, columns, "tokens") else list(ANSWER_FEATURES)
+    return [f for f in names if _has(table, columns, f)]
 
 
 def choose_controlled(table: EvalTable, controlled: ControlledEstimand = "auto", *,

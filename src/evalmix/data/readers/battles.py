@@ -25,7 +25,8 @@ recognised and read as games by :mod:`evalmix.data.readers.arena_hard`.
 Battles with ``conversation_a`` / ``conversation_b`` (Chatbot Arena conversations) give
 each answer's length and markdown counts as ``length_a``/``length_b``, ``headers_*``,
 ``lists_*``, ``bold_*`` (:mod:`evalmix.data.answers`), for style-controlled
-Bradley-Terry.
+Bradley-Terry; battles with FastChat's ``conv_metadata`` give ``tokens_a``/``tokens_b`` and
+the markdown counts Arena's own style control uses (they take precedence).
 
 Clusters: ``item`` = question (question x turn when there are several turns, with
 ``question`` above it), ``judge`` when there are several judges. FastChat rows keep
@@ -40,7 +41,14 @@ from typing import Any
 
 import pandas as pd
 
-from evalmix.data.answers import ANSWER_FEATURES, attach, conversation_text, with_answer_columns
+from evalmix.data.answers import (
+    ANSWER_FEATURES,
+    METADATA_FEATURES,
+    attach,
+    conversation_text,
+    metadata_features,
+    with_answer_columns,
+)
 from evalmix.data.readers._common import (
     Source,
     add_category_stratum,
@@ -100,6 +108,10 @@ def _battles(records: list[dict[str, Any]]) -> pd.DataFrame:
         frame = with_answer_columns(
             frame, [conversation_text(r.get("conversation_a")) for r in records],
             [conversation_text(r.get("conversation_b")) for r in records])
+    if any(isinstance(r.get("conv_metadata"), dict) for r in records):
+        meta = metadata_features(r.get("conv_metadata") for r in records)
+        for col in meta.columns:
+            frame[col] = meta[col].to_numpy()
     raw = frame["winner"].astype("string").str.strip().str.lower()
     unknown = raw.notna() & ~raw.isin(list(_WINNER))
     if unknown.any():
@@ -214,4 +226,5 @@ def read_battles(source: Source, *, model_a_first: bool = False, **read_kwargs: 
     frame["model_a"] = frame["model_a"].astype(str)
     frame["model_b"] = frame["model_b"].astype(str)
     return attach(finish(frame, label(paths), roles, read_kwargs), frame,
-                  [f"{f}_{s}" for f in ANSWER_FEATURES for s in ("a", "b")])
+                  [f"{f}_{s}" for f in dict.fromkeys((*ANSWER_FEATURES, *METADATA_FEATURES))
+                   for s in ("a", "b")])
