@@ -4,11 +4,11 @@ numbers, naming every value that cannot be parsed and where it is."""
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterable
 
 import numpy as np
 import pandas as pd
 
+from evalmix.data.labels import Labels, distinct_text, nfc, per_text, text_labels, value_kinds
 from evalmix.errors import EvalmixWarning
 
 _TRUE = {"true", "t", "yes", "y", "correct", "pass", "passed"}
@@ -43,9 +43,7 @@ def _is_missing_label(values: pd.Series) -> np.ndarray:
 def _mixed_types(values: pd.Series) -> list[str]:
     if values.dtype != object:
         return []
-    kinds = {type(v).__name__ for v in values.dropna().to_numpy()}
-    kinds = {"int" if k.startswith(("int", "uint")) else "float" if k.startswith("float")
-             else k.rstrip("_") for k in kinds}
+    kinds = value_kinds(values)
     return sorted(kinds) if len(kinds) > 1 else []
 
 
@@ -195,19 +193,8 @@ def _contradicted(raw: pd.Series, y: np.ndarray, ok: np.ndarray, column: str,
     warnings.warn(msg, EvalmixWarning, stacklevel=5)
 
 
-def per_text(text: pd.Series, fn: Callable[[pd.Series], np.ndarray]) -> np.ndarray:
-    """``fn`` (a string Series to an object array of the same length) applied to the
-    distinct values of ``text`` (a ``"string"`` Series) only, spread back to every row;
-    missing values give None. The string work of a million-row column is then that of
-    its few distinct labels (a 3M-battle arena log has a few hundred)."""
-    codes, uniques = pd.factorize(text)
-    out = np.empty(len(uniques) + 1, dtype=object)  # the last slot: missing (code -1)
-    out[:-1] = fn(pd.Series(uniques, dtype="string"))
-    return out[codes]
-
-
 def _fold_distinct(text: pd.Series) -> np.ndarray:
-    text = text.str.normalize("NFC").str.strip().str.casefold()
+    text = nfc(text).str.strip().str.casefold()
     number = pd.to_numeric(text, errors="coerce")
     keys = text.to_numpy(dtype=object, na_value=None)
     is_num = number.notna().to_numpy(dtype=bool)
@@ -218,18 +205,17 @@ def _fold_distinct(text: pd.Series) -> np.ndarray:
 def nfc_labels(text: pd.Series) -> np.ndarray:
     """Labels NFC-normalised and stripped (a label typed on one system and copied from
     another is one label), as an object array; missing values give None."""
-    return per_text(text, lambda t: t.str.normalize("NFC").str.strip().to_numpy(
-        dtype=object, na_value=None))
+    return text_labels(text).values()
 
 
-def _fold(values: pd.Series | np.ndarray) -> np.ndarray:
+def _fold(values: pd.Series | np.ndarray | Labels) -> np.ndarray:
     """Labels as matching keys: NFC, stripped, case-folded; numbers in one spelling
     (``"1"``, ``"1.0"`` and ``1`` give one key). Missing values give None."""
-    return per_text(pd.Series(values, dtype=object).astype("string"), _fold_distinct)
-
-
-def _isin(keys: np.ndarray, words: Iterable[str]) -> np.ndarray:
-    return pd.Series(keys, dtype=object).isin(set(words)).to_numpy(dtype=bool)
+    if isinstance(values, Labels):
+        return values.map(_fold_distinct)
+    if not isinstance(values, pd.Series):
+        values = pd.Series(values, dtype=object)
+    return per_text(values, _fold_distinct)
 
 
 def _unparsed_problem(raw: pd.Series, unparsed: np.ndarray, na: np.ndarray, column: str,
@@ -253,7 +239,7 @@ def _unparsed_problem(raw: pd.Series, unparsed: np.ndarray, na: np.ndarray, colu
 
 
 def _parse_pairwise(
-    raw: pd.Series, a_names: np.ndarray, b_names: np.ndarray, column: str,
+    raw: pd.Series, a_labels: Labels, b_labels: Labels, column: str,
     outcome_kind: str, on_unparsed: str, problems: list[str],
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Return (verdict codes: 1 a, 0 b, 0.5 tie, NaN; na_mask; unparsed_mask).
@@ -267,8 +253,9 @@ def _parse_pairwise(
     na = raw.isna().to_numpy()
     numeric = (pd.api.types.is_numeric_dtype(raw.dtype)
                and not pd.api.types.is_bool_dtype(raw.dtype))
-    key = _fold(raw)
-    na = na | _isin(key, _NA_TEXT)
+    codes, text = distinct_text(raw)
+    keys = Labels.of(codes, _fold_distinct(text))  # matching keys (see _fold)
+    na = na | keys.isin(_NA_TEXT)
     # reading 1: a verdict
     verdict = np.full(n, np.nan)
     if numeric:
@@ -276,20 +263,23 @@ def _parse_pairwise(
         ok = np.isin(v, (0.0, 0.5, 1.0))
         verdict[ok] = v[ok]
     else:
-        verdict[_isin(key, _A)] = 1.0
-        verdict[_isin(key, _B)] = 0.0
-        verdict[_isin(key, _TIE)] = 0.5
+        verdict[keys.isin(_A)] = 1.0
+        verdict[keys.isin(_B)] = 0.0
+        verdict[keys.isin(_TIE)] = 0.5
     # reading 2: the winner's name (or a tie word that is no model's name)
-    a_key, b_key = _fold(a_names), _fold(b_names)
-    is_a = (key == a_key) & ~na
-    is_b = (key == b_key) & ~na
+    # key == the model's key, compared as codes in the keys' distinct labels
+    a_key, b_key = (Labels.of(m.codes, _fold_distinct(pd.Series(m.labels, dtype="string")))
+                    .codes_in(keys.labels) for m in (a_labels, b_labels))
+    is_a = (keys.codes == a_key) & (a_key >= 0) & ~na
+    is_b = (keys.codes == b_key) & (b_key >= 0) & ~na
     both = is_a & is_b  # model names that differ only in case: the exact spelling decides
+    a_names, b_names = a_labels.values(), b_labels.values()
     if both.any():
         exact = nfc_labels(raw.astype("string"))
         is_a[both] = exact[both] == a_names[both]
         is_b[both] = exact[both] == b_names[both]
     winner = np.where(is_a, 1.0, np.where(is_b, 0.0, np.nan))
-    tie_word = _isin(key, _TIE) & ~is_a & ~is_b
+    tie_word = keys.isin(_TIE) & ~is_a & ~is_b
     winner[tie_word] = 0.5
     if outcome_kind == "verdict":
         v = verdict
@@ -300,7 +290,7 @@ def _parse_pairwise(
         clash = ~np.isnan(verdict) & (is_a | is_b) & (verdict != winner)
         if clash.any():
             names = sorted({str(x) for x in np.concatenate([a_names[clash], b_names[clash]])
-                            if _fold([x])[0] in set(key[clash])})
+                            if _fold([x])[0] in set(keys.values(clash))})
             problems.append(
                 f"pairwise outcome column {column!r} is ambiguous: models named "
                 f"{', '.join(repr(x) for x in names)} are also verdict words, so "
@@ -314,7 +304,7 @@ def _parse_pairwise(
     if numeric:
         bad_number = unparsed.copy()
     elif unparsed.any():
-        as_number = pd.to_numeric(pd.Series(key[unparsed], dtype=object), errors="coerce")
+        as_number = pd.to_numeric(pd.Series(keys.values(unparsed), dtype=object), errors="coerce")
         bad_number[np.flatnonzero(unparsed)] = as_number.notna().to_numpy(dtype=bool)
     if bad_number.any():  # e.g. "2" in a 1/2 coding: an error, not a row to drop
         problems.append(

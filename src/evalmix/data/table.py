@@ -148,13 +148,17 @@ def dense_codes(labels: np.ndarray | Sequence[Any]) -> np.ndarray:
     The one implementation of dense cluster codes (``EvalTable.codes``, the sandwich and
     the bootstraps all use it). Non-negative integers with a small range are numbered
     with a presence table instead of hashing (same codes as ``pd.factorize(sort=True)``,
-    faster; tests/test_primitives.py checks the two agree).
+    faster; tests/test_primitives.py checks the two agree). Text held by pandas (a
+    ``str``/``string`` Series or array, the table's label columns) is factorized as it
+    is, without a detour through Python objects (the same codes: both sort by code point).
 
     Examples
     --------
     >>> dense_codes(np.array(["b", "a", "b"])).tolist()
     [1, 0, 1]
     """
+    if isinstance(getattr(labels, "dtype", None), pd.StringDtype):
+        return pd.factorize(labels, sort=True)[0].astype(np.int64)  # type: ignore[call-overload]
     a = np.asarray(labels)
     if a.dtype.kind in "iu" and a.size and a.min() >= 0:
         top = int(a.max()) + 1
@@ -232,6 +236,13 @@ def default_sampled(roles: Sequence[str], strata: Sequence[str] = ()) -> tuple[s
     return tuple(out)
 
 
+class ReadCodes(dict):  # type: ignore[type-arg]
+    """Cluster codes that :func:`evalmix.read` computed from the distinct labels it built
+    the frame's columns from, handed to :class:`EvalTable` as ``_codes`` so it need not
+    factorize a million-row text column again. Any other ``_codes`` (what ``replace``
+    passes on) is ignored and the codes are recomputed from the frame."""
+
+
 @dataclass(frozen=True, eq=False)
 class EvalTable:
     """A validated long-format eval table (one row per score or judgment).
@@ -301,9 +312,12 @@ class EvalTable:
                 f"EvalTable data lacks the canonical columns {missing}; build tables with "
                 "evalmix.read"
             )
+        given = self._codes if isinstance(self._codes, ReadCodes) else {}
         codes = {}
         for role in self.roles.clusters:
-            c = dense_codes(self._frame[role].to_numpy())
+            c = given.get(role)
+            if c is None or len(c) != len(self._frame):
+                c = dense_codes(self._frame[role].array)
             c.flags.writeable = False
             codes[role] = c
         object.__setattr__(self, "_codes", MappingProxyType(codes))

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from evalmix.data.labels import Labels, text_labels
 from evalmix.data.pairs import _match_pairs, _order_design
 from evalmix.data.parse import (
     _examples,
@@ -38,9 +39,8 @@ from evalmix.data.parse import (
     _parse_pairwise,
     _parse_scores,
     _rows,
-    nfc_labels,
 )
-from evalmix.data.table import RESERVED_NAMES, EvalTable, Roles
+from evalmix.data.table import RESERVED_NAMES, EvalTable, ReadCodes, Roles
 from evalmix.errors import DroppedRowsWarning, InvalidTableError
 
 __all__ = ["ReadOptions", "validate"]
@@ -78,7 +78,7 @@ class _Outcome:
 
     kind: str
     outcome_type: str = "numeric"
-    columns: Mapping[str, np.ndarray] = field(default_factory=dict)
+    columns: Mapping[str, np.ndarray | Labels] = field(default_factory=dict)
     keep: np.ndarray | None = None
     unparsed: np.ndarray | None = None
     n_na: int = 0
@@ -117,12 +117,12 @@ def validate(frame: pd.DataFrame, roles: Roles, options: ReadOptions,
     if problems:
         raise InvalidTableError(problems)
 
-    data = pd.DataFrame(out).loc[keep].reset_index(drop=True)
-    for name in ("condition", "model_a", "model_b", "verdict", "replicate", *roles.clusters):
-        if name in data.columns:
-            data[name] = data[name].astype(str)
+    rows = None if keep.all() else np.flatnonzero(keep)
+    # text columns are built from their distinct labels (one take each), not row by row
+    data = pd.DataFrame({k: v.column(rows) if isinstance(v, Labels)
+                         else (v if rows is None else v[rows]) for k, v in out.items()})
     # a factor can collapse to one level after rows are dropped
-    collapsed = [r for r in roles.clusters if data[r].nunique() < 2]
+    collapsed = [r for r in roles.clusters if labels[r].n_levels(rows) < 2]
     if collapsed:
         raise InvalidTableError([
             f"cluster factor {r!r} (column {roles.clusters[r]!r}) has one level left after "
@@ -159,6 +159,7 @@ def validate(frame: pd.DataFrame, roles: Roles, options: ReadOptions,
         pairs_read=dict(outcome.pairs_read),
         n_duplicates=0 if pairwise else n_duplicates,
         outcome_notes=tuple(notes),
+        _codes=ReadCodes({r: labels[r].dense(rows) for r in roles.clusters}),
     )
 
 
@@ -273,9 +274,10 @@ def _columns(frame: pd.DataFrame, roles: Roles, source: str,
     return cols
 
 
-def _id_labels(cols: _Columns, roles: Roles, problems: list[str]) -> dict[str, np.ndarray]:
-    """Step 2: the id columns as NFC-normalised text, checked for gaps, types, levels."""
-    labels: dict[str, np.ndarray] = {}
+def _id_labels(cols: _Columns, roles: Roles, problems: list[str]) -> dict[str, Labels]:
+    """Step 2: the id columns as NFC-normalised text, checked for gaps, types, levels
+    (on their distinct values: :class:`~evalmix.data.parse.Labels`)."""
+    labels: dict[str, Labels] = {}
     id_cols = [(f"cluster factor {r!r}", r, c) for r, c in roles.clusters.items()]
     id_cols += [(role, role, getattr(roles, role)) for role in
                 ("condition", "model_a", "model_b", "replicate")
@@ -284,7 +286,9 @@ def _id_labels(cols: _Columns, roles: Roles, problems: list[str]) -> dict[str, n
         values = cols.get(c)
         if values is None:
             continue
-        miss = _is_missing_label(values)
+        # NFC: a label typed on one system and copied from another is one label
+        lab = text_labels(values)
+        miss = (lab.codes < 0) | np.append(lab.labels == "", False)[lab.codes]
         if miss.any():
             problems.append(
                 f"{what} (column {c!r}) has {int(miss.sum())} missing or empty ids (rows "
@@ -299,15 +303,12 @@ def _id_labels(cols: _Columns, roles: Roles, problems: list[str]) -> dict[str, n
                 f"{what} (column {c!r}) mixes value types ({', '.join(mixed)}), so equal-"
                 f"looking ids may differ; fix: df[{c!r}] = df[{c!r}].astype(str)"
             )
-        # NFC: a label typed on one system and copied from another is one label
-        labels[key] = nfc_labels(values.astype("string"))
+        labels[key] = lab
     for role, c in roles.clusters.items():
-        if role not in labels:
-            continue
-        lev = pd.unique(labels[role][pd.notna(labels[role])])
-        if lev.size == 1:
+        if role in labels and labels[role].n_levels() == 1:
+            level = labels[role].labels[labels[role].codes.max()]
             problems.append(
-                f"cluster factor {role!r} (column {c!r}) has a single level ({lev[0]!r}); "
+                f"cluster factor {role!r} (column {c!r}) has a single level ({level!r}); "
                 "one cluster carries no clustering information. Fix: drop it from clusters="
             )
     return labels
@@ -319,7 +320,7 @@ def _duplicate_rows(frame: pd.DataFrame, pairwise: bool, problems: list[str]) ->
     if frame.shape[1] < 2:
         return 0
     try:
-        dup = frame.duplicated(keep=False).to_numpy()
+        dup = _duplicated(frame)
     except TypeError:  # unhashable cells: compare their text
         dup = frame.astype(str).duplicated(keep=False).to_numpy()
     if dup.any() and pairwise:
@@ -331,20 +332,46 @@ def _duplicate_rows(frame: pd.DataFrame, pairwise: bool, problems: list[str]) ->
     return int(dup.sum())
 
 
-def _pairwise_outcome(cols: _Columns, labels: Mapping[str, np.ndarray], roles: Roles,
+def _duplicated(frame: pd.DataFrame) -> np.ndarray:
+    """``frame.duplicated(keep=False)``, narrowed column by column: rows equal on every
+    column are equal on each, so only the rows that still share a key with another row
+    are compared on the next column, and a column of distinct values (a battle or
+    question id) ends the search at once. Numeric columns (cheap to hash) go first."""
+    n = len(frame)
+    rows = np.arange(n)
+    key = np.zeros(n, dtype=np.int64)
+    order = sorted(range(frame.shape[1]),
+                   key=lambda j: not pd.api.types.is_numeric_dtype(frame.dtypes.iloc[j]))
+    for j in order:
+        column = frame.iloc[:, j] if rows.size == n else frame.iloc[rows, j]
+        codes, uniques = pd.factorize(column)
+        codes = codes.astype(np.int64) + 1  # 0: missing (pandas' duplicated: NA == NA)
+        key = codes if j == order[0] else pd.factorize(key * (len(uniques) + 1) + codes)[0]
+        shared = np.bincount(key)[key] > 1
+        if not shared.any():
+            return np.zeros(n, dtype=bool)
+        if shared.mean() < 0.5:  # narrowing pays when it halves the rows
+            rows, key = rows[shared], pd.factorize(key[shared])[0]
+    dup = np.zeros(n, dtype=bool)
+    dup[rows[np.bincount(key)[key] > 1]] = True
+    return dup
+
+
+def _pairwise_outcome(cols: _Columns, labels: Mapping[str, Labels], roles: Roles,
                       options: ReadOptions, problems: list[str]) -> _Outcome:
     """Step 4 (pairwise): verdicts, the order design, the tie policy, the rows kept."""
     n = len(cols.frame)
-    a_names, b_names = labels.get("model_a"), labels.get("model_b")
+    a_labels, b_labels = labels.get("model_a"), labels.get("model_b")
     raw = cols.get(roles.outcome)
     if options.outcome_type == "numeric":
         problems.append(
             "outcome_type='numeric' does not apply to pairwise tables (their outcome is "
             "a verdict); leave it 'auto'"
         )
-    if a_names is None or b_names is None:
+    if a_labels is None or b_labels is None:
         return _Outcome(kind="pairwise")
-    same = (a_names == b_names) & pd.notna(a_names)
+    b_in_a = b_labels.codes_in(a_labels.labels)
+    same = (a_labels.codes == b_in_a) & (b_in_a >= 0)
     if same.any():
         problems.append(
             f"{int(same.sum())} rows compare a model with itself ({roles.model_a!r} "
@@ -353,14 +380,15 @@ def _pairwise_outcome(cols: _Columns, labels: Mapping[str, np.ndarray], roles: R
     if raw is None:
         return _Outcome(kind="pairwise")
     verdict, na, unparsed = _parse_pairwise(
-        raw, a_names, b_names, roles.outcome, options.outcome_kind, options.on_unparsed,
+        raw, a_labels, b_labels, roles.outcome, options.outcome_kind, options.on_unparsed,
         problems)
     pairs_read: dict[str, int] = {}
     first = cols.get(roles.first_shown)
     if first is not None:
+        a_names, b_names = a_labels.values(), b_labels.values()
         a_first = _parse_first_shown(first, a_names, b_names, str(roles.first_shown),
                                      problems)
-        others = [labels[k] for k in ("condition", *roles.clusters, "replicate")
+        others = [labels[k].values() for k in ("condition", *roles.clusters, "replicate")
                   if k in labels]
         pair, lone, pairs_read = _order_design(
             a_first, _match_pairs(a_names, b_names, others, a_first), roles,
@@ -376,8 +404,8 @@ def _pairwise_outcome(cols: _Columns, labels: Mapping[str, np.ndarray], roles: R
         keep &= ~lone
     is_tie = keep & (verdict == 0.5)
     n_ties = int(is_tie.sum())
-    verdict_label = np.where(verdict == 1.0, "a",
-                             np.where(verdict == 0.0, "b", "tie")).astype(object)
+    verdict_label = Labels(np.where(verdict == 1.0, 0, np.where(verdict == 0.0, 1, 2)),
+                           np.array(["a", "b", "tie"], dtype=object))
     n_tie_excluded = 0
     if options.ties == "exclude":
         n_tie_excluded = n_ties
@@ -396,7 +424,7 @@ def _pairwise_outcome(cols: _Columns, labels: Mapping[str, np.ndarray], roles: R
         y, kind_type = np.where(verdict == 1.0, 1.0, 0.0), "binary"
     return _Outcome(
         kind="pairwise", outcome_type=kind_type,
-        columns={"model_a": a_names, "model_b": b_names, "a_first": a_first, "pair_id": pair,
+        columns={"model_a": a_labels, "model_b": b_labels, "a_first": a_first, "pair_id": pair,
                  "y": y, "verdict": verdict_label},
         keep=keep, unparsed=unparsed, n_na=int(na.sum()), n_unparsed=int(unparsed.sum()),
         n_tie_excluded=n_tie_excluded, n_unmatched=n_unmatched, n_ties=n_ties,
@@ -416,7 +444,7 @@ def _scores_outcome(cols: _Columns, roles: Roles, options: ReadOptions,
                     n_unparsed=int(unparsed.sum()))
 
 
-def _role_columns(cols: _Columns, labels: Mapping[str, np.ndarray], roles: Roles,
+def _role_columns(cols: _Columns, labels: Mapping[str, Labels], roles: Roles,
                   problems: list[str]) -> dict[str, Any]:
     """Step 5: the condition, position, cluster and replicate columns of the table."""
     out: dict[str, Any] = {}
