@@ -186,12 +186,11 @@ def test_upstream_pipeline_with_gamed_baselines_near_the_leaderboard(upstream, r
     15.6 points off without the gamed rows, 2.1 with them); the gamed baselines' own LC
     (51.58 and 41.90 on the leaderboard) within 1.4.
 
-    What is left is the difficulty: evalmix's is fitted on these same annotations, so it
-    follows each model's own preferences more closely than upstream's (fitted on the
-    models of early 2024); at upstream's own coefficients the difficulty score of a
-    model's rows is positive for 48 of the 56 models, and the refitted length slopes are
-    steeper for all 56 (by 0.14 on average), which moves the LC up by 0.85 points on
-    average (docs/controlled.md).
+    What is left is the difficulty: the calibrated stand-in is a noisy, shrunk predictor of
+    upstream's; at upstream's own coefficients the difficulty score of a model's rows is
+    positive for 48 of the 56 models, and the refitted length slopes are steeper for all
+    56 (by 0.14 on average), which moves the LC up by 0.85 points on average; leaving each
+    model out of the difficulty fit does not help (docs/controlled.md).
     """
     _, lb, _ = upstream
     assert reproduced.gamed == GAMED
