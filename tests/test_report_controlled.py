@@ -218,3 +218,29 @@ def test_cli_errors_are_one_line(data, tmp_path, capsys, extra, message):
     assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
     assert message in lines[0]
     assert not (tmp_path / "o" / "intervals.csv").exists()  # refused before any work
+
+
+def test_cli_auto_reads_a_table_file_once(tmp_path, capsys, monkeypatch):
+    """--controlled auto alone does not read a table file a second time (its answer
+    columns are read when an option asks for a controlled estimand)."""
+    import evalmix.data.load as load
+
+    calls = []
+    real = load.load_frame
+
+    def counting(*args, **kwargs):
+        calls.append(args[0] if args else kwargs.get("source"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(load, "load_frame", counting)
+    path = _verdicts_csv(tmp_path / "verdicts.csv")
+    argv = ["report", str(path), "--outcome", "verdict", "--model-a", "baseline",
+            "--model-b", "model", "--cluster", "item=instruction", "--fast", "--reps", "50",
+            "--seed", "1", "--quiet"]
+    assert main([*argv, "--out", str(tmp_path / "auto")]) == 0
+    assert calls == []
+    summary = json.loads((tmp_path / "auto" / "summary.json").read_text())
+    assert summary["controlled"] == "none"
+    assert main([*argv, "--controlled", "length", "--out", str(tmp_path / "asked")]) == 0
+    assert len(calls) == 1
+    capsys.readouterr()

@@ -150,7 +150,8 @@ def add_parser(subparsers: Any) -> list[str]:
                          "one, with intervals and a plot: auto (AlpacaEval's length-controlled "
                          "win rate when one baseline is in every row and the answer lengths "
                          "are known; style-controlled Bradley-Terry for battles with answer "
-                         "features), length, style, or none")
+                         "features), length, style, or none; a table file's answer "
+                         "columns (length_a/length_b, ...) are read for length or style")
     rp.add_argument("--baseline", default=None, metavar="MODEL",
                     help="the length-controlled win rate's baseline (default: the model in "
                          "every row); implies --controlled length")
@@ -347,11 +348,14 @@ def parse_statistics(specs: Sequence[str]) -> dict[str, Any]:
 
 def _statistics(args: argparse.Namespace) -> tuple[dict[str, Any] | None, Any]:
     """``--statistic`` parsed, and the table file's columns (None for a log, or when
-    neither the statistics nor the controlled estimands need them)."""
+    neither the statistics nor a controlled estimand asked for need them: ``--controlled
+    auto`` alone does not read the file twice)."""
     statistics = parse_statistics(args.statistics) if args.statistics else None
     table_file = args.format == "table" or (args.format == "auto" and (args.outcome or
                                                                        args.roles))
-    if not table_file or (statistics is None and args.controlled == "none"):
+    asked = (args.controlled in ("length", "style") or args.baseline is not None
+             or args.style_features is not None)
+    if not table_file or (statistics is None and not asked):
         return statistics, None
     from evalmix.data.load import load_frame
 
