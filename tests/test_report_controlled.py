@@ -190,7 +190,9 @@ def test_cli_asks_for_length_control_on_a_table_file(tmp_path, capsys):
                  "--model-b", "model", "--cluster", "item=instruction", "--baseline", "base",
                  "--fast", "--reps", "50", "--seed", "1", "--quiet",
                  "--out", str(tmp_path / "o")])
-    assert code == 0, capsys.readouterr().err
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "length-controlled win rate beside the raw for 3 models" in out
     assert (tmp_path / "o" / "plots" / "length_control.png").is_file()
     rows = pd.read_csv(tmp_path / "o" / "length_control.csv")
     assert set(rows["estimand"]) == {"lc_win_rate", "win_rate"}

@@ -275,6 +275,24 @@ def _finish(report: Any, out: Path, t0: float, escape_csv: bool = True) -> None:
         if (~known).any():
             print(f"evalmix: {int((~known).sum())} contrast(s) not estimable at the "
                   f"recommended level ({what}); see the report's headline")
+    _say_controlled(report)
+
+
+def _say_controlled(report: Any) -> None:
+    """One line on the controlled estimand the report holds (or could not make)."""
+    chosen = report.summary.get("controlled")
+    for kind, rows, name, estimand, what in (
+            ("length", report.length_control, "length_control", "lc_win_rate",
+             "length-controlled win rate"),
+            ("style", report.style_control, "style_control", "bt_style_controlled",
+             "style-controlled Bradley-Terry")):
+        if rows is not None:
+            n = int((rows["estimand"] == estimand).sum())
+            print(f"evalmix: {what} beside the raw for {n} models ({name}.csv, "
+                  f"plots/{name}.png)")
+        elif chosen == kind:
+            print(f"evalmix: warning: the {what} could not be made; the report's warnings "
+                  "say why", file=sys.stderr)
 
 
 def _keep_partial(out: Path) -> KeyboardInterrupt:
