@@ -196,10 +196,12 @@ def test_reml_wildbench_equals_lmer():
     assert fit.details["reml_criterion"] <= crit + 1e-9 * crit
 
 
-def test_users_correlated_score_model_equals_lmer():
-    """``fit_statsmodels`` on the scores with lme4's ``(1 + condition|scenario) +
-    (1 + condition|persona) + (1|judge)`` written out: fitted by REML as written (the
-    maximal default of score tables stays independent for now), equal to lmer."""
+@pytest.mark.parametrize("written", [False, True], ids=["default", "formula"])
+def test_default_score_model_is_correlated_and_equals_lmer(written):
+    """The default model of a two-condition score table is lme4's ``(1 + condition|
+    scenario) + (1 + condition|persona) + (1|judge)`` (issue 28), fitted by REML; the same
+    as that formula written out, and equal to lmer (fit_reml_slopes.R): REML
+    log-likelihood and fixed effects to 1e-4, SDs and both correlations to 1e-3."""
     import evalmix
     from evalmix.errors import FewClustersWarning
     from evalmix.models.frequentist import fit_statsmodels
@@ -208,16 +210,75 @@ def test_users_correlated_score_model_equals_lmer():
     t = evalmix.read(d, outcome="y", condition="condition",
                      clusters={"scenario": "scenario", "persona": "persona",
                                "judge": "judge"})
+    formula = ("y ~ 1 + condition + (1 + condition|scenario) + (1 + condition|persona) + "
+               "(1|judge)")
     with pytest.warns(FewClustersWarning, match="judge"):  # 3 judges: said, not hidden
-        fit = fit_statsmodels(t, formula="y ~ 1 + condition + (1 + condition|scenario) + "
-                                         "(1 + condition|persona) + (1|judge)")
-    assert "(1 + condition|scenario) + (1 + condition|persona)" in fit.formula
+        fit = fit_statsmodels(t, formula=formula) if written else fit_statsmodels(t)
+    assert fit.formula == formula
     assert fit.provenance["simplified"] == []
     ref = _ref("gaussian_correlated")
-    fe = fit.fixed_effects.set_index("term")
-    np.testing.assert_allclose(fe.loc["condition[treatment]", "estimate"],
-                               ref.loc[("fixed", "conditiontreatment"), "value"],
-                               rtol=FIXED_RTOL)
+    fe = fit.fixed_effects[fit.fixed_effects["scale"] == "identity"].set_index("term")
+    np.testing.assert_allclose(fe.loc[["Intercept", "condition[treatment]"], "estimate"],
+                               ref.loc["fixed"].loc[["(Intercept)", "conditiontreatment"],
+                                                    "value"], rtol=FIXED_RTOL)
+    np.testing.assert_allclose(fe.loc[["Intercept", "condition[treatment]"], "se"],
+                               ref.loc["fixed"].loc[["(Intercept)", "conditiontreatment"],
+                                                    "se"], rtol=VC_RTOL)
+    sd = fit.variance.set_index("factor")["sd"]
+    np.testing.assert_allclose(
+        sd[["scenario", "condition[treatment]|scenario", "persona",
+            "condition[treatment]|persona", "judge", "Residual"]],
+        ref.loc["sd"].loc[["scenario", "conditiontreatment|scenario", "persona",
+                           "conditiontreatment|persona", "judge", "Residual"], "value"],
+        rtol=VC_RTOL)
     cors = {c["factor"]: c["correlation"] for c in fit.provenance["correlations"]}
-    np.testing.assert_allclose(cors["scenario"], ref.loc[("cor", "scenario"), "value"],
-                               atol=VC_RTOL)
+    for f in ("scenario", "persona"):
+        assert cors[f] == pytest.approx(ref.loc[("cor", f), "value"], abs=VC_RTOL)
+    # the REML log-likelihood is -criterion / 2
+    crit = ref.loc[("criterion", "REMLcrit"), "value"]
+    assert -fit.provenance["reml_criterion"] / 2 == pytest.approx(-crit / 2, abs=1e-4)
+
+
+def test_default_score_model_steps_down_like_lmer():
+    """A score table whose maximal model is singular (lmer: the persona intercept-slope
+    correlation at +1, ``isSingular``; fit_reml_singular.R): the default steps down to
+    independent terms (lme4's ``||``), says so, and equals lmer's fit of that model
+    (REML log-likelihood and fixed effects to 1e-4, SDs to 1e-3); the maximal model
+    written out reaches lmer's criterion with the correlation at the same bound."""
+    import evalmix
+    from evalmix.errors import SingularFitWarning
+    from evalmix.models.frequentist import fit_statsmodels
+
+    d = pd.read_csv(REF / "gaussian_singular.csv")
+    t = evalmix.read(d, outcome="y", condition="condition",
+                     clusters={"scenario": "scenario", "persona": "persona"})
+    r = pd.read_csv(REF / "reference_reml_singular.csv").set_index(["model", "kind", "name"])
+    ref = r["value"]
+    assert ref[("maximal", "criterion", "isSingular")] == 1
+    with pytest.warns(SingularFitWarning, match="correlations"):
+        fit = fit_statsmodels(t)
+    assert fit.formula == ("y ~ 1 + condition + (1|scenario) + (0 + condition|scenario) + "
+                           "(1|persona) + (0 + condition|persona)")
+    (note,) = fit.provenance["simplified"]
+    assert "cor(1, condition[treatment])|persona" in note
+    ind = ref.loc["independent"]
+    fe = fit.fixed_effects[fit.fixed_effects["scale"] == "identity"].set_index("term")
+    np.testing.assert_allclose(fe.loc[["Intercept", "condition[treatment]"], "estimate"],
+                               ind.loc["fixed"].loc[["(Intercept)", "ct"]], rtol=FIXED_RTOL)
+    np.testing.assert_allclose(fe.loc[["Intercept", "condition[treatment]"], "se"],
+                               ind.loc["fixed_se"].loc[["(Intercept)", "ct"]], rtol=VC_RTOL)
+    sd = fit.variance.set_index("factor")["sd"]
+    np.testing.assert_allclose(
+        sd[["scenario", "condition[treatment]|scenario", "persona",
+            "condition[treatment]|persona", "Residual"]],
+        ind.loc["sd"].loc[["scenario", "ct|scenario", "persona", "ct|persona",
+                           "Residual"]], rtol=VC_RTOL)
+    assert -fit.provenance["reml_criterion"] / 2 == pytest.approx(
+        ind[("criterion", "logLik")], abs=1e-4)
+    # the maximal model as a user writes it is fitted as written, at lmer's boundary
+    full = fit_statsmodels(t, formula="y ~ 1 + condition + (1 + condition|scenario) + "
+                                      "(1 + condition|persona)")
+    mx = ref.loc["maximal"]
+    cors = {c["factor"]: c["correlation"] for c in full.provenance["correlations"]}
+    assert abs(cors["persona"]) == pytest.approx(1.0, abs=VC_RTOL)
+    assert full.provenance["reml_criterion"] <= mx[("criterion", "REMLcrit")] + 1e-4

@@ -456,9 +456,10 @@ def fit_statsmodels(table: Any, spec: ModelSpec | None = None,
             f"{spec.family} ({spec.response}); use method='mixedlm' for numeric scores")
     correlated = any(t.correlated for t in spec.random)
     user = sorted({t.factor for t in spec.random if t.correlated} - set(spec.maximal))
-    # REML fits the correlated terms a user writes; the maximal default's are fitted
-    # independent there (the report's model rows are not yet checked with them)
-    if method != "laplace" and correlated and not (method == "mixedlm" and user):
+    # REML fits correlated terms: a user's, and the maximal default's of score tables;
+    # the default's of a 0/1 table fitted as a linear probability model stay independent
+    if method != "laplace" and correlated and not (method == "mixedlm"
+                                                   and (user or not logit)):
         if user:
             raise EvalmixError(
                 f"method={method!r} has no correlated random effects (the terms of "

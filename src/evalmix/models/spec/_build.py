@@ -391,13 +391,11 @@ def build_spec(table, **options: Unpack[SpecOptions]) -> ModelSpec:
 
 def _correlated(cols: _Columns, maximal: tuple[str, ...], family: str) -> tuple[str, ...]:
     """The maximal factors whose slopes are correlated with their intercepts in the
-    default model: lme4's ``(1 + condition|f)`` for a logit model with one condition
-    column (two conditions); REML fits correlated terms a user writes, but the report's
-    model rows of score tables are not yet checked with them. With more,
-    the full covariance has ``K (K + 1) / 2`` parameters per factor (21 for 6 models),
-    too many for the tens of levels eval factors have, and the slopes stay independent
-    (``docs/models.md``)."""
-    if not maximal or family not in ("bernoulli", "binomial"):
+    default model: lme4's ``(1 + condition|f)`` for a logit (Laplace) or Gaussian (REML)
+    model with one condition column (two conditions). With more, the full covariance
+    has ``K (K + 1) / 2`` parameters per factor (21 for 6 models), too many for the tens
+    of levels eval factors have, and the slopes stay independent (``docs/models.md``)."""
+    if not maximal or family not in ("bernoulli", "binomial", "gaussian"):
         return ()
     names, _ = cols.condition()
     return maximal if len(names) == 1 else ()
