@@ -77,6 +77,7 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy src
 	$(BIN)/lint-imports --no-cache
+	$(BIN)/lint-imports --no-cache importlinter-types.toml  # type-only imports counted
 
 # the documentation site in site/ (strict: a broken link, a missing API reference, a docstring
 # error or a notebook cell that raises fails the build; notebooks/*.py are executed;

@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -19,10 +19,57 @@ import pandas as pd
 from evalmix._escape import md_code, md_text
 from evalmix._markdown import markdown_table
 
-if TYPE_CHECKING:
-    from evalmix.data.table import EvalTable
+__all__ = ["DesignSummary", "DesignView", "summarize", "factor_relation",
+           "replicate_agreement"]
 
-__all__ = ["DesignSummary", "summarize", "factor_relation", "replicate_agreement"]
+
+class DesignView(Protocol):
+    """What the design summary reads of a table.
+
+    :class:`~evalmix.data.table.EvalTable` is one; this module does not import it (the
+    table imports this module for :meth:`~evalmix.data.table.EvalTable.describe`, so the
+    summary is a layer below the table, not beside it in a cycle).
+    """
+
+    @property
+    def data(self) -> pd.DataFrame: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def outcome_type(self) -> str: ...
+    @property
+    def ties(self) -> str: ...
+    @property
+    def roles(self) -> Any: ...
+    @property
+    def n_raw(self) -> int: ...
+    @property
+    def n_obs(self) -> int: ...
+    @property
+    def dropped(self) -> Mapping[str, int]: ...
+    @property
+    def n_ties(self) -> int: ...
+    @property
+    def source(self) -> str: ...
+    @property
+    def pairs_read(self) -> Mapping[str, int]: ...
+    @property
+    def n_duplicates(self) -> int: ...
+    @property
+    def outcome_notes(self) -> tuple[str, ...]: ...
+    @property
+    def y(self) -> np.ndarray: ...
+    @property
+    def clusters(self) -> tuple[str, ...]: ...
+    @property
+    def has_condition(self) -> bool: ...
+    @property
+    def has_order(self) -> bool: ...
+    @property
+    def single_order(self) -> bool: ...
+    @property
+    def replicate(self) -> str | None: ...
+    def codes(self, role: str) -> np.ndarray: ...
 
 
 def factor_relation(a: np.ndarray, b: np.ndarray) -> tuple[str, float]:
@@ -173,7 +220,7 @@ def _md_table(df: pd.DataFrame) -> str:
     return markdown_table(df, cell=lambda v: f"{v:.4g}" if isinstance(v, float) else str(v))
 
 
-def replicate_agreement(table: EvalTable) -> dict[str, Any]:
+def replicate_agreement(table: DesignView) -> dict[str, Any]:
     """How repeated runs agree within their cell (empty without a replicate role).
 
     A cell is everything that identifies a judgment or score except the replicate: the
@@ -206,7 +253,7 @@ def replicate_agreement(table: EvalTable) -> dict[str, Any]:
     }
 
 
-def summarize(table: EvalTable) -> DesignSummary:
+def summarize(table: DesignView) -> DesignSummary:
     """Build the :class:`DesignSummary` of ``table``."""
     rows = []
     for role in table.clusters:

@@ -45,17 +45,14 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, get_args
+from typing import Any, get_args
 
 import numpy as np
 import pandas as pd
 
+from evalmix.data.summary import DesignSummary, summarize
 from evalmix.errors import EvalmixError, InvalidOptionError
 from evalmix.vocabulary import Kind, OutcomeType, TiePolicy
-
-if TYPE_CHECKING:
-    from evalmix.data.summary import DesignSummary
-
 
 TIE_POLICIES: tuple[str, ...] = get_args(TiePolicy)
 OUTCOME_TYPES: tuple[str, ...] = ("auto", "binary", "proportion", "numeric")
@@ -578,8 +575,6 @@ class EvalTable:
 
     def describe(self) -> DesignSummary:
         """The design summary: rows, levels per factor, cluster sizes, crossing, AB/BA."""
-        from evalmix.data.summary import summarize
-
         return summarize(self)
 
     def __repr__(self) -> str:

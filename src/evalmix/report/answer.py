@@ -22,9 +22,10 @@ import pandas as pd
 
 from evalmix._escape import html_text, md_text
 from evalmix._markdown import markdown_table
+from evalmix.report.plan_view import plan_html, plan_markdown
 
 if TYPE_CHECKING:
-    from evalmix.report.report import Report
+    from evalmix.report.report_data import ReportData
 
 __all__ = ["answer_frame", "answer_sentence", "roles_sentence", "answer_html",
            "answer_markdown", "MAX_ANSWER_ROWS"]
@@ -38,7 +39,7 @@ NO_NULL = "no null to test (a score has no natural zero)"
 _BLOCK = {"win_rate": 0, "mean": 0, "controlled_win_rate": 1, "difference": 2}
 
 
-def _reference(rep: Report) -> str | None:
+def _reference(rep: ReportData) -> str | None:
     """The one model every headline win rate is against (``"B vs A"`` rows all ending
     in the same ``A``; difference rows aside), or None."""
     h = rep.headline
@@ -50,7 +51,7 @@ def _reference(rep: Report) -> str | None:
     return refs.pop() if len(refs) == 1 and all(" vs " in c for c in wins) else None
 
 
-def _null_of(rep: Report) -> dict[tuple[str, str], float]:
+def _null_of(rep: ReportData) -> dict[tuple[str, str], float]:
     iv = rep.intervals
     if iv is None or iv.empty or "null" not in iv:
         return {}
@@ -90,7 +91,7 @@ def _decision(estimand: str, contrast: str, estimate: float, decision: Any, null
     return words + (" (fragile)" if fragile else "")
 
 
-def answer_frame(rep: Report) -> pd.DataFrame:
+def answer_frame(rep: ReportData) -> pd.DataFrame:
     """The headline contrasts ranked: estimand block (win rates or means, then controlled
     win rates, then differences), then estimate, largest first.
 
@@ -122,7 +123,7 @@ def answer_frame(rep: Report) -> pd.DataFrame:
         "fragile": f["fragile"].astype(bool), "verdict": verdicts}, columns=cols)
 
 
-def _how(rep: Report) -> str:
+def _how(rep: ReportData) -> str:
     """"95% intervals, CR2 clustered by item_group (8 clusters)"."""
     rec = rep.recommendation
     level = float(rep.summary.get("level", 0.95) or 0.95)
@@ -142,7 +143,7 @@ def _n(k: int, word: str, plural: str | None = None) -> str:
     return f"{k} {word if k == 1 else (plural or word + 's')}"
 
 
-def _counts(rep: Report, rows: pd.DataFrame, reference: str | None) -> str:
+def _counts(rep: ReportData, rows: pd.DataFrame, reference: str | None) -> str:
     """How many of ``rows`` (one estimand block) lie above, below or around the null."""
     nulls = _first_null(rep, rows)
     tested = rows["decision"].notna() & np.isfinite(nulls.to_numpy(float))
@@ -170,7 +171,7 @@ def _counts(rep: Report, rows: pd.DataFrame, reference: str | None) -> str:
     return out + (f" ({na} not estimable)" if na else "")
 
 
-def answer_sentence(rep: Report) -> str:
+def answer_sentence(rep: ReportData) -> str:
     """One plain sentence: how many contrasts exclude the null on which side, the
     leader and its interval, how the intervals were made, and how many calls are
     fragile.
@@ -212,14 +213,14 @@ def answer_sentence(rep: Report) -> str:
     return f"{counts}{lead} ({_how(rep)}).{frag}"
 
 
-def _first_null(rep: Report, rows: pd.DataFrame) -> pd.Series:
+def _first_null(rep: ReportData, rows: pd.DataFrame) -> pd.Series:
     nulls = _null_of(rep)
     return pd.Series([nulls.get((str(e), str(c)), np.nan)
                       for e, c in zip(rows["estimand"], rows["contrast"], strict=True)],
                      index=rows.index)
 
 
-def roles_sentence(rep: Report) -> str:
+def roles_sentence(rep: ReportData) -> str:
     """Which roles the claim generalises over (sampled), which are held fixed or are
     strata, and how to change it (``--sampled`` / ``--strata``): the recommendation's
     own sentence (:meth:`~evalmix.compare.recommend.Recommendation.sentence`), or one
@@ -242,7 +243,7 @@ def roles_sentence(rep: Report) -> str:
     return "; ".join(parts) + f". {change}."
 
 
-def _display(rep: Report, a: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+def _display(rep: ReportData, a: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     """The answer table as shown, and a note on the rows left out."""
     ref = _reference(rep)
     level = float(rep.summary.get("level", 0.95) or 0.95)
@@ -270,16 +271,14 @@ def _display(rep: Report, a: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     return view, note
 
 
-def _plan_block(rep: Report, *, html: bool) -> list[str]:
+def _plan_block(rep: ReportData, *, html: bool) -> list[str]:
     """With an analysis plan, the pre-declared primary result (it comes first)."""
     if rep.plan is None:
         return []
-    from evalmix.report.planned import plan_html, plan_markdown
-
     return [plan_html(dict(rep.plan))] if html else plan_markdown(dict(rep.plan))
 
 
-def _exploratory(rep: Report) -> str:
+def _exploratory(rep: ReportData) -> str:
     """The answer's label under an analysis plan: evalmix's own recommendation is
     exploratory unless the plan declared the same interval."""
     if rep.plan is None:
@@ -295,7 +294,7 @@ def _exploratory(rep: Report) -> str:
     return "Exploratory (evalmix's recommended interval, not the plan's): "
 
 
-def _title(rep: Report) -> str:
+def _title(rep: ReportData) -> str:
     return "evalmix report"
 
 
@@ -305,7 +304,7 @@ def _cell_class(column: str) -> str:
     return " class='iv'" if "interval" in column else ""
 
 
-def answer_html(rep: Report) -> str:
+def answer_html(rep: ReportData) -> str:
     """The page's opening: title, the answer sentence, the roles sentence, the ranked
     table (``id='answer'``)."""
     esc = html_text
@@ -331,7 +330,7 @@ def answer_html(rep: Report) -> str:
     return "\n".join(parts)
 
 
-def answer_markdown(rep: Report) -> list[str]:
+def answer_markdown(rep: ReportData) -> list[str]:
     """The opening lines of report.md: title, the two sentences, the ranked table."""
     a = answer_frame(rep)
     view, note = _display(rep, a)

@@ -38,7 +38,7 @@ from evalmix.errors import EvalmixWarning
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from evalmix.report.report import Report
+    from evalmix.report.report_data import ReportData
 
 __all__ = ["forest", "headline_plot", "variance_plot", "position_plot", "controlled_plot",
            "figure_list", "draw_figures", "Drawn", "png_bytes", "to_base64", "save_png",
@@ -328,7 +328,7 @@ def controlled_plot(intervals: pd.DataFrame, *, method: str, cluster: str) -> Fi
     return fig
 
 
-def forest_order(report: Report) -> list[tuple[str, str]]:
+def forest_order(report: ReportData) -> list[tuple[str, str]]:
     """(estimand, contrast) keys for forest plots: fragile, then most widened, first."""
     head = report.headline
     if head.empty:
@@ -345,7 +345,7 @@ def forest_order(report: Report) -> list[tuple[str, str]]:
     return (keys + rest)[:MAX_FOREST]
 
 
-def figure_list(report: Report) -> list[tuple[str, Callable[[], Figure]]]:
+def figure_list(report: ReportData) -> list[tuple[str, Callable[[], Figure]]]:
     """(name, draw) for every figure of a report, in reading order.
 
     The one list of figures: :meth:`~evalmix.report.report.Report.write` saves
@@ -416,7 +416,7 @@ def _draw_in_worker(i: int) -> bytes | str:
     return _try_png(_WORKER_FIGURES[i][1])
 
 
-def draw_figures(report: Report,
+def draw_figures(report: ReportData,
                  extra: Sequence[tuple[str, Callable[[], Figure]]] = ()) -> Drawn:
     """Draw every figure of :func:`figure_list` (then ``extra``), each in isolation.
 

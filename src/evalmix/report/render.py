@@ -17,7 +17,7 @@ from evalmix.report.answer import answer_html, answer_markdown
 from evalmix.report.figures import draw_figures, figure_list
 
 if TYPE_CHECKING:
-    from evalmix.report.report import Report
+    from evalmix.report.report_data import ReportData
 
 __all__ = ["html", "markdown", "fmt"]
 
@@ -111,7 +111,7 @@ def _table_md(df: pd.DataFrame, max_rows: int = 400) -> str:
     return markdown_table(df, cell=fmt, max_rows=max_rows)
 
 
-def _headline_view(rep: Report) -> pd.DataFrame:
+def _headline_view(rep: ReportData) -> pd.DataFrame:
     h = rep.headline
     if h.empty:
         return h
@@ -138,7 +138,7 @@ def _headline_view(rep: Report) -> pd.DataFrame:
 _SENSITIVITY_TERMS = re.compile(r"^(?:Intercept$|condition|model\[|position|sd\[)")
 
 
-def _sensitivity_view(rep: Report) -> pd.DataFrame:
+def _sensitivity_view(rep: ReportData) -> pd.DataFrame:
     """The prior-sensitivity rows worth reading: intercept, condition/model, position and
     SD rows, less the pairwise differences between conditions (435 rows for MT-Bench's
     30 models) and rows that are the same number everywhere (the logistic residual SD)."""
@@ -152,7 +152,7 @@ def _sensitivity_view(rep: Report) -> pd.DataFrame:
     return view[numbers.nunique(axis=1) > 1].reset_index(drop=True)
 
 
-def _sensitivity_text(rep: Report) -> str:
+def _sensitivity_text(rep: ReportData) -> str:
     """What the prior-sensitivity table is and how to read it."""
     s = rep.prior_sensitivity
     scales = [str(c).partition("@")[2] for c in (s.columns if s is not None else ())
@@ -184,7 +184,7 @@ def _sensitivity_text(rep: Report) -> str:
             "included, is in prior_sensitivity.csv.")
 
 
-def _intro(rep: Report) -> list[tuple[str, str]]:
+def _intro(rep: ReportData) -> list[tuple[str, str]]:
     """(kind, text) lines for the top of the report."""
     s, rec = rep.summary, rep.recommendation
     lines = []
@@ -226,7 +226,7 @@ def _intro(rep: Report) -> list[tuple[str, str]]:
     return lines
 
 
-def _findings(rep: Report) -> list[tuple[str, str]]:
+def _findings(rep: ReportData) -> list[tuple[str, str]]:
     """Position-bias findings worth a line at the top of the report: the rows of the
     position table (per judge, and the pooled row when it is the only one or shows a
     bias no single judge does), so the line never contradicts the table."""
@@ -265,7 +265,7 @@ def _findings(rep: Report) -> list[tuple[str, str]]:
     return out
 
 
-def _truth_lines(rep: Report) -> list[tuple[str, str]]:
+def _truth_lines(rep: ReportData) -> list[tuple[str, str]]:
     if rep.truth is None or rep.truth.empty:
         return []
     t = rep.truth
@@ -286,7 +286,7 @@ def _img(figs: dict[str, str], key: str, alt: str, cls: str | None = None) -> st
     return f"<img{c} alt='{alt}' src='data:image/png;base64,{figs[key]}'>"
 
 
-def html(rep: Report, sections: Sequence[tuple[str, str]] = (),
+def html(rep: ReportData, sections: Sequence[tuple[str, str]] = (),
          figures: Mapping[str, str] | None = None) -> str:
     """The report as one self-contained HTML page (``sections``: extra (title, HTML
     fragment) pairs placed after the headline table; ``figures``: base64 PNGs of
@@ -381,7 +381,7 @@ def html(rep: Report, sections: Sequence[tuple[str, str]] = (),
     return "\n".join(parts)
 
 
-def _design_frames(rep: Report) -> list[tuple[str, pd.DataFrame]]:
+def _design_frames(rep: ReportData) -> list[tuple[str, pd.DataFrame]]:
     d = rep.design
     out = []
     for key, title in (("factors", "Cluster factors"), ("relations", "How factors relate"),
@@ -391,7 +391,7 @@ def _design_frames(rep: Report) -> list[tuple[str, pd.DataFrame]]:
     return out
 
 
-def _design_html(rep: Report) -> str:
+def _design_html(rep: ReportData) -> str:
     parts = []
     d = rep.design
     dropped = d.get("dropped") or {}
@@ -404,7 +404,7 @@ def _design_html(rep: Report) -> str:
     return "\n".join(parts)
 
 
-def markdown(rep: Report, *, plots_dir: str | None = None,
+def markdown(rep: ReportData, *, plots_dir: str | None = None,
              sections: Sequence[tuple[str, str]] = ()) -> str:
     """The report as Markdown (figures linked from ``plots_dir`` when given;
     ``sections``: extra (title, Markdown) pairs placed after the headline)."""
@@ -464,7 +464,7 @@ def markdown(rep: Report, *, plots_dir: str | None = None,
     return "\n".join(out)
 
 
-def design_markdown(rep: Report) -> str:
+def design_markdown(rep: ReportData) -> str:
     """The design section alone (also written as ``design.md``)."""
     d = rep.design
     dropped = d.get("dropped") or {}
