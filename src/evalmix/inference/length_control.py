@@ -28,9 +28,11 @@ What differs, and why:
   it from the annotations at hand, by the joint fit of upstream's
   ``notebooks/instruction_difficulty.ipynb`` (per-model intercept, per-model slope on
   ``tanh(delta_len / sd)``, one effect per instruction), centred to mean zero; or takes
-  it as ``difficulty=``. Without regularisation the win rate does not depend on the
-  location and scale of ``d`` (the intercept and slope absorb them); with it, only the
-  gamed rows (no intercept) see the location.
+  it as ``difficulty=`` (upstream's follows from the ``glm_preference`` that two
+  annotation files of the AlpacaEval repository keep; docs/controlled.md). Without
+  regularisation the win rate does not depend on the location and scale of ``d`` (the
+  intercept and slope absorb them); with it, only the gamed rows (no intercept) see the
+  location.
 - **Fit.** Upstream fits by ``LogisticRegressionCV`` (L1 penalty, liblinear, C chosen
   by 5-fold cross-validation); evalmix by weighted maximum likelihood (Newton), with no
   penalty: three coefficients on hundreds of rows need none, and a cross-validated

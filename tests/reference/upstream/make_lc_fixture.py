@@ -23,6 +23,12 @@ Writes, for the length-controlled win-rate tests:
   (``results/gpt4_1106_preview_verbose`` / ``_concise/model_outputs.json``, which the
   snapshot holds although their annotations are absent): ``model``, ``instruction``,
   ``length``.
+- ``glm_preference.csv.gz``: the ``glm_preference`` that upstream's GLM wrote into the two
+  annotation files that keep it (``results/vicuna-13b-v1.5`` and ``vicuna-7b-v1.5/
+  weighted_alpaca_eval_gpt4_turbo/weighted_alpaca_eval_gpt4_turbo/annotations.json``, added
+  in 5aa1038, 2024-05-17): ``expit(b + g d_i)`` per instruction, from which the instruction
+  difficulty ``d`` of Hugging Face's ``instruction_difficulty.csv`` follows exactly
+  (``model``, ``instruction``, ``glm_preference``).
 - ``weighted_alpaca_eval_gpt4_turbo_leaderboard.csv``: the AlpacaEval 2 leaderboard
   (``src/alpaca_eval/leaderboards/data_AlpacaEval_2/``), columns win_rate,
   standard_error, length_controlled_winrate, lc_standard_error.
@@ -91,6 +97,15 @@ def main(repo: str) -> None:
         for r in _outputs(repo, gamed):
             w.writerow([gamed, position[r["instruction"]], len(r["output"] or "")])
     _gzip(OUT / "gamed_lengths.csv.gz", buf.getvalue())
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["model", "instruction", "glm_preference"])
+    for model in ("vicuna-13b-v1.5", "vicuna-7b-v1.5"):
+        nested = (f"{COMMIT}:results/{model}/weighted_alpaca_eval_gpt4_turbo/"
+                  "weighted_alpaca_eval_gpt4_turbo/annotations.json")
+        for r in json.loads(git(repo, "show", nested).stdout):
+            w.writerow([model, position[r["instruction"]], repr(float(r["glm_preference"]))])
+    _gzip(OUT / "glm_preference.csv.gz", buf.getvalue())
     lb = git(repo, "show", f"{COMMIT}:src/alpaca_eval/leaderboards/data_AlpacaEval_2/"
              "weighted_alpaca_eval_gpt4_turbo_leaderboard.csv").stdout
     rows = list(csv.reader(io.StringIO(lb)))
