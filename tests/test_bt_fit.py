@@ -122,7 +122,7 @@ def test_leaderboard_equals_the_row_level_sandwich(cluster, method):
     table = evalmix.read(d[["model_a", "model_b", "item", "judge", "verdict"]],
                          outcome="verdict", model_a="model_a", model_b="model_b",
                          clusters={"item": "item", "judge": "judge"})
-    board = leaderboard(table, cluster=cluster, method=method, seed=1, draws=500)
+    board = leaderboard(table, cluster=cluster, method=method, seed=1, reps=500)
     models = np.sort(pd.unique(d[["model_a", "model_b"]].to_numpy().ravel()))
     a = np.searchsorted(models, table.data["model_a"].to_numpy())
     b = np.searchsorted(models, table.data["model_b"].to_numpy())
@@ -153,7 +153,7 @@ def test_arena_battles_recover_abilities_and_cluster_by_prompt():
                         seed=2)
     d = sim.data
     assert d["prompt"].nunique() <= 1500 and (d["model_a"] != d["model_b"]).all()
-    board = leaderboard(sim.table(), cluster="prompt", method="CR2", seed=1, draws=500)
+    board = leaderboard(sim.table(), cluster="prompt", method="CR2", seed=1, reps=500)
     m = board.tidy().set_index("model")
     truth = pd.Series(sim.truth["abilities"])[m.index]
     assert ((m["estimate"] - truth).abs() / m["se"]).max() < 3.5

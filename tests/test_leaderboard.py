@@ -39,7 +39,7 @@ def small():
 
 @pytest.fixture(scope="module")
 def small_board(small):
-    return leaderboard(small.table(), cluster="item", seed=1, draws=4000)
+    return leaderboard(small.table(), cluster="item", seed=1, reps=4000)
 
 
 def _stacked(table):
@@ -55,7 +55,7 @@ def _stacked(table):
 def test_covariance_equals_stacked_sandwich(small, method):
     """All K(K-1)/2 SEs from one K x K matrix equal the sandwich of y ~ 0 + model."""
     table = small.table()
-    board = leaderboard(table, cluster="item", method=method, seed=1, draws=500)
+    board = leaderboard(table, cluster="item", method=method, seed=1, reps=500)
     y, D, models = _stacked(table)
     beta = np.linalg.lstsq(D, y, rcond=None)[0]
     V = vcov_cluster(D, y - D @ beta, table.codes("item"), type=method)
@@ -76,7 +76,7 @@ def test_paired_difference_equals_interval():
     sim = baseline_leaderboard(n_models=5, n_items=40, n_judges=2, extra_judge_prob=1.0,
                                seed=3)
     table = sim.table()
-    pairs = leaderboard(table, cluster="item", method="CR0", seed=1, draws=500).tidy_pairs()
+    pairs = leaderboard(table, cluster="item", method="CR0", seed=1, reps=500).tidy_pairs()
     for _, r in pairs.head(4).iterrows():
         res = evalmix.interval(table, "difference", conditions=(r["model_a"], r["model_b"]),
                                method="CR0", cluster="item")
@@ -191,11 +191,11 @@ def test_board_columns_ranks_and_truth(small, small_board):
 
 
 def test_invariant_to_row_order_and_labels(small):
-    a = leaderboard(small.table(), cluster="item", seed=3, draws=2000).tidy()
+    a = leaderboard(small.table(), cluster="item", seed=3, reps=2000).tidy()
     d = small.data.sample(frac=1.0, random_state=2)
     d = d.assign(item="q" + d["item"])
     b = leaderboard(evalmix.read(d, **small.read_kwargs), cluster="item", seed=3,
-                    draws=2000).tidy()
+                    reps=2000).tidy()
     num = ["estimate", "se", "lo", "hi", "df", "rank_lo", "rank_hi", "crit"]
     np.testing.assert_allclose(a[num].to_numpy(float), b[num].to_numpy(float), rtol=1e-10)
     assert (a["tier"] == b["tier"]).all()
@@ -206,8 +206,8 @@ def test_interaction_cluster_equals_combined_column(small):
     t2 = evalmix.read(d, **{**small.read_kwargs, "clusters": {"item": "item",
                                                               "judge": "judge",
                                                               "cell": "cell"}})
-    a = leaderboard(t2, cluster="item:judge", seed=1, draws=1000).tidy()
-    b = leaderboard(t2, cluster="cell", seed=1, draws=1000).tidy()
+    a = leaderboard(t2, cluster="item:judge", seed=1, reps=1000).tidy()
+    b = leaderboard(t2, cluster="cell", seed=1, reps=1000).tidy()
     np.testing.assert_allclose(a["se"], b["se"], rtol=1e-12)
     assert (a["cluster"] == "item:judge").all()
 
@@ -215,7 +215,7 @@ def test_interaction_cluster_equals_combined_column(small):
 def test_requested_pairs_form_their_own_family(small, small_board):
     table = small.table()
     want = [("model0", "model1"), ("model5", "model2")]
-    sub = leaderboard(table, cluster="item", pairs=want, seed=1, draws=4000)
+    sub = leaderboard(table, cluster="item", pairs=want, seed=1, reps=4000)
     p = sub.tidy_pairs()
     assert list(p["contrast"]) == ["model0 - model1", "model5 - model2"]
     m = small_board.tidy().set_index("model")["estimate"]
@@ -228,7 +228,7 @@ def test_bradley_terry_equals_statsmodels():
     import statsmodels.api as sm
     sim = round_robin(n_models=5, n_items=40, seed=8)
     table = sim.table()
-    board = leaderboard(table, cluster="item", method="CR1", seed=1, draws=1000)
+    board = leaderboard(table, cluster="item", method="CR1", seed=1, reps=1000)
     assert board.estimand == "bradley_terry"
     d = table.data
     models = np.sort(pd.unique(d[["model_a", "model_b"]].to_numpy().ravel()))
@@ -257,7 +257,7 @@ def test_bradley_terry_equals_statsmodels():
 def test_sparse_judges_boards_and_empty_cells():
     sim = baseline_leaderboard(n_models=12, n_items=50, n_judges=4, extra_judge_prob=0.2,
                                seed=9)
-    board = leaderboard(sim.table(), cluster="item", by="judge", seed=1, draws=1000)
+    board = leaderboard(sim.table(), cluster="item", by="judge", seed=1, reps=1000)
     m = board.tidy()
     judged = sim.truth["cell_win_rate"]
     assert len(board.empty_cells) == 4 * 12 - len(judged)
@@ -294,7 +294,7 @@ def test_errors_and_warnings(small):
     with pytest.raises(EvalmixError, match="disconnected"):
         leaderboard(split, estimand="bradley_terry", cluster="item")
     with pytest.warns(FewClustersWarning, match="only 3 clusters"):
-        leaderboard(table, cluster="judge", draws=500, seed=1)
+        leaderboard(table, cluster="judge", reps=500, seed=1)
 
 
 def test_report_table_and_plot(small_board):
@@ -335,7 +335,7 @@ def test_scores_board_equals_clubsandwich():
                          condition="condition", clusters={"item": "item"})
     want = [("beta", "alpha"), ("gamma", "alpha"), ("gamma", "beta")]
     with pytest.warns(FewClustersWarning, match="only 18 clusters"):
-        board = leaderboard(table, cluster="item", pairs=want, seed=1, draws=1000)
+        board = leaderboard(table, cluster="item", pairs=want, seed=1, reps=1000)
     assert board.estimand == "mean"
     p = board.tidy_pairs()
     np.testing.assert_allclose(p["estimate"], ref["estimate"], rtol=R_TOL)

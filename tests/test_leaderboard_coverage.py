@@ -55,7 +55,7 @@ def _study(design: dict) -> dict[str, float]:
         sim = baseline_leaderboard(**design, seed=5000 + r)
         table = sim.table()
         for name, cluster in (("item", "item"), ("rows", None)):
-            board = leaderboard(table, cluster=cluster, seed=r, draws=2000)
+            board = leaderboard(table, cluster=cluster, seed=r, reps=2000)
             hits[name] += _covers(board, sim)
             m = board.tidy()
             width[name] += float((m["rank_hi"] - m["rank_lo"]).mean()) / REPS

@@ -40,7 +40,7 @@ def _stacked(table):
 
 @pytest.mark.parametrize("method", ["CR1", "CR2"])
 def test_multiway_covariance_equals_the_general_sandwich(table, method):
-    board = leaderboard(table, cluster=["item", "judge"], method=method, seed=1, draws=500)
+    board = leaderboard(table, cluster=["item", "judge"], method=method, seed=1, reps=500)
     D, resid, models = _stacked(table)
     codes = [table.codes("item"), table.codes("judge")]
     V = vcov_multiway(D, resid, codes, type=method).vcov
@@ -56,7 +56,7 @@ def test_multiway_covariance_equals_the_general_sandwich(table, method):
 
 
 def test_multiway_cr2_df_equal_multiway_df(table):
-    board = leaderboard(table, cluster=["item", "judge"], method="CR2", seed=1, draws=500)
+    board = leaderboard(table, cluster=["item", "judge"], method="CR2", seed=1, reps=500)
     D, resid, models = _stacked(table)
     codes = [table.codes("item"), table.codes("judge")]
     m = board.tidy().set_index("model")

@@ -232,7 +232,7 @@ def test_letters_time_and_memory_grow_smoothly():
     cost = {}
     for k in (160, 199):
         t = _issue_table(k)
-        cost[k] = _cost(lambda t=t: leaderboard(t, cluster="item", seed=1, draws=500))
+        cost[k] = _cost(lambda t=t: leaderboard(t, cluster="item", seed=1, reps=500))
     assert cost[199][0] < 10 and cost[199][1] < 100e6
     assert cost[199][0] / cost[160][0] < 4 and cost[199][1] / cost[160][1] < 2.5
     # a board of 400 models whose significance follows the estimates: 387 letters

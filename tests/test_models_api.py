@@ -55,8 +55,8 @@ def test_a_model_spec_is_accepted_and_spec_options_beside_it_refused(table):
     pd.testing.assert_frame_equal(a.fixed_effects, b.fixed_effects)
     with pytest.raises(InvalidOptionError, match="slopes"):
         evalmix.fit(spec, backend="statsmodels", slopes=("judge",))
-    with pytest.raises(InvalidOptionError, match="strata"):
-        evalmix.fit(spec, backend="statsmodels", strata="judge")
+    with pytest.raises(InvalidOptionError, match="^by build"):
+        evalmix.fit(spec, backend="statsmodels", by="judge")
     # None is the default (the maximal model), an empty list is an option (no slopes);
     # an empty fixed=[] is the default
     c = _quiet(evalmix.fit, spec, backend="statsmodels", slopes=None, fixed=[], seed=3)
@@ -100,7 +100,7 @@ def test_strata_drop_the_stratifying_factor(table, backend):
     """Within a judge, ``(1|judge)`` has one level: it is left out, not fitted (statsmodels
     raised) nor reported from its prior (Bayesian back end)."""
     f = _quiet(evalmix.fit, table, backend=TINY_BAYES if backend == "bayes" else backend,
-               strata="judge", slopes=(), seed=1, progress=False)
+               by="judge", slopes=(), seed=1, progress=False)
     assert set(f.strata) == {"judge1", "judge2"}
     for lev, sub in f.strata.items():
         assert "judge" not in sub.formula, sub.formula
@@ -114,7 +114,7 @@ def test_strata_honour_a_generator_seed(table):
     """Two Generators from the same seed give the same stratified fit (the per-stratum
     seeds, and so the probability-scale draws); another seed gives other draws."""
     def run(seed):
-        return _quiet(evalmix.fit, table, strata="judge",
+        return _quiet(evalmix.fit, table, by="judge",
                       random=["scenario", "persona"], seed=seed,
                       backend=evalmix.Laplace(draws=200))
 
@@ -179,3 +179,18 @@ def test_typed_keywords_refuse_a_misspelt_option(table):
         fit_statsmodels(table, method="vb", vc_prior=2.0)  # type: ignore[call-arg]
     with pytest.raises(EvalmixError, match="either a spec or the model options"):
         fit_statsmodels(table, build_spec(table), slopes=("judge",))
+
+
+def test_strata_is_the_old_name_of_by(table):
+    """``fit(strata=role)`` (one fit per level) is now ``fit(by=role)``, the word
+    ``leaderboard(by=)`` uses; ``strata`` names the design's strata roles elsewhere."""
+    opts = {"backend": "glmm_laplace", "random": ["scenario", "persona"], "seed": 2}
+    with pytest.warns(FutureWarning, match=r"fit\(strata=...\) is now fit\(by=...\)"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            old = evalmix.fit(table, strata="judge", **opts)
+    new = _quiet(evalmix.fit, table, by="judge", **opts)
+    pd.testing.assert_frame_equal(old.fixed_effects, new.fixed_effects)
+    with pytest.raises(InvalidOptionError, match="give by= only"):
+        evalmix.fit(table, strata="judge", by="judge", **opts)
+

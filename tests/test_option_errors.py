@@ -52,9 +52,15 @@ BAD_CALLS = {
 }
 
 
-def test_leaderboard_draws(board_table):
-    with pytest.raises(ValueError, match="draws must be at least 100"):
-        leaderboard(board_table, cluster="item", draws=5)
+def test_leaderboard_reps(board_table):
+    with pytest.raises(ValueError, match="reps must be at least 100"):
+        leaderboard(board_table, cluster="item", reps=5)
+    # the old name still works, with a FutureWarning; beside a changed reps it is refused
+    with pytest.warns(FutureWarning, match=r"leaderboard\(draws=...\) is now leaderboard\(reps=...\)"):
+        with pytest.raises(ValueError, match="reps must be at least 100"):
+            leaderboard(board_table, cluster="item", draws=5)
+    with pytest.raises(ValueError, match="give reps= only"):
+        leaderboard(board_table, cluster="item", draws=500, reps=600)
 
 
 @pytest.mark.parametrize("name", list(BAD_CALLS))

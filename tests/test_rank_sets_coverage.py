@@ -91,7 +91,7 @@ def _study(name: str) -> dict[str, float]:
     rows = []
     for r in range(REPS):
         sim = DESIGNS[name](SEED + r)
-        board = leaderboard(sim.table(), cluster="item", seed=r, draws=DRAWS)
+        board = leaderboard(sim.table(), cluster="item", seed=r, reps=DRAWS)
         rows.append(_one(board, sim))
     return {key: float(np.mean([x[key] for x in rows])) for key in rows[0]}
 

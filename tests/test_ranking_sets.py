@@ -168,7 +168,7 @@ def test_bad_input_is_refused():
 @pytest.fixture(scope="module")
 def rr_board():
     sim = round_robin(n_models=7, n_items=40, tie_threshold=0.3, seed=4)
-    return leaderboard(sim.table(), cluster="item", seed=2, draws=4000)
+    return leaderboard(sim.table(), cluster="item", seed=2, reps=4000)
 
 
 def test_leaderboard_rank_sets_tie_groups_and_top_set(rr_board):

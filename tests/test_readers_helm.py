@@ -48,7 +48,7 @@ def test_reads_the_suite_and_reproduces_helm_means(table):
 
 
 def test_leaderboard_with_tie_groups_on_the_helm_suite(table):
-    board = leaderboard(table, cluster="item", seed=1, draws=4000)
+    board = leaderboard(table, cluster="item", seed=1, reps=4000)
     m = board.tidy()
     assert len(m) == 9 and m["tie_group"].iloc[0] == 1
     # the estimates are HELM's numbers

@@ -222,7 +222,7 @@ def test_leaderboard_bounded_interval_closed_form():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         table = pairwise_judges(12, 4, 2, 2, seed=11).table()
-        board = evalmix.leaderboard(table, cluster="scenario", seed=1, draws=500).tidy()
+        board = evalmix.leaderboard(table, cluster="scenario", seed=1, reps=500).tidy()
     for r in board.itertuples():
         q = stats.t.ppf(0.975, r.df)
         half = q * r.se / (r.estimate * (1 - r.estimate))

@@ -101,7 +101,7 @@ BUILDERS = {
     "ModelFit (statsmodels)": lambda s, j: _quiet(evalmix.fit, j, backend="statsmodels",
                                                   seed=1),
     "ModelFit (strata)": lambda s, j: _quiet(evalmix.fit, j, backend="statsmodels",
-                                             strata="judge", seed=1),
+                                             by="judge", seed=1),
     "AgreementResult": lambda s, j: evalmix.agreement(_humans(), seed=1, reps=99,
                                                       cluster="cluster"),
     "AltTestResult": lambda s, j: evalmix.alt_test(_humans(), min_items=10),
@@ -221,7 +221,7 @@ def test_interval_details_are_read_only_and_survive_pickling(scores):
 
 
 def test_strata_are_read_only_and_pickle(judged):
-    f = _quiet(evalmix.fit, judged, backend="statsmodels", strata="judge", seed=1)
+    f = _quiet(evalmix.fit, judged, backend="statsmodels", by="judge", seed=1)
     with pytest.raises(TypeError):
         f.strata["judge9"] = f       # type: ignore[index]
     back = pickle.loads(pickle.dumps(dataclasses.replace(f, draws=None)))

@@ -289,3 +289,13 @@ def test_a_dask_client_without_dask_installed_is_a_clear_error(monkeypatch):
     grid = {"n_clusters": [12], "cluster_size": [3], "icc": [0.2]}
     with pytest.raises(EvalmixError, match=r"pip install 'evalmix\[dask\]'"):
         coverage(["CR1"], grid, reps=20, seed=1, client="tcp://127.0.0.1:1", progress=False)
+
+
+def test_seed_none_is_drawn_recorded_and_kept_on_resume(tmp_path):
+    """coverage() defaults to seed=None as every random function does: a seed is drawn
+    and recorded; a resumed run without a seed continues with its manifest's."""
+    grid = {"n_clusters": [10, 20], "cluster_size": [5], "icc": [0.1]}
+    first = coverage(["naive"], grid, reps=20, out=tmp_path, progress=False)
+    assert isinstance(first.seed, int)
+    again = coverage(["naive"], grid, reps=20, out=tmp_path, resume=True, progress=False)
+    assert again.seed == first.seed and again.n_resumed == 2

@@ -26,10 +26,9 @@ DIFFERENT_BY_DESIGN: dict[str, str] = {
     "table": "annotated where the function does not refuse frames itself",
     "cluster": "one role (human ratings) vs one or several roles (tables)",
     "by": "one stratum role (leaderboard) vs one or several (humans)",
-    "strata": "TODO: one type for strata (fit takes one role today)",
-    "sampled": "TODO: one type for sampled (EvalTable.with_sampled also takes one role)",
-    "reps": "TODO: one default policy for Monte Carlo counts",
-    "draws": "TODO: leaderboard's Monte Carlo draws for max-t vs MCMC draws",
+    "reps": "one word for every Monte Carlo count, its default sized to its use: bootstrap "
+            "intervals 2,000, permutation p-values 9,999, the max-t quantile 10,000, the "
+            "agreement bootstrap 999, the LC win rate's GLM refits 200, None: the method's own",
     "backend": "analyze(backend=None) picks which back ends run; fit takes one (an object or name)",
     "family": "interval's regression family vs a model family (None: from the outcome)",
     "ties": "how pairwise ties count in a table vs whether human ties are kept",

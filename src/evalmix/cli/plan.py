@@ -102,7 +102,8 @@ def add_parser(subparsers: Any) -> list[str]:
                     help="latent intercept (with --components)")
     pw.add_argument("--reps", type=positive_int, default=500,
                     help="replications (with --components)")
-    pw.add_argument("--seed", type=nonnegative_int, default=0)
+    pw.add_argument("--seed", type=nonnegative_int, default=None,
+                    help="seed (default: one drawn and printed)")
     pw.add_argument("--out", default="power", help="output folder")
     pw.set_defaults(func=run_power)
 
@@ -119,7 +120,8 @@ def add_parser(subparsers: Any) -> list[str]:
     cv.add_argument("--reps", type=positive_int, default=2000)
     cv.add_argument("--boot-reps", dest="boot_reps", type=positive_int, default=999)
     cv.add_argument("--level", type=finite_float, default=0.95)
-    cv.add_argument("--seed", type=nonnegative_int, default=0)
+    cv.add_argument("--seed", type=nonnegative_int, default=None,
+                    help="study seed (default: one drawn and printed; --resume keeps the run's)")
     cv.add_argument("--jobs", type=jobs_count, default=1, help="joblib workers (-1: all cores)")
     cv.add_argument("--scheduler", default=None, metavar="ADDRESS",
                     help="Dask scheduler address, e.g. tcp://10.0.0.5:8786")
@@ -202,6 +204,9 @@ def run_power(args: argparse.Namespace) -> int:
 
     out = check_out_dir(args.out)
     if args.components:
+        from evalmix.seeding import resolve_seed
+
+        args.seed = resolve_seed(args.seed)   # drawn when not given, and printed below
         curves, table = _parametric_lines(args)
         out.mkdir(parents=True, exist_ok=True)
         curves.to_csv(out / "power.csv", index=False)
@@ -210,6 +215,7 @@ def run_power(args: argparse.Namespace) -> int:
                           title="Simulated power by number of levels (one line per factor "
                                 "varied)")
         print(table[["plan", "power", "power_mcse", "mde", "mde_mcse"]].to_string(index=False))
+        print(f"evalmix power: simulated with seed {args.seed}")
     else:
         curves, sizes = _analytic_lines(args)
         out.mkdir(parents=True, exist_ok=True)
@@ -251,7 +257,8 @@ def run_coverage(args: argparse.Namespace) -> int:
     show = ["n_clusters", "cluster_size", "icc", "method", "coverage", "mcse", "mean_width"]
     print(res.table[show].to_string(index=False, float_format="{:.4g}".format))
     print(f"evalmix coverage: {len(res.table)} rows in {res.seconds:.1f} s "
-          f"({res.n_resumed} cells resumed); wrote {Path(args.out) / 'coverage.csv'} and "
+          f"({res.n_resumed} cells resumed, seed {res.seed}); wrote "
+          f"{Path(args.out) / 'coverage.csv'} and "
           f"{Path(args.out) / 'coverage.png'}")
     return 0
 

@@ -59,8 +59,8 @@ def read(
     unmatched: Unmatched = "error",
     replicate: str | None = None,
     order_design: OrderDesign = "auto",
-    sampled: Sequence[str] | None = None,
-    strata: Sequence[str] | None = None,
+    sampled: str | Sequence[str] | None = None,
+    strata: str | Sequence[str] | None = None,
     on_unparsed: OnUnparsed = "auto",
     outcome_kind: OutcomeKind | None = None,
     encoding: str | None = None,
@@ -101,13 +101,13 @@ def read(
     outcome_type : {"auto", "binary", "proportion", "numeric"}
         Scores tables: force the outcome type ("binary" makes non-0/1 values an error).
         Pairwise tables: "binary" makes ties under ``ties="half"`` an error.
-    sampled : sequence of str, optional
+    sampled : str or sequence of str, optional
         The cluster roles the claim generalises over (new scenarios, personas,
         items...). Default: every role except judge-like (``judge``, ``rater``, ...)
         and replicate-like (``rep``, ``epoch``, ``run``, ...) ones, which are fixed. The
         report's recommended interval accounts for every sampled role. Also a roles-file
         key: ``sampled = ["scenario", "persona"]``.
-    strata : sequence of str, optional
+    strata : str or sequence of str, optional
         Cluster roles that are *strata*: groupings that were chosen, not sampled (a
         benchmark's subsets or categories). They are held fixed (intervals cluster
         within them) and never taken as sampled by default; a role named in

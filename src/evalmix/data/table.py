@@ -389,8 +389,8 @@ class EvalTable:
         """Cluster roles held fixed (chosen judges, replicates, strata, or as declared)."""
         return tuple(r for r in self.clusters if r not in self.sampled)
 
-    def with_sampled(self, sampled: Sequence[str] | str | None = None, *,
-                     strata: Sequence[str] | str | None = None) -> EvalTable:
+    def with_sampled(self, sampled: str | Sequence[str] | None = None, *,
+                     strata: str | Sequence[str] | None = None) -> EvalTable:
         """The same table with ``sampled`` roles and/or ``strata`` declared.
 
         ``None`` keeps what the table has (for ``sampled``: the default rule, every role

@@ -56,8 +56,8 @@ from evalmix.errors import (
     check_count,
     check_level,
     check_option,
+    renamed_option,
 )
-from evalmix.inference.bootstrap import MIN_REPS
 from evalmix.inference.bt_fit import aggregate, fit_bt, vcov_bt, vcov_bt_multiway
 from evalmix.inference.compare_all import _cells, cell_means_vcov, holm
 from evalmix.inference.letters import MAX_LETTERS, check_max_letters, compact_letters
@@ -92,6 +92,9 @@ if TYPE_CHECKING:
     from evalmix.data.table import EvalTable
 
 __all__ = ["leaderboard", "LeaderboardResult", "MODEL_COLUMNS", "PAIR_COLUMNS"]
+
+#: Monte Carlo draws of the max-t critical value (``leaderboard(reps=)``).
+MAXT_REPS = 10_000
 
 Method = CRType
 METHODS: tuple[str, ...] = CR_TYPES
@@ -541,10 +544,11 @@ def leaderboard(
     estimand: LeaderboardEstimand = "auto",
     pairs: Sequence[tuple[str, str]] | None = None,
     by: str | None = None,
-    draws: int = 10_000,
+    reps: int = MAXT_REPS,
     seed: SeedLike = None,
     letters: bool = True,
     max_letters: int | None = None,
+    draws: int | None = None,
 ) -> LeaderboardResult:
     """Rank K models with pairwise differences, simultaneous intervals and rank ranges.
 
@@ -580,8 +584,9 @@ def leaderboard(
         A cluster role (e.g. ``"judge"``) to stratify by: the pooled board plus one board
         per level, each with only the models that level has rows for; the empty
         ``by`` x model cells are listed in ``empty_cells``.
-    draws : int
-        Monte Carlo draws for the max-t critical value.
+    reps : int
+        Monte Carlo draws for the max-t critical value (recorded in the ``reps`` column,
+        as every Monte Carlo count of evalmix is).
     seed : int or numpy.random.Generator
         Seeds the Monte Carlo draws of the max-t critical value.
     letters : bool
@@ -595,6 +600,9 @@ def leaderboard(
         199 models scored 0/1 on 20 items), at most
         :data:`~evalmix.inference.letters.MAX_LETTERS` (every one- and two-character
         name).
+    draws : int, optional
+        Deprecated: the old name of ``reps``; it still works, with a
+        :class:`FutureWarning`.
 
     Returns
     -------
@@ -632,7 +640,11 @@ def leaderboard(
     check_option("adjust", adjust, ADJUSTS)
     check_option("estimand", estimand, ESTIMANDS)
     level = check_level(level)
-    draws = check_count("draws", draws, minimum=MIN_REPS)
+    if draws is not None:   # the old name: a changed reps beside it is refused
+        given = renamed_option("leaderboard", "draws", "reps", draws,
+                               None if reps == MAXT_REPS else reps)
+        reps = draws if given is None else given
+    draws = check_count("reps", reps, minimum=100)   # the max-t quantile needs 100
     if max_letters is not None:
         max_letters = check_max_letters(max_letters)
     codes, label = _cluster_codes(table, cluster)

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from evalmix.data.table import check_table
-from evalmix.errors import InvalidOptionError
+from evalmix.errors import InvalidOptionError, renamed_option
 from evalmix.models.backends import ModelBackend, resolve_backend
 from evalmix.models.result import ModelFit
 from evalmix.models.spec import ModelSpec, build_spec
@@ -35,7 +35,7 @@ def fit(
     random: Iterable[str] | None = None,
     reference: str | None = None,
     family: str | None = None,
-    strata: str | None = None,
+    by: str | None = None,
     level: float = 0.95,
     seed: SeedLike = None,
     progress: bool = True,
@@ -50,7 +50,7 @@ def fit(
         A table from :func:`evalmix.read` (the model is built from its roles with the
         options below), or a :class:`~evalmix.models.spec.ModelSpec` from
         :func:`~evalmix.models.spec.build_spec` (then the model options must be left at
-        their defaults and ``strata`` is not available).
+        their defaults and ``by`` is not available).
     backend : Bayes, REML, Laplace, VB, MAP or str
         The back end with its own options, an object of :mod:`evalmix.models.backends`
         (exported at the top level): ``Bayes(draws=..., chains=...)`` (NUTS with nutpie,
@@ -87,13 +87,16 @@ def fit(
         one (Bayesian back end; see :func:`~evalmix.models.spec.build_spec`). Any other
         name must be the family the table implies (``"bernoulli"`` and ``"binomial"`` both
         name the logistic model of 0/1 rows); a family that does not fit is refused.
-    strata : str, optional
-        Fit separately within each level of this cluster role (e.g. ``"judge"``); the
+    by : str, optional
+        Fit separately within each level of this cluster role (e.g. ``"judge"``, as
+        ``leaderboard(by=)`` stratifies); the
         tables are stacked with ``"<role>=<level>: "`` prefixed to terms and factors, and
         the per-stratum fits are in :attr:`ModelFit.strata`. Inside a stratum the role is
         constant, so its random terms (``(1|role)``, slopes by it, judge position bias
         when it is the judge) are left out. Each stratum gets its own seed drawn from
-        ``seed`` (recorded in ``provenance["stratum_seeds"]``).
+        ``seed`` (recorded in ``provenance["stratum_seeds"]``). Its old name ``strata=``
+        still works, with a :class:`FutureWarning` (``strata`` elsewhere names the roles
+        that are strata of the design, not sampled: ``read(strata=)``).
     level : float
         Interval level.
     seed : int or numpy.random.Generator, optional
@@ -134,6 +137,7 @@ def fit(
     >>> f.fixed_effects.query("term == 'condition[treatment]'")        # doctest: +SKIP
     """
     given = dict(locals())   # every option by name (first, so nothing else is in it)
+    by = renamed_option("fit", "strata", "by", legacy.pop("strata", None), by)
     kind, backend_options, label = resolve_backend(backend, legacy)
     if deadline is not None and (kind == "bayes" or not (
             isinstance(deadline, int | float) and not isinstance(deadline, bool)
@@ -154,14 +158,14 @@ def fit(
         data = check_table(data, "fit")
     if isinstance(data, ModelSpec):
         set_ = [k for k in _SPEC_OPTIONS if spec_options[k] != _DEFAULTS[k]]
-        if set_ or strata is not None:
-            bad = set_ + (["strata"] if strata is not None else [])
+        if set_ or by is not None:
+            bad = set_ + (["by"] if by is not None else [])
             raise InvalidOptionError(
                 f"{', '.join(bad)} build a model from a table; with a ModelSpec, build the "
                 "spec with those options (build_spec(table, ...)) or pass the table")
         return _fit_spec(data, kind, common, backend_options)
-    if strata is not None:
-        return _fit_strata(data, strata, kind=kind, spec_options=spec_options,
+    if by is not None:
+        return _fit_strata(data, by, kind=kind, spec_options=spec_options,
                            common=common, backend_options=backend_options)
     return _fit_spec(build_spec(data, **spec_options), kind, common, backend_options)
 
@@ -190,21 +194,21 @@ def _fit_spec(spec: ModelSpec, kind: str, common: dict[str, Any],
                      progress=common["progress"], **backend_options)
 
 
-def _fit_strata(table, strata: str, *, kind: str, spec_options: dict[str, Any],
+def _fit_strata(table, by: str, *, kind: str, spec_options: dict[str, Any],
                 common: dict[str, Any], backend_options: dict[str, Any]) -> ModelFit:
-    role = table.check_cluster(strata)[0]
+    role = table.check_cluster(by)[0]
     labels = table.data[role].astype(str).to_numpy()
     if spec_options["formula"] is not None:
-        raise InvalidOptionError("strata=... builds one default model per stratum; pass the "
-                                 "formula without strata, or fit table.subset(...) yourself")
+        raise InvalidOptionError("by=... builds one default model per stratum; pass the "
+                                 "formula without by, or fit table.subset(...) yourself")
     # the role is constant inside a stratum: none of its random terms is identified
     fixed_roles = tuple(f for f in spec_options["fixed"] if f != role)
     given_random = spec_options["random"]
     random = tuple(c for c in (table.clusters if given_random is None else given_random)
                    if c != role and c not in fixed_roles)
     if not random:
-        raise InvalidOptionError(f"strata={role!r} leaves no other cluster factor with a random "
-                                 "intercept; fit without strata or add a cluster role")
+        raise InvalidOptionError(f"by={role!r} leaves no other cluster factor with a random "
+                                 "intercept; fit without by or add a cluster role")
     options = {**spec_options, "fixed": fixed_roles, "random": random,
                "judge_position": spec_options["judge_position"] and role != "judge",
                "slopes": None if spec_options["slopes"] is None else

@@ -175,7 +175,7 @@ class ModelFit(PicklableProxies):
         The statsmodels results object (frequentist back ends; None otherwise and for a
         stratified fit).
     strata : Mapping of str to ModelFit
-        A stratified fit (``fit(..., strata=role)``): the fit of each level (read-only;
+        A stratified fit (``fit(..., by=role)``): the fit of each level (read-only;
         empty otherwise).
     fixed_effects, variance, diagnostics : pandas.DataFrame
         See the module docstring for their columns.

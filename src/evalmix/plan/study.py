@@ -27,7 +27,7 @@ import pandas as pd
 from evalmix._progress import Progress
 from evalmix.errors import EvalmixError, InvalidOptionError, check_level
 from evalmix.plan._cells import CELL_DEFAULTS, FAST_METHODS, check_cell, run_cell
-from evalmix.seeding import keyed_seed_sequence, resolve_seed
+from evalmix.seeding import SeedLike, keyed_seed_sequence, resolve_seed
 from evalmix.tidy import tidy_rows
 
 __all__ = ["coverage", "CoverageResult", "DEFAULT_GRID", "COVERAGE_COLUMNS", "expand_grid"]
@@ -204,7 +204,7 @@ def coverage(
     grid: Any = None,
     *,
     reps: int = 2000,
-    seed: int | np.random.Generator = 0,
+    seed: SeedLike = None,
     level: float = 0.95,
     boot_reps: int = 999,
     jobs: int = 1,
@@ -233,9 +233,11 @@ def coverage(
     reps : int
         Replications per cell. The Monte Carlo SE of a coverage near 0.95 is
         ``sqrt(0.95 * 0.05 / reps)`` (0.0049 at 2,000 reps, 0.0022 at 10,000).
-    seed : int or numpy.random.Generator
+    seed : int or numpy.random.Generator, optional
         Study seed; cell ``c`` uses ``SeedSequence(seed, spawn_key=hash(c's parameters))``.
-        A Generator contributes one drawn int, recorded in the result.
+        A Generator contributes one drawn int and None draws one, recorded in the result
+        (``seed``) and the manifest; a resumed run (``resume=True``) without a seed
+        continues with its manifest's.
     level : float
         Nominal level of every interval.
     boot_reps : int
@@ -288,6 +290,8 @@ def coverage(
     if int(reps) < 2 or int(boot_reps) < 2:
         raise InvalidOptionError(f"reps and boot_reps must be at least 2, got {reps}, {boot_reps}")
     # per-cell seeds derive from an int: a Generator (or None) contributes one, recorded
+    if seed is None and resume and out is not None and (Path(out) / "manifest.json").is_file():
+        seed = json.loads((Path(out) / "manifest.json").read_text()).get("seed")
     seed = resolve_seed(seed)
     if isinstance(jobs, bool) or not isinstance(jobs, int | np.integer) or jobs == 0:
         raise InvalidOptionError(f"jobs={jobs!r}: give the number of worker processes (1 = "

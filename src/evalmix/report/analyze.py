@@ -69,8 +69,8 @@ def analyze(
     model_timeout: float | None = 300,
     command: str | None = None,
     out: str | Path | None = None,
-    sampled: Sequence[str] | None = None,
-    strata: Sequence[str] | None = None,
+    sampled: str | Sequence[str] | None = None,
+    strata: str | Sequence[str] | None = None,
     levels: Sequence[str] | None = None,
     humans: Sequence[str] | None = None,
     letters: bool = True,
@@ -117,11 +117,11 @@ def analyze(
     min_clusters : int
         Below this many clusters (default 20) the report warns that CR1 and bootstrap
         rows under-cover (the recommended CR2 rows are used at any number of levels).
-    sampled : sequence of str, optional
+    sampled : str or sequence of str, optional
         Cluster roles the claim generalises over (default ``table.sampled``: all but
         judges and replicates). The recommended interval accounts for every one of them
         (:func:`evalmix.compare.recommend.recommend_cluster`).
-    strata : sequence of str, optional
+    strata : str or sequence of str, optional
         Cluster roles that are strata (chosen, not sampled: a benchmark's subsets or
         categories), replacing the table's (a log reader declares its format's): held
         fixed, the recommended interval clusters within them and never by them.

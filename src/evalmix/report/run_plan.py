@@ -110,8 +110,8 @@ def check_options(*, out: str | Path | None, backend: str | None, level: float,
 
 
 def plan_run(table: EvalTable, *, cluster_levels: Sequence[str] | None,
-             methods: Sequence[str] | None, sampled: Sequence[str] | None,
-             strata: Sequence[str] | None, level: float, reps: int, seed: int,
+             methods: Sequence[str] | None, sampled: str | Sequence[str] | None,
+             strata: str | Sequence[str] | None, level: float, reps: int, seed: int,
              plan: AnalysisPlan | None, controlled: ControlledEstimand, baseline: str | None,
              style_features: Sequence[str] | None, columns: pd.DataFrame | None) -> RunPlan:
     """The :class:`RunPlan` of a checked call (options from :func:`check_options`).

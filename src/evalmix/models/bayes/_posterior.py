@@ -120,7 +120,7 @@ def check_quality(spec: ModelSpec, diag: pd.DataFrame, divergences: int, var: pd
                 f"identified{rng} and leans on the prior. Check the prior sensitivity "
                 f"(fit(..., backend=Bayes(sensitivity=2.5))), or treat it as fixed effects "
                 f"(fixed=('{r.factor}',)) or fit each level separately "
-                f"(strata='{r.factor}').", FewClustersWarning))
+                f"(by='{r.factor}').", FewClustersWarning))
     return msgs
 
 
