@@ -34,6 +34,8 @@ _LAZY: dict[str, str] = {
     "compare_all": "evalmix.inference.compare_all",
     "leaderboard": "evalmix.inference.leaderboard",
     "LeaderboardResult": "evalmix.inference.leaderboard",
+    "leaderboard_bootstrap": "evalmix.inference.board_bootstrap",
+    "LeaderboardBootstrap": "evalmix.inference.board_bootstrap",
     "length_controlled_win_rate": "evalmix.inference.length_control",
     "style_controlled_bt": "evalmix.inference.style_control",
     "design_effect": "evalmix.design.effect",

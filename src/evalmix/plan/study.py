@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from evalmix._progress import Progress
+from evalmix._tasks import run_tasks
 from evalmix.errors import EvalmixError, InvalidOptionError, check_level
 from evalmix.plan._cells import CELL_DEFAULTS, FAST_METHODS, check_cell, run_cell
 from evalmix.seeding import SeedLike, keyed_seed_sequence, resolve_seed
@@ -351,48 +352,11 @@ def coverage(
 
 
 def _run_joblib(jobs: int, todo: list[int], cells, args, collect) -> None:
-    """Cells on loky worker processes, shut down when the grid is done (or fails):
-    loky keeps idle workers alive for minutes otherwise."""
-    from joblib import Parallel, delayed
-    from joblib.externals.loky import get_reusable_executor
-
-    try:
-        par = Parallel(n_jobs=jobs, return_as="generator_unordered")
-        for index, rows in par(delayed(_task)(i, cells[i], *args) for i in todo):
-            collect(index, rows)
-    finally:
-        get_reusable_executor().shutdown(wait=True, kill_workers=True)
-
-
-#: seconds to wait for a Dask scheduler given by address
-DASK_CONNECT_TIMEOUT = 10
+    """Cells on loky worker processes (:func:`evalmix._tasks.run_tasks`)."""
+    run_tasks(_task, [(i, cells[i], *args) for i in todo], lambda r: collect(*r), jobs=jobs)
 
 
 def _run_dask(client: Any, todo: list[int], cells, args, collect) -> None:
-    try:
-        from distributed import Client, as_completed
-    except ImportError:
-        raise EvalmixError("a Dask client or --scheduler needs Dask, an optional "
-                           "dependency: pip install 'evalmix[dask]', or run locally with "
-                           "jobs= (--jobs)") from None
-
-    own = isinstance(client, str)
-    if own:
-        try:
-            dask_client = Client(client, timeout=DASK_CONNECT_TIMEOUT)
-        except (OSError, TimeoutError, ValueError) as exc:
-            raise EvalmixError(
-                f"could not connect to the Dask scheduler at {client!r} within "
-                f"{DASK_CONNECT_TIMEOUT} s ({type(exc).__name__}: {' '.join(str(exc).split())[:160]}); "
-                "check the address (tcp://host:8786) and that the scheduler is running, or "
-                "drop --scheduler to run locally") from None
-    else:
-        dask_client = client
-    try:
-        futures = [dask_client.submit(_task, i, cells[i], *args, pure=False) for i in todo]
-        for fut in as_completed(futures):
-            index, rows = fut.result()
-            collect(index, rows)
-    finally:
-        if own:
-            dask_client.close()
+    """Cells as Dask tasks, collected as they finish (:func:`evalmix._tasks.run_tasks`)."""
+    run_tasks(_task, [(i, cells[i], *args) for i in todo], lambda r: collect(*r),
+              client=client)
