@@ -363,27 +363,26 @@ def _simultaneous(t: np.ndarray, inv: np.ndarray, z: np.ndarray, level: float,
     return better, steps
 
 
+#: draws per block of :func:`_marginal`: a (K x block) slice of the null statistics stays
+#: in cache while its maxima are taken (the whole K x draws table does not, at K = 200)
+MARGINAL_BLOCK = 1024
+
+
 def _marginal(t: np.ndarray, inv: np.ndarray, z: np.ndarray, level: float, stepdown: bool
               ) -> tuple[np.ndarray, np.ndarray, int]:
     """Each model's own family: ``H_jk`` and ``H_kj`` for all ``k``, stepped down."""
-    k = z.shape[0]
+    k, n = z.shape
     n_better = np.zeros(k, dtype=np.int64)
     n_worse = np.zeros(k, dtype=np.int64)
     most = 0
     for j in range(k):
-        s = (z[j][None, :] - z) * inv[j][:, None]  # row m: null statistic of H_jm
         up = np.ones(k, dtype=bool)  # H_jm: is j better than m?
         up[j] = False
         dn = up.copy()  # H_mj: is m better than j?
         steps = 0
         while up.any() or dn.any():
             steps += 1
-            m = np.full(s.shape[1], -np.inf, dtype=s.dtype)
-            if up.any():
-                m = np.maximum(m, s[up].max(axis=0))
-            if dn.any():
-                m = np.maximum(m, (-s[dn]).max(axis=0))
-            crit = float(np.quantile(m, level))
+            crit = float(np.quantile(_family_max(z, j, inv[j], up, dn), level))
             new_up, new_dn = up & (t[j] > crit), dn & (-t[j] > crit)
             if not (new_up.any() or new_dn.any()):
                 break
@@ -395,6 +394,29 @@ def _marginal(t: np.ndarray, inv: np.ndarray, z: np.ndarray, level: float, stepd
                 break
         most = max(most, steps)
     return 1 + n_better, k - n_worse, most
+
+
+def _family_max(z: np.ndarray, j: int, inv_j: np.ndarray, up: np.ndarray, dn: np.ndarray
+                ) -> np.ndarray:
+    """Per draw, the maximum of the null statistics ``s_m = (z_j - z_m) inv_jm`` over the
+    active ``H_jm`` (``up``) and of ``-s_m`` over the active ``H_mj`` (``dn``): formed
+    only for the active rows, a block of draws at a time (a maximum over a union is the
+    maximum of the parts' maxima, so the numbers are those of the whole table)."""
+    n = z.shape[1]
+    m = np.full(n, -np.inf, dtype=z.dtype)
+    parts = [(rows, sign) for rows, sign in ((np.flatnonzero(up & dn), 0),
+                                              (np.flatnonzero(up & ~dn), 1),
+                                              (np.flatnonzero(dn & ~up), -1)) if rows.size]
+    for a in range(0, n, MARGINAL_BLOCK):
+        b = min(n, a + MARGINAL_BLOCK)
+        out = m[a:b]
+        for rows, sign in parts:
+            s = (z[j, a:b][None, :] - z[rows, a:b]) * inv_j[rows][:, None]
+            if sign >= 0:
+                np.maximum(out, s.max(axis=0), out=out)
+            if sign <= 0:
+                np.maximum(out, -s.min(axis=0), out=out)
+    return m
 
 
 def rank_sets(
