@@ -52,15 +52,19 @@ CONTEXT: dict[str, str] = {
 #: (page, text in the page, replacement, reason)
 SMALLER: list[tuple[str, str, str, str]] = [
     ("README.md", "fit = evalmix.fit(table, seed=1)",
-     "fit = evalmix.fit(table, seed=1, draws=200, tune=200, progress=False)",
+     "fit = evalmix.fit(table, seed=1, backend=evalmix.Bayes(draws=200, tune=200), "
+     "progress=False)",
      "MCMC: 200 draws instead of 2,000 (about 60 s -> 10 s)"),
     ("README.md", "report = evalmix.analyze(table, fast=True, seed=1,",
      "report = evalmix.analyze(table, fast=True, seed=1, reps=199, progress=False,",
      "199 bootstrap replicates instead of 2,000"),
     ("docs/models.md", 'fit = evalmix.fit(table, slopes=("judge",), seed=1)',
-     'fit = evalmix.fit(table, slopes=("judge",), seed=1, draws=200, tune=200, '
-     'progress=False)',
+     'fit = evalmix.fit(table, slopes=("judge",), seed=1, '
+     'backend=evalmix.Bayes(draws=200, tune=200), progress=False)',
      "MCMC: 200 draws instead of 2,000"),
+    ("docs/models.md", "backend=evalmix.Bayes(draws=1000, chains=4))",
+     "backend=evalmix.Bayes(draws=100, tune=100, chains=4), progress=False)",
+     "MCMC: 4 x 100 draws instead of 4 x 1,000"),
     ("docs/planning.md", "reps=2000, seed=1, jobs=2,", "reps=40, seed=1, jobs=1,",
      "coverage grid: 40 replications per cell instead of 2,000, in-process"),
     ("docs/planning.md", "R = 20000", "R = 1000",
