@@ -68,7 +68,9 @@ def add_read_arguments(rp: argparse.ArgumentParser) -> None:
                     metavar="KEY=VALUE",
                     help="log reader option, repeatable: scorer=NAME (inspect), metric=NAME, "
                          "filter=NAME, model=FIELD (lm_eval), failures=tie|drop "
-                         "(alpaca_eval), model_a_first=true (battles)")
+                         "(alpaca_eval), model_a_first=true (battles), answers=DIR "
+                         "(arena_hard, battles: model_answer files, for length and style "
+                         "control)")
     rp.add_argument("--replicate",
                     help="column numbering repeated runs (epochs, repeated judge runs): "
                          "nested within the item, never a cluster level")

@@ -32,6 +32,7 @@ from typing import Any
 
 import pandas as pd
 
+from evalmix.data.answers import attach
 from evalmix.data.readers._common import (
     Source,
     add_category_stratum,
@@ -40,6 +41,7 @@ from evalmix.data.readers._common import (
     label,
     load_records,
 )
+from evalmix.data.readers.model_answers import FEATURES, model_answers, with_model_answers
 from evalmix.data.table import EvalTable
 from evalmix.errors import DroppedRowsWarning, EvalmixError, EvalmixWarning
 
@@ -98,8 +100,8 @@ def _game_rows(path: Path, records: list[dict[str, Any]], baseline: str | None
     return rows
 
 
-def read_arena_hard(source: Source, *, baseline: str | None = None, **read_kwargs: Any
-                    ) -> EvalTable:
+def read_arena_hard(source: Source, *, baseline: str | None = None,
+                    answers: Source | None = None, **read_kwargs: Any) -> EvalTable:
     """Read arena-hard-auto judgment files (see the module docstring).
 
     Parameters
@@ -109,6 +111,11 @@ def read_arena_hard(source: Source, *, baseline: str | None = None, **read_kwarg
         recursively; the judge is the record's ``judge`` or the file's folder).
     baseline : str, optional
         The baseline model, for v0.1 records that do not name it.
+    answers : path, folder or list of them, optional
+        The ``model_answer`` files of the judged models and the baseline: adds each
+        answer's ``length``, ``headers``, ``lists``, ``bold`` and ``tokens`` as
+        ``<feature>_a`` / ``<feature>_b`` (:mod:`evalmix.data.readers.model_answers`),
+        for the length- and style-controlled estimands.
     **read_kwargs
         Passed to :func:`evalmix.read` (``clusters=`` are added to the reader's).
 
@@ -119,7 +126,11 @@ def read_arena_hard(source: Source, *, baseline: str | None = None, **read_kwarg
         ``tie``; ``strong`` and ``upstream_rows`` columns keep arena-hard's x3 weight.
     """
     frame = judgment_frame(source, baseline)
-    return finish(frame, frame.attrs["label"], _roles(frame), read_kwargs)
+    if answers is None:
+        return finish(frame, frame.attrs["label"], _roles(frame), read_kwargs)
+    frame = with_model_answers(frame, model_answers(answers))
+    return attach(finish(frame, frame.attrs["label"], _roles(frame), read_kwargs), frame,
+                  [f"{f}_{s}" for f in FEATURES for s in ("a", "b")])
 
 
 def judgment_frame(source: Source, baseline: str | None = None) -> pd.DataFrame:

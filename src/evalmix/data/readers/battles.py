@@ -59,6 +59,7 @@ from evalmix.data.readers._common import (
     load_records,
 )
 from evalmix.data.readers.arena_hard import is_arena_hard_battles, read_arena_hard_battles
+from evalmix.data.readers.model_answers import FEATURES, model_answers, with_model_answers
 from evalmix.data.table import EvalTable
 from evalmix.errors import EvalmixError, InvalidOptionError
 
@@ -181,8 +182,8 @@ def battles_frame(paths: list[Path], *, model_a_first: bool = False
     return frame, roles
 
 
-def read_battles(source: Source, *, model_a_first: bool = False, **read_kwargs: Any
-                 ) -> EvalTable:
+def read_battles(source: Source, *, model_a_first: bool = False,
+                 answers: Source | None = None, **read_kwargs: Any) -> EvalTable:
     """Read pairwise battle or judgment logs (see the module docstring for the shapes).
 
     Parameters
@@ -192,6 +193,10 @@ def read_battles(source: Source, *, model_a_first: bool = False, **read_kwargs: 
     model_a_first : bool
         Battles shape only: model_a's answer was shown first (Chatbot Arena's left
         side). Makes a single-randomised-order table with ``first_shown``.
+    answers : path, folder or list of them, optional
+        FastChat ``model_answer`` files (MT-Bench): adds each answer's ``length``,
+        ``headers``, ``lists``, ``bold`` (of the judged turn) as ``<feature>_a`` /
+        ``<feature>_b`` (:mod:`evalmix.data.readers.model_answers`).
     **read_kwargs
         Passed to :func:`evalmix.read` (``clusters=`` are added to the reader's).
 
@@ -207,6 +212,11 @@ def read_battles(source: Source, *, model_a_first: bool = False, **read_kwargs: 
         if records and not model_a_first and is_arena_hard_battles(records):
             return read_arena_hard_battles(paths[0], records, dict(read_kwargs))
     frame, roles = battles_frame(paths, model_a_first=model_a_first)
+    if answers is not None:
+        if "question_id" not in frame.columns:
+            raise InvalidOptionError("answers= matches answers by question_id, which these "
+                                     "records lack")
+        frame = with_model_answers(frame, model_answers(answers))
     clusters: dict[str, str] = {}
     if "question_id" in frame.columns and frame["question_id"].notna().all():
         category = mt_bench_category(frame["question_id"])
@@ -226,5 +236,5 @@ def read_battles(source: Source, *, model_a_first: bool = False, **read_kwargs: 
     frame["model_a"] = frame["model_a"].astype(str)
     frame["model_b"] = frame["model_b"].astype(str)
     return attach(finish(frame, label(paths), roles, read_kwargs), frame,
-                  [f"{f}_{s}" for f in dict.fromkeys((*ANSWER_FEATURES, *METADATA_FEATURES))
-                   for s in ("a", "b")])
+                  [f"{f}_{s}" for f in dict.fromkeys((*ANSWER_FEATURES, *METADATA_FEATURES,
+                                                      *FEATURES)) for s in ("a", "b")])
