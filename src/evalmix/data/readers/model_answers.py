@@ -59,8 +59,8 @@ def _turns(record: dict[str, Any]) -> list[tuple[str | None, float]]:
     if isinstance(messages, list):
         said = [_text(m.get("content")) for m in messages
                 if isinstance(m, dict) and m.get("role") == "assistant"]
-        meta = record.get("metadata") if isinstance(record.get("metadata"), dict) else {}
-        tokens = meta.get("token_len")
+        meta = record.get("metadata")
+        tokens = meta.get("token_len") if isinstance(meta, dict) else None
         total = float(tokens) if isinstance(tokens, int | float) else np.nan
         # the file counts the whole conversation's tokens: kept on a single turn only
         return [(t, total if len(said) == 1 else np.nan) for t in said]
