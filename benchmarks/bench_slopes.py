@@ -74,10 +74,10 @@ def main() -> None:
     for name, formula in MODELS.items():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            fit_statsmodels(table, method="laplace", formula=formula, seed=1, n_draws=200)
+            fit_statsmodels(table, method="laplace", formula=formula, seed=1, draws=200)
             t0 = time.perf_counter()
             fit = fit_statsmodels(table, method="laplace", formula=formula, seed=1,
-                                  n_draws=200)
+                                  draws=200)
             secs = time.perf_counter() - t0
         case = {"seconds": secs, "loglik": fit.results.llf,
                 "converged": bool(fit.provenance["converged"])}

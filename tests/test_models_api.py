@@ -164,8 +164,7 @@ def test_fit_defaults_are_the_back_ends_defaults():
         assert fit[name].default == bayes[name].default, name
     for cls in (evalmix.REML, evalmix.Laplace, evalmix.VB, evalmix.MAP):
         for f in dataclasses.fields(cls):
-            key = "n_draws" if f.name == "draws" else f.name
-            assert f.default == STATSMODELS_DEFAULTS[key], (cls, f.name)
+            assert f.default == STATSMODELS_DEFAULTS[f.name], (cls, f.name)
 
 
 def test_typed_keywords_refuse_a_misspelt_option(table):

@@ -164,3 +164,21 @@ def test_old_bayes_keywords_reach_fit_bayes(table, monkeypatch):
 def test_wrong_combinations_are_refused_by_name(table, kw, match):
     with pytest.raises(InvalidOptionError, match=match):
         evalmix.fit(table, **kw)
+
+
+def test_fit_statsmodels_n_draws_is_the_old_name_of_draws(table):
+    """The frequentist back ends' probability-scale draws are ``draws`` (as in
+    ``Laplace(draws=)``); ``n_draws=`` still works with a FutureWarning."""
+    from evalmix.models.frequentist import STATSMODELS_DEFAULTS, fit_statsmodels
+
+    assert "draws" in STATSMODELS_DEFAULTS and "n_draws" not in STATSMODELS_DEFAULTS
+    opts = {"method": "laplace", "seed": 3, "slopes": (), "random": ["scenario", "persona"]}
+    with pytest.warns(FutureWarning, match=r"fit_statsmodels\(n_draws=...\) is now "):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            old = fit_statsmodels(table, n_draws=300, **opts)
+    new = _quiet(fit_statsmodels, table, draws=300, **opts)
+    assert new.provenance.get("probability_draws", 300) == 300
+    pd.testing.assert_frame_equal(_fixed(old), _fixed(new))
+    with pytest.raises(InvalidOptionError, match="give draws= only"):
+        fit_statsmodels(table, n_draws=300, draws=300, **opts)

@@ -180,7 +180,7 @@ def test_maximal_default_on_a_real_file_equals_glmmtmb(ref):
     r = pd.read_csv(REF / "reference_mtbench_slopes.csv")
     r = r[r.software == "glmmTMB"].set_index(["kind", "name"])
     t = load_table("mtbench_repetition", strata=[])  # the frozen model: categories random
-    fit = _quiet(fit_statsmodels, t, method="laplace", seed=1, n_draws=200)
+    fit = _quiet(fit_statsmodels, t, method="laplace", seed=1, draws=200)
     assert fit.provenance["simplified"] == [] and "(0 + condition|item)" in fit.formula
     assert abs(fit.results.llf - r.loc[("criterion", "logLik"), "value"]) < 1e-4
 

@@ -149,9 +149,9 @@ def crossed_spec(crossed_table):
 def crossed_fits(crossed_table, crossed_spec):
     with warnings.catch_warnings():
         warnings.simplefilter("error", SingularFitWarning)
-        fits = {m: fit_statsmodels(None, crossed_spec, method=m, seed=11, n_draws=1000)
+        fits = {m: fit_statsmodels(None, crossed_spec, method=m, seed=11, draws=1000)
                 for m in ("mixedlm", "vb", "map")}
-        fits["laplace"] = fit_statsmodels(None, crossed_spec, seed=11, n_draws=1000)  # auto
+        fits["laplace"] = fit_statsmodels(None, crossed_spec, seed=11, draws=1000)  # auto
     return fits
 
 
@@ -278,8 +278,8 @@ def test_probability_rows_typical_and_population(crossed_fits):
 
 
 def test_seed_reproducible(crossed_spec):
-    a = fit_statsmodels(None, crossed_spec, method="map", seed=5, n_draws=200)
-    b = fit_statsmodels(None, crossed_spec, method="map", seed=5, n_draws=200)
+    a = fit_statsmodels(None, crossed_spec, method="map", seed=5, draws=200)
+    b = fit_statsmodels(None, crossed_spec, method="map", seed=5, draws=200)
     pd.testing.assert_frame_equal(a.fixed_effects, b.fixed_effects)
 
 
@@ -520,7 +520,7 @@ def test_laplace_coverage_on_simulated_truth():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             fit = fit_statsmodels(sim.table(), method="laplace", level=0.90,
-                                  slopes=("judge",), seed=seed, n_draws=100)
+                                  slopes=("judge",), seed=seed, draws=100)
         converged += bool(fit.provenance["converged"])
         fe = fit.fixed_effects
         fe = fe[fe.scale == "log-odds"].set_index("term")

@@ -345,7 +345,7 @@ def resolve_backend(backend: object, legacy: dict[str, Any], *,
         reml = backend_from_name("mixedlm", opts)
         _warn_legacy(where, backend, legacy,
                      f"{_short(laplace)} (0/1 outcomes) or {_short(reml)} (numeric scores)")
-        return "statsmodels", {"method": "auto", **{("n_draws" if k == "draws" else k): v
+        return "statsmodels", {"method": "auto", **{("draws" if k == "n_draws" else k): v
                                                     for k, v in opts.items()}}, "statsmodels"
     cls = _METHODS[method]
     own = {f.name for f in fields(cls)} | ({"n_draws"} if "draws" in
@@ -365,7 +365,7 @@ def _kind_options(b: ModelBackend) -> tuple[str, dict[str, Any], str]:
         return "bayes", {f.name: getattr(b, f.name) for f in fields(b)}, b.name
     opts: dict[str, Any] = {"method": b._method}
     for f in fields(b):
-        opts["n_draws" if f.name == "draws" else f.name] = getattr(b, f.name)
+        opts[f.name] = getattr(b, f.name)
     return "statsmodels", opts, b.name
 
 

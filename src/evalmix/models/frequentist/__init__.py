@@ -63,6 +63,7 @@ from evalmix.errors import (
     SingularFitWarning,
     check_keywords,
     check_option,
+    renamed_option,
 )
 from evalmix.models._deadline import check_deadline
 from evalmix.models.frequentist._crossed import (
@@ -312,7 +313,7 @@ class _StatsmodelsOptions:
     vc_prior_sd: float = 1.0
     fe_prior_sd: float = 2.0
     seed: int | np.random.Generator | None = None
-    n_draws: int = 4000
+    draws: int = 4000
     df: DfMethod = "containment"
     deadline: float | None = None
 
@@ -326,7 +327,8 @@ class StatsmodelsOptions(SpecOptions, total=False):
     vc_prior_sd: float
     fe_prior_sd: float
     seed: int | np.random.Generator | None
-    n_draws: int
+    draws: int
+    n_draws: int   # the old name of draws (FutureWarning)
     df: DfMethod
     deadline: float | None
 
@@ -373,8 +375,9 @@ def fit_statsmodels(table: Any, spec: ModelSpec | None = None,
     seed : int or numpy.random.Generator, optional
         Seeds statsmodels' starting values (vb/map) and the draws behind the
         probability-scale rows; recorded in ``provenance["seed"]``.
-    n_draws : int
-        Draws from the approximate sampling distribution for probability-scale rows.
+    draws : int
+        Draws from the approximate sampling distribution for probability-scale rows
+        (``n_draws=``, its old name, still works with a :class:`FutureWarning`).
     df : {"containment", "none"}
         Reference distribution of the fixed-effect intervals of ``"mixedlm"`` and
         ``"laplace"``: ``t`` with containment degrees of freedom (levels - 1 of the
@@ -424,9 +427,13 @@ def fit_statsmodels(table: Any, spec: ModelSpec | None = None,
     Blei, D. M. et al. (2017). Variational inference: a review for statisticians. JASA
     112(518). doi:10.1080/01621459.2017.1285773
     """
-    given = check_keywords("fit_statsmodels", options, (*SPEC_DEFAULTS, *STATSMODELS_DEFAULTS))
+    raw: dict[str, Any] = dict(options)
+    if "n_draws" in raw:
+        raw["draws"] = renamed_option("fit_statsmodels", "n_draws", "draws", raw.pop("n_draws"),
+                                      raw.pop("draws", None))
+    given = check_keywords("fit_statsmodels", raw, (*SPEC_DEFAULTS, *STATSMODELS_DEFAULTS))
     o = _StatsmodelsOptions(**{k: v for k, v in given.items() if k in STATSMODELS_DEFAULTS})
-    method, level, seed, n_draws, df, deadline = (o.method, o.level, o.seed, o.n_draws, o.df,
+    method, level, seed, n_draws, df, deadline = (o.method, o.level, o.seed, o.draws, o.df,
                                                   o.deadline)
     check_option("method", method, METHODS)
     check_option("df", df, ("containment", "none"))
