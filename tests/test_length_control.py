@@ -442,3 +442,30 @@ def test_gamed_auto_finds_the_baselines_variants(upstream):
     lc = {r.tidy().query("model == 'phi-2' and estimand == 'lc_win_rate'")["estimate"].item()
           for r in (reg, plain)}
     assert len(lc) == 2
+
+
+def test_alpaca_eval_difficulty_from_annotation_files(upstream, tmp_path):
+    """evalmix.data.readers.alpaca_eval.alpaca_eval_difficulty on annotation files shaped
+    as upstream writes them (glm_preference kept): the difficulty by instruction text,
+    with which upstream's weights give the verbose / concise pair's LC to 1e-8, and which
+    length_controlled_win_rate takes as difficulty=."""
+    from evalmix.data.readers.alpaca_eval import alpaca_eval_difficulty
+
+    _, lb, w = upstream
+    glm = pd.read_csv(LC / "glm_preference.csv.gz")
+    for model, part in glm.groupby("model"):
+        folder = tmp_path / model / "weighted_alpaca_eval_gpt4_turbo"
+        folder.mkdir(parents=True)
+        recs = [{"instruction": f"instruction {r.instruction}", "generator_1": BASELINE,
+                 "generator_2": model, "output_1": "x", "output_2": "y", "preference": 1.5,
+                 "glm_preference": r.glm_preference} for r in part.itertuples()]
+        (folder / "annotations.json").write_text(json.dumps(recs))
+    d = alpaca_eval_difficulty(tmp_path, LC / "baseline_gpt4_1106_preview.csv")
+    assert d.size == 805 and d.index[0].startswith("instruction ")
+    for m in GAMED:
+        lc = 100 * expit(w.loc[m, W_COLS[2]] + w.loc[m, W_COLS[1]] * d.to_numpy()).mean()
+        assert lc == pytest.approx(lb.loc[m, "length_controlled_winrate"], abs=1e-8)
+    bad = w.copy()
+    bad.loc["vicuna-7b-v1.5", W_COLS[1]] *= 1.01
+    with pytest.raises(evalmix.EvalmixError, match="recovered difficulties differ"):
+        alpaca_eval_difficulty(tmp_path, bad)

@@ -50,7 +50,7 @@ from evalmix.data.table import EvalTable
 from evalmix.errors import EvalmixError, EvalmixWarning, InvalidOptionError, check_option
 from evalmix.vocabulary import AlpacaFailures
 
-__all__ = ["read_alpaca_eval", "alpaca_eval_frame", "FAILURES"]
+__all__ = ["read_alpaca_eval", "alpaca_eval_frame", "FAILURES", "alpaca_eval_difficulty"]
 
 FAILURES: tuple[str, ...] = ("tie", "drop")
 #: Default strata: the AlpacaEval subsets were chosen, not sampled (``item`` is sampled,
@@ -172,3 +172,71 @@ def read_alpaca_eval(source: Source, *, failures: AlpacaFailures = "drop",
     data = table.frame()
     data["y"] = p_a[data["row"].to_numpy()]
     return replace(table, data=data, outcome_type="proportion")
+
+
+#: upstream's weight columns (``metrics/weights/<annotator>/length_controlled_v1/``)
+_W_INTERCEPT = "not_gamed_baseline.astype(float)"
+_W_DIFFICULTY = "instruction_difficulty"
+
+
+def alpaca_eval_difficulty(annotations: Source, weights: str | Path | pd.DataFrame
+                           ) -> pd.Series:
+    """AlpacaEval's instruction difficulty, recovered from annotations that keep the GLM's
+    ``glm_preference``.
+
+    Upstream reads the difficulty of its length-controlled GLM from Hugging Face
+    (``instruction_difficulty.csv``). An annotation file written after the GLM ran keeps
+    ``glm_preference = expit(b + g d_i)`` per instruction (two of the AlpacaEval
+    repository's do: ``results/vicuna-13b-v1.5`` and ``vicuna-7b-v1.5/
+    weighted_alpaca_eval_gpt4_turbo/weighted_alpaca_eval_gpt4_turbo/``), and with the
+    model's fitted weights ``d_i = (logit p_i - b) / g``. Pass the result as
+    ``difficulty=`` to :func:`evalmix.length_controlled_win_rate` to use upstream's.
+
+    Parameters
+    ----------
+    annotations : path, folder or list of them
+        ``annotations.json`` files with a ``glm_preference`` field.
+    weights : path or DataFrame
+        Upstream's weights (``baseline_<baseline>.csv``: one row per model, the columns
+        ``instruction_difficulty`` and ``not_gamed_baseline.astype(float)``).
+
+    Returns
+    -------
+    pandas.Series
+        The difficulty by instruction text (the ``item`` labels of
+        :func:`read_alpaca_eval`).
+
+    Raises
+    ------
+    EvalmixError
+        No ``glm_preference``, a model without weights, or files whose recoveries disagree
+        (by more than 1e-6: their weights are not the ones that wrote them).
+    """
+    w = weights if isinstance(weights, pd.DataFrame) else pd.read_csv(weights, index_col=0)
+    w = w[~w.index.duplicated(keep="last")]
+    paths = as_paths(annotations, ("annotations.json",), "AlpacaEval annotation files")
+    found: list[pd.Series] = []
+    for path in paths:
+        recs = [r for r in load_records(path) if r.get("glm_preference") is not None]
+        if not recs:
+            continue
+        model = str(recs[0].get("generator_2"))
+        if model not in w.index or not {_W_INTERCEPT, _W_DIFFICULTY} <= set(w.columns):
+            raise EvalmixError(f"{str(path)!r}: the weights have no row for {model!r} with "
+                               f"the columns {_W_DIFFICULTY} and {_W_INTERCEPT}")
+        p = np.array([float(r["glm_preference"]) for r in recs])
+        d = (np.log(p) - np.log1p(-p) - float(w.loc[model, _W_INTERCEPT])) \
+            / float(w.loc[model, _W_DIFFICULTY])
+        found.append(pd.Series(d, index=[str(r["instruction"]) for r in recs]))
+    if not found:
+        raise EvalmixError(f"no annotation of {label(paths)} keeps glm_preference (upstream "
+                           "writes it when the length-controlled GLM ran on the file)")
+    out = found[0]
+    for other in found[1:]:
+        common = out.index.intersection(other.index)
+        gap = float(np.max(np.abs(out.loc[common] - other.loc[common]))) if len(common) else 0.0
+        if gap > 1e-6:
+            raise EvalmixError(f"the files' recovered difficulties differ by {gap:.3g}: their "
+                               "weights are not those that wrote glm_preference")
+        out = pd.concat([out, other[~other.index.isin(out.index)]])
+    return out.rename("difficulty")
