@@ -102,6 +102,15 @@ class Progress:
         if self._p is not None and task is not None:
             self._p.advance(task, n)
 
+    def update(self, task: Any, *, done: int | None = None, total: int | None = None,
+               description: str | None = None) -> None:
+        """Set a counted task's steps done, its total or its description (a count whose
+        total is only estimated as it runs, e.g. the draws an MCMC fit needs)."""
+        if self._p is None or task is None:
+            return
+        fields = {"completed": done, "total": total, "description": description}
+        self._p.update(task, **{k: v for k, v in fields.items() if v is not None})
+
     @contextmanager
     def stage(self, description: str) -> Iterator[None]:
         """A spinner and a timer for the ``with`` block; both stop when it ends (also on

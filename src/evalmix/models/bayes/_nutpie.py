@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Run", "lib", "model_from_callbacks", "start"]
+__all__ = ["Run", "in_notebook", "lib", "model_from_callbacks", "start"]
 
 
 @cache
@@ -113,7 +113,7 @@ class Run:
         self.sampler.abort()
 
 
-def _in_notebook() -> bool:
+def in_notebook() -> bool:
     """A Jupyter kernel or Colab (where nutpie shows an HTML progress bar)."""
     if "google.colab" in sys.modules:
         return True
@@ -134,7 +134,7 @@ def start(model: Any, *, draws: int, tune: int, chains: int, seed: int, progress
     for name, value in settings.items():
         setattr(config, name, value)
     store = core.PyStorage.arrow()
-    if progress and _in_notebook():
+    if progress and in_notebook():
         from nutpie.sample import _BackgroundSampler  # its HTML progress; imports ArviZ
 
         owner = _BackgroundSampler(_Prebuilt(model), config, np.zeros(0), chains,
