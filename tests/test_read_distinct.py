@@ -112,3 +112,45 @@ def test_arena_read_equals_the_row_by_row_reading():
     twice = pd.concat([frame.drop(columns="battle")] * 2, ignore_index=True)
     with pytest.raises(evalmix.errors.InvalidTableError, match="6000 rows are exact dup"):
         evalmix.read(twice, **sim.read_kwargs)
+
+
+def _match_pairs_by_groupby(a_names, b_names, others, a_first):
+    """The AB/BA matching as pandas groupby states it (the row-by-row reference)."""
+    a = np.asarray([str(v) for v in a_names], dtype=object)
+    b = np.asarray([str(v) for v in b_names], dtype=object)
+    a_is_lo = a <= b
+    lo, hi = np.where(a_is_lo, a, b), np.where(a_is_lo, b, a)
+    keys = pd.DataFrame({"lo": lo, "hi": hi,
+                         **{f"k{i}": np.asarray(o, dtype=object) for i, o in enumerate(others)}})
+    key_id = keys.groupby(list(keys.columns), sort=False, dropna=False).ngroup().to_numpy()
+    lo_first = np.where(a_first == 1.0, a_is_lo, ~a_is_lo).astype(np.int64)
+    order = pd.Series(np.where(np.isnan(a_first), -1, lo_first))
+    known = order.where(order >= 0)
+    by_key = pd.DataFrame({"k": key_id, "o": order, "known": known})
+    n_orders = by_key.groupby("k")["known"].transform("nunique").to_numpy()
+    multi = (by_key.groupby(["k", "o"])["o"].transform("size").to_numpy() > 1) & (order >= 0)
+    pair_key = pd.DataFrame({"lo": lo, "hi": hi}).groupby(["lo", "hi"]).ngroup().to_numpy()
+    pair_orders = pd.Series(known).groupby(pair_key).transform("nunique").to_numpy()
+    first_a = pd.Series(a).groupby(key_id).transform("first").to_numpy()
+    return {"comparison": key_id, "n_orders": n_orders, "multi": np.asarray(multi),
+            "swapped": first_a != a, "pair_orders": pair_orders}
+
+
+def test_ab_ba_matching_on_codes_equals_the_groupby_reading():
+    from evalmix.data.pairs import _match_pairs
+
+    rng = np.random.default_rng(8)
+    names = np.array(["m1", "m2", "M1", "Caf\u00e9", "None", "b", None], dtype=object)
+    for _ in range(150):
+        n = int(rng.integers(1, 40))
+        a = text_labels(pd.Series(rng.choice(names, n), dtype=object))
+        b = text_labels(pd.Series(rng.choice(names, n), dtype=object))
+        others = [text_labels(pd.Series(rng.choice(np.array(["x", "y", None], dtype=object),
+                                                   n), dtype=object))
+                  for _ in range(int(rng.integers(0, 3)))]
+        first = rng.choice([1.0, 0.0, np.nan], n)
+        got = _match_pairs(a, b, others, first)
+        ref = _match_pairs_by_groupby(a.values(), b.values(), [o.values() for o in others],
+                                      first)
+        for key, value in ref.items():
+            assert np.array_equal(got[key], value), key

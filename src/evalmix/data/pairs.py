@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from evalmix.data.labels import Labels
 from evalmix.data.parse import _rows
 from evalmix.data.table import (
     Roles,
@@ -19,7 +20,7 @@ from evalmix.errors import (
 
 
 def _match_pairs(
-    a_names: np.ndarray, b_names: np.ndarray, others: list[np.ndarray], a_first: np.ndarray
+    a_names: Labels, b_names: Labels, others: list[Labels], a_first: np.ndarray
 ) -> dict[str, Any]:
     """Group the records of each comparison and say which orders it was judged in.
 
@@ -30,33 +31,46 @@ def _match_pairs(
     several per order (repeated runs without a replicate column) they are kept
     together rather than paired in file order.
 
-    Returns a dict with ``comparison`` (id per record), ``n_orders`` (orders judged in
-    the record's comparison), ``multi`` (the record shares its comparison and order
-    with another record), ``swapped`` (the record lists the models the other way round
-    from the first record of its comparison) and ``pair_orders`` (orders in which the
-    record's unordered model pair was judged, over all comparisons).
+    Returns a dict with ``comparison`` (id per record, numbered in order of first
+    appearance), ``n_orders`` (orders judged in the record's comparison), ``multi``
+    (the record shares its comparison and order with another record), ``swapped`` (the
+    record lists the models the other way round from the first record of its
+    comparison) and ``pair_orders`` (orders in which the record's unordered model pair
+    was judged, over all comparisons). Everything is computed on integer codes: the
+    models' in one sorted list of both columns' names (a missing name reads "None"),
+    so ``a <= b`` compares names as text does.
     """
-    a = np.asarray([str(v) for v in a_names], dtype=object)
-    b = np.asarray([str(v) for v in b_names], dtype=object)
+    a_text, b_text = (np.append(m.labels, "None").astype(object) for m in (a_names, b_names))
+    names = np.array(sorted(set(a_text) | set(b_text)), dtype=object)
+    index = pd.Index(names)
+    a = index.get_indexer(a_text)[a_names.codes]
+    b = index.get_indexer(b_text)[b_names.codes]
     a_is_lo = a <= b
     lo = np.where(a_is_lo, a, b)
     hi = np.where(a_is_lo, b, a)
-    keys = pd.DataFrame({"lo": lo, "hi": hi,
-                         **{f"k{i}": np.asarray(o, dtype=object) for i, o in enumerate(others)}})
-    key_id = keys.groupby(list(keys.columns), sort=False, dropna=False).ngroup().to_numpy()
+    key = lo * names.size + hi
+    for other in others:  # missing labels (-1) are a group of their own
+        key = pd.factorize(key * (len(other.labels) + 1) + (other.codes + 1))[0]
+    key_id = pd.factorize(key)[0].astype(np.int64)  # numbered by first appearance
     # which model of the unordered pair was shown first: 1 = the alphabetically first
     lo_first = np.where(a_first == 1.0, a_is_lo, ~a_is_lo).astype(np.int64)
-    order = pd.Series(np.where(np.isnan(a_first), -1, lo_first))
-    known = order.where(order >= 0)
-    by_key = pd.DataFrame({"k": key_id, "o": order, "known": known})
-    n_orders = by_key.groupby("k")["known"].transform("nunique").to_numpy()
-    multi = (by_key.groupby(["k", "o"])["o"].transform("size").to_numpy() > 1) & (order >= 0)
-    pair_key = pd.DataFrame({"lo": lo, "hi": hi}).groupby(["lo", "hi"]).ngroup().to_numpy()
-    pair_orders = pd.Series(known).groupby(pair_key).transform("nunique").to_numpy()
-    first_a = pd.Series(a).groupby(key_id).transform("first").to_numpy()
-    return {"comparison": key_id.astype(np.int64), "n_orders": n_orders,
-            "multi": np.asarray(multi, dtype=bool), "swapped": first_a != a,
-            "pair_orders": pair_orders}
+    order = np.where(np.isnan(a_first), -1, lo_first)
+    n_orders = _orders_seen(key_id, order)
+    per_order = key_id * 3 + (order + 1)
+    multi = (np.bincount(per_order)[per_order] > 1) & (order >= 0)
+    pair_orders = _orders_seen(pd.factorize(lo * names.size + hi)[0], order)
+    first = np.zeros(int(key_id.max()) + 1 if key_id.size else 0, dtype=np.int64)
+    first[key_id[::-1]] = np.arange(key_id.size - 1, -1, -1)
+    return {"comparison": key_id, "n_orders": n_orders, "multi": multi,
+            "swapped": a[first[key_id]] != a, "pair_orders": pair_orders}
+
+
+def _orders_seen(group: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """Per record, how many of the two orders (0, 1; -1 unknown) its group has."""
+    size = int(group.max()) + 1 if group.size else 0
+    seen = sum((np.bincount(group[order == o], minlength=size) > 0).astype(np.int64)
+               for o in (0, 1))
+    return np.asarray(seen)[group]
 
 
 def _order_design(

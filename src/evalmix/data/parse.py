@@ -328,16 +328,25 @@ def _parse_pairwise(
 
 
 def _parse_first_shown(
-    raw: pd.Series, a_names: np.ndarray, b_names: np.ndarray, column: str, problems: list[str]
+    raw: pd.Series, a_labels: Labels, b_labels: Labels, column: str, problems: list[str]
 ) -> np.ndarray:
-    text = raw.astype("string").str.strip()
+    """1.0 where model a's answer was shown first (``a``/``model_a``/``ab`` or model a's
+    name, stripped), 0.0 for model b's, NaN otherwise; worked out on the column's
+    distinct values."""
+    codes, text = distinct_text(raw)
+    text = text.str.strip()
     low = text.str.lower()
-    out = np.full(len(raw), np.nan)
-    out[low.isin({"a", "model_a", "ab"}).fillna(False).to_numpy(dtype=bool)] = 1.0
-    out[low.isin({"b", "model_b", "ba"}).fillna(False).to_numpy(dtype=bool)] = 0.0
-    t = text.to_numpy(dtype=object, na_value=None)
-    out[(t == a_names) & np.isnan(out)] = 1.0
-    out[(t == b_names) & np.isnan(out)] = 0.0
+    word = np.full(len(text) + 1, np.nan)  # per distinct value; the last: missing
+    word[:-1][low.isin({"a", "model_a", "ab"}).to_numpy(dtype=bool)] = 1.0
+    word[:-1][low.isin({"b", "model_b", "ba"}).to_numpy(dtype=bool)] = 0.0
+    out = word[codes]
+    first = Labels.of(codes, text.to_numpy(dtype=object))
+    for value, model in ((1.0, a_labels), (0.0, b_labels)):
+        # the row's text equals the model's name (both missing counts as equal, as
+        # comparing the two as objects does)
+        same = first.codes_in(model.labels) == model.codes
+        same = np.where(model.codes < 0, first.codes < 0, same & (first.codes >= 0))
+        out[same & np.isnan(out)] = value
     bad = np.isnan(out)
     if bad.any():
         problems.append(

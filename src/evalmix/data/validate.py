@@ -385,13 +385,12 @@ def _pairwise_outcome(cols: _Columns, labels: Mapping[str, Labels], roles: Roles
     pairs_read: dict[str, int] = {}
     first = cols.get(roles.first_shown)
     if first is not None:
-        a_names, b_names = a_labels.values(), b_labels.values()
-        a_first = _parse_first_shown(first, a_names, b_names, str(roles.first_shown),
+        a_first = _parse_first_shown(first, a_labels, b_labels, str(roles.first_shown),
                                      problems)
-        others = [labels[k].values() for k in ("condition", *roles.clusters, "replicate")
+        others = [labels[k] for k in ("condition", *roles.clusters, "replicate")
                   if k in labels]
         pair, lone, pairs_read = _order_design(
-            a_first, _match_pairs(a_names, b_names, others, a_first), roles,
+            a_first, _match_pairs(a_labels, b_labels, others, a_first), roles,
             options.order_design, options.unmatched, problems)
     else:
         a_first = np.full(n, np.nan)
