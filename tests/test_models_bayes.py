@@ -1169,8 +1169,12 @@ def test_many_coordinates_with_a_diagonal_mass_matrix_cap_the_trees_at_depth_3()
         data = collapse(spec)
         return bayes.tree_depth(spec, choose_parameterization(spec, data), data, ndim)
 
-    spec = build_spec(pairwise_judges(20, 6, 3, 3, tie_threshold=0, seed=3).table())
+    table = pairwise_judges(20, 6, 3, 3, tie_threshold=0, seed=3).table()
+    spec = build_spec(table, slopes=())
     assert depth(spec, 33) is None and depth(spec, 212) == 3
+    # the maximal default: the pilot makes the scenario's condition slope (no true
+    # slopes here) non-centred, and a weakly identified SD is not capped
+    assert depth(build_spec(table), 212) is None
     many = build_spec(pairwise_judges(8, 4, 3, 3, tie_threshold=0, seed=5).table(),
                       fixed=("scenario",))
     assert bayes.mass_matrix(many) == "low-rank" and depth(many, 500) is None
