@@ -1113,10 +1113,10 @@ def test_sampling_stops_at_its_step_budget_with_a_warning(monkeypatch):
     chain), provenance records it and the convergence warning says the budget stopped
     it."""
     from evalmix.models import bayes
-    from evalmix.models.bayes import _posterior
+    from evalmix.models.bayes import _posterior, _sampling
 
-    monkeypatch.setattr(bayes, "STEPS_MAX", 2000)
-    monkeypatch.setattr(bayes, "ESS_MIN", 10 ** 9)
+    monkeypatch.setattr(_sampling, "STEPS_MAX", 2000)
+    monkeypatch.setattr(_sampling, "ESS_MIN", 10 ** 9)
     monkeypatch.setattr(_posterior, "ESS_MIN", 10 ** 9)
     t = pairwise_judges(20, 6, 3, 3, tie_threshold=0, seed=4).table()
     with warnings.catch_warnings(record=True) as caught:
@@ -1188,11 +1188,11 @@ def test_a_capped_run_that_fails_its_checks_is_run_again_without_the_cap(monkeyp
     """Trees capped at depth 1 (one leapfrog step per draw: a random walk) do not pass
     the checks in 1,500 draws; the fit then samples again with NUTS's own trajectory
     lengths, records it, and passes."""
-    from evalmix.models import bayes
+    from evalmix.models.bayes import _sampling
 
-    monkeypatch.setattr(bayes, "SHORT_TREE_DEPTH", 1)
-    monkeypatch.setattr(bayes, "SHORT_TREE_MIN_DIM", 1)
-    monkeypatch.setattr(bayes, "DRAWS_MAX", 1500)
+    monkeypatch.setattr(_sampling, "SHORT_TREE_DEPTH", 1)
+    monkeypatch.setattr(_sampling, "SHORT_TREE_MIN_DIM", 1)
+    monkeypatch.setattr(_sampling, "DRAWS_MAX", 1500)
     t = pairwise_judges(20, 6, 3, 3, tie_threshold=0, seed=3).table()
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)

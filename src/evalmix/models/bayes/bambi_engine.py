@@ -63,7 +63,7 @@ def bambi_model(spec: ModelSpec):
 
 
 def fit_bambi(spec: ModelSpec, *, draws: int, tune: int, chains: int, seed: int,
-              sampler: str = "pymc", level: float = 0.95, progress: bool = False) -> ModelFit:
+              sampler: str = "pymc", level: float = 0.95, progress: bool = True) -> ModelFit:
     from evalmix._version import package_versions
     from evalmix.models.bayes._posterior import (
         BAYES_PACKAGES,
