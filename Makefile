@@ -42,8 +42,8 @@ slow: $(VENV)/.installed-dev
 # check, without EVALMIX_WRITE_DOCS, that the docs hold exactly what they compute)
 docs-tables: $(VENV)/.installed-dev
 	EVALMIX_WRITE_DOCS=1 $(BIN)/python -m pytest -q -m slow -p no:randomly \
-		tests/test_coverage.py tests/test_headline_coverage.py tests/test_dstudy.py \
-		tests/test_humans_ppi.py
+		tests/inference/test_coverage.py tests/plan/test_headline_coverage.py tests/plan/test_dstudy.py \
+		tests/humans/test_humans_ppi.py
 
 # every frozen reference of tests/reference/ (README.md there indexes them) made again:
 # the seeded data, then the R fits that read it; those that need ../shared/data or an R
@@ -87,7 +87,7 @@ docs: $(VENV)/.installed-docs
 
 # the built site renders (headless Chromium when installed) and loads nothing from the network
 docs-check: $(VENV)/.installed-docs
-	EVALMIX_DOCS_SITE=$(CURDIR)/site $(BIN)/python -m pytest -q tests/test_docs_site.py
+	EVALMIX_DOCS_SITE=$(CURDIR)/site $(BIN)/python -m pytest -q tests/package/test_docs_site.py
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/run_all.py

@@ -21,7 +21,7 @@ models). Timed, each in the same run:
   ``REPEAT``; one run at 2,000) and the peak traced memory (``tracemalloc``, a separate run: tracing slows
   Python code several times);
 * the obvious baseline, the old implementation (insert-and-absorb on letters x models
-  boolean arrays, ``tests/test_letters.py::insert_absorb``), in a child process limited
+  boolean arrays, ``tests/inference/test_letters.py::insert_absorb``), in a child process limited
   to ``OLD_LIMIT_S`` seconds and ``OLD_LIMIT_GB`` of address space; where it finishes,
   the ratio and whether the letters are the same sets of models.
 

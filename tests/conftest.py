@@ -3,7 +3,7 @@
 ``shared_data`` is a folder laid out like ``../shared/data`` (the CSVs the bundled sets
 were built from, see tests/reference/datasets/build_datasets.py), written from the
 package data, so the real-data tests run on a clone without ``../shared``;
-tests/test_datasets.py checks that the bundled sets equal the shared CSVs.
+tests/datasets/test_datasets.py checks that the bundled sets equal the shared CSVs.
 """
 
 from __future__ import annotations
@@ -15,9 +15,13 @@ import pytest
 
 import evalmix.datasets
 
-ROOT = Path(__file__).resolve().parents[1]
+#: the tests' folder (one folder per package under it; ``from conftest import ...`` works
+#: from any of them), the repository, the frozen references and the fixture files
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
-REFERENCE = Path(__file__).resolve().parent / "reference"
+REFERENCE = TESTS / "reference"
+FIXTURES = TESTS / "fixtures"
 #: scripts that made the frozen reference values (some need R-side or optional Python
 #: packages) and fixture files: not test modules, so --doctest-modules does not import them
 collect_ignore_glob = ["reference/*", "fixtures/*"]

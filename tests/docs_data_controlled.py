@@ -1,4 +1,4 @@
-"""Example files for docs/controlled.md (used by tests/test_docs_examples.py's CONTEXT).
+"""Example files for docs/controlled.md (used by tests/package/test_docs_examples.py's CONTEXT).
 
 ``write(dest)`` puts in ``dest``: ``results/<model>/weighted_alpaca_eval_gpt4_turbo/
 annotations.json`` for three AlpacaEval models on 100 instructions (the real preferences

@@ -154,7 +154,7 @@ def deff_empirical(y: np.ndarray, clusters: np.ndarray) -> float:
     if ss == 0 or g < 2:
         return float("nan")
     # the CR1 factor of a mean, G/(G-1) (inference.sandwich.cr1_factor with k = 1; design
-    # does not import inference: tests/test_primitives.py checks the two agree)
+    # does not import inference: tests/common/test_primitives.py checks the two agree)
     cr1 = g / (g - 1) * np.sum(np.bincount(codes, weights=dev, minlength=g) ** 2) / n**2
     return float(cr1 / (ss / (n - 1) / n))
 

@@ -28,7 +28,7 @@ T_q`` with ``Z_s = C^{1/2} Z_q`` -- the whitened design of the fit with weights 
 -- and the residual vector ``T e`` lies in that span. So the adjusted score of the
 cluster is the dense formula applied to the patterns with ``Z_s``, the summed residual
 ``c e`` and the per-row weights ``w`` (not ``c w``) in ``T``. CR3 is the same without
-``T``. tests/test_bt_fit.py checks both against the row-level sandwich to 1e-10.
+``T``. tests/inference/test_bt_fit.py checks both against the row-level sandwich to 1e-10.
 
 References
 ----------

@@ -110,7 +110,7 @@ def mcnemar_pvalue(b: int, c: int) -> float:
     counts ``b`` and ``c``; 1 when there are none.
 
     Equals ``statsmodels.stats.contingency_tables.mcnemar(table, exact=True).pvalue``
-    (tests/test_compare_runs.py).
+    (tests/compare/test_compare_runs.py).
 
     Examples
     --------

@@ -6,7 +6,7 @@ random effects on a balanced design, :func:`simulate_scores`), runs
 a difference of two objects to larger *target* designs, and simulates those targets
 to observe the SEs there. It also covers the object means of the target designs with
 the projected SE and with the naive SE (rows independent), as Messing (2026) does
-for LLM pipelines. ``tests/test_dstudy.py`` runs a quick version; the slow test writes
+for LLM pipelines. ``tests/plan/test_dstudy.py`` runs a quick version; the slow test writes
 the table of docs/gtheory.md.
 
 References

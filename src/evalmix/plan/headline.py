@@ -9,7 +9,7 @@ population value: naive, CR2 one-way by each sampled factor, multiway CR2 over t
 crossed sampled factors, the output-generating cell, and **the headline** -- the very
 row the report recommends. A replication whose headline is "not estimable" counts as a
 refusal (its share is reported), not as a miss or a hit. ``docs/coverage.md`` records
-a run (``tests/test_headline_coverage.py``, marked slow).
+a run (``tests/plan/test_headline_coverage.py``, marked slow).
 """
 
 from __future__ import annotations
@@ -240,7 +240,7 @@ def _one_rep(design: StudyDesign, seed: np.random.SeedSequence, level: float,
     The rows are computed by the calls :func:`evalmix.analyze` makes (the contrast's
     rows, the recommendation of :func:`~evalmix.compare.recommend.recommend_cluster`, one
     :func:`~evalmix.inference.estimands.build_problem` reused by every method and level);
-    ``tests/test_headline_coverage.py`` checks that the headline equals the report's.
+    ``tests/plan/test_headline_coverage.py`` checks that the headline equals the report's.
     """
     from evalmix.compare.recommend import contrasts, output_cell, recommend_cluster, select_rows
     from evalmix.inference.api import interval

@@ -425,7 +425,7 @@ def draw_figures(report: ReportData,
     affected. With :data:`PARALLEL_MIN_FIGURES` or more figures, two cores and a platform
     that forks (Linux), two worker processes draw them (they end with this process,
     :mod:`evalmix._children`); the bytes are the same as drawn here
-    (``tests/test_report_figures.py``)."""
+    (``tests/report/test_report_figures.py``)."""
     figs = [*figure_list(report), *extra]
     with _DRAWING:
         if (len(figs) < PARALLEL_MIN_FIGURES or (os.cpu_count() or 1) < 2

@@ -1,4 +1,4 @@
-"""Frozen arena-rank ContextualBradleyTerry estimates for tests/test_style_control.py.
+"""Frozen arena-rank ContextualBradleyTerry estimates for tests/inference/test_style_control.py.
 
 Run once (needs ``pip install arena-rank``, 0.1.1; Apache-2.0; JAX):
 

@@ -1,4 +1,4 @@
-# Frozen reference letters for tests/test_letters.py: multcompView::multcompLetters
+# Frozen reference letters for tests/inference/test_letters.py: multcompView::multcompLetters
 # (insert-and-absorb, Piepho 2004) on the boards of boards.csv (make_boards.py).
 # Run: Rscript tests/reference/letters/letters.R (from any folder; writes letters.csv and
 # sessionInfo.txt beside it)

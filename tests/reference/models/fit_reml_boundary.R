@@ -1,5 +1,5 @@
 # lmer REML on a small pairwise table whose intercept-slope correlation sits at +1 (a
-# boundary fit): the reference of tests/test_models_reml.py::test_correlation_at_one_fits.
+# boundary fit): the reference of tests/models/test_models_reml.py::test_correlation_at_one_fits.
 # Data: reml_boundary.csv, the linear-probability model evalmix builds for
 # evalmix.sim.pairwise_judges(12, 3, 2, 2, tie_threshold=0, seed=3) (ct: the treatment
 # indicator).

@@ -1,4 +1,4 @@
-# Frozen reference rank sets for tests/test_ranking_sets.py: the R package csranks
+# Frozen reference rank sets for tests/inference/test_ranking_sets.py: the R package csranks
 # (Mogstad, Romano, Shaikh & Wilhelm 2024) on PISA 2018 mathematics (the package's own
 # `pisa2018` data: OECD means and standard errors) and on a correlated 10-estimate case.
 # csranks is not on Debian and CRAN is out of reach here, so its R sources are sourced

@@ -1,4 +1,4 @@
-# Frozen reference values for tests/test_sandwich.py.
+# Frozen reference values for tests/inference/test_sandwich.py.
 # Run: Rscript tests/reference/sandwich/reference.R (from any folder; writes reference.csv
 # and sessionInfo.txt beside it)
 # CR0/CR1 and two-way CR1: sandwich::vcovCL (CR1 = type "HC1": G/(G-1) * (N-1)/(N-k);

@@ -33,7 +33,7 @@ def reml_scoring_step(Y: np.ndarray | Iterable[np.ndarray], X: np.ndarray,
     projection at ``s``): the step from ``s`` lands there whatever the score, because
     ``I s = tr(P V_k) / 2`` (so ``s + I^-1 score = I^-1 q``). This is Rao's MINQUE with
     prior ``s``: a quadratic form in ``y``, unbiased, equal to the ANOVA estimates on
-    balanced data whatever ``s`` (tests/test_gstudy.py checks it), and a fixed point at
+    balanced data whatever ``s`` (tests/compare/test_gstudy.py checks it), and a fixed point at
     the REML estimate. Applied to data simulated at ``s = `` the REML estimates it is
     a parametric bootstrap that costs one factorisation for all replicates.
 
