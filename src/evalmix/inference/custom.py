@@ -56,18 +56,14 @@ from evalmix.errors import (
     check_level,
     check_option,
 )
-from evalmix.inference.bootstrap import (
-    CI_TYPES,
-    MIN_REPS,
-    CIType,
-    _counts,
-    _gather_sums,
+from evalmix.inference.boot_intervals import (
     bca_interval,
     expanded_interval,
-    index_chunks,
     percentile_interval,
     studentized_interval,
 )
+from evalmix.inference.boot_weights import _counts, _gather_sums, index_chunks
+from evalmix.inference.bootstrap import CI_TYPES, MIN_REPS
 from evalmix.inference.resampling import (
     COPY_COLUMN,
     Design,
@@ -82,7 +78,7 @@ from evalmix.inference.sandwich import cluster_sums
 from evalmix.inference.sums import Sums, expression
 from evalmix.seeding import SeedLike, seeded_rng
 from evalmix.tidy import PicklableProxies, tidy_rows
-from evalmix.vocabulary import Crossed
+from evalmix.vocabulary import CIType, Crossed
 
 __all__ = ["bootstrap", "StatisticBootstrap", "COPY_COLUMN", "Statistic"]
 

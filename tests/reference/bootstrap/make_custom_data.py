@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from evalmix.inference.bootstrap import _counts, index_chunks
+from evalmix.inference.boot_weights import _counts, index_chunks
 
 HERE = Path(__file__).resolve().parent
 SEED, G, B = 20261207, 16, 999
