@@ -26,7 +26,7 @@ from evalmix.inference.letters import MAX_LETTERS, compact_letters, maximal_cliq
 from evalmix.report.leaderboard_view import leaderboard_markdown
 from evalmix.sim.boards import baseline_leaderboard
 
-REFERENCE = REFERENCE / "letters"
+LETTERS = REFERENCE / "letters"
 
 
 def _letter(n: int) -> str:
@@ -141,8 +141,8 @@ def test_letters_equal_multcompview():
     wherever no model is the best of three or more letters. (multcompLetters orders
     letters with the same best model by one pass of pairwise swaps over the order its
     splits made them, so from three such letters on its names depend on that history.)"""
-    boards = pd.read_csv(REFERENCE / "boards.csv", keep_default_na=False)
-    want = pd.read_csv(REFERENCE / "letters.csv")
+    boards = pd.read_csv(LETTERS / "boards.csv", keep_default_na=False)
+    want = pd.read_csv(LETTERS / "letters.csv")
     assert boards["board"].nunique() == want["board"].nunique() == 142
     exact = 0
     for b, rows in boards.groupby("board"):

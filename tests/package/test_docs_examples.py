@@ -30,7 +30,6 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
-ROOT = ROOT
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```", re.S | re.M)
 

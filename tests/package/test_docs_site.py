@@ -19,7 +19,6 @@ from urllib.parse import urlsplit
 import pytest
 from conftest import ROOT, chromium
 
-ROOT = ROOT
 _ENV = os.environ.get("EVALMIX_DOCS_SITE")
 SITE = Path(_ENV) if _ENV else ROOT / "site"
 

@@ -20,7 +20,7 @@ from conftest import FIXTURES, chromium
 import evalmix
 from evalmix.report.answer import MAX_ANSWER_ROWS, answer_frame, answer_sentence
 
-FIXTURES = FIXTURES / "logs"
+LOGS = FIXTURES / "logs"
 #: A 1 x 1 PNG standing in for figures a test does not need drawn.
 TINY_PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVO"
             "RK5CYII=")
@@ -53,7 +53,7 @@ def alpaca_table():
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return read_log(FIXTURES / "alpaca_eval" / "results", format="alpaca_eval")
+        return read_log(LOGS / "alpaca_eval" / "results", format="alpaca_eval")
 
 
 @pytest.fixture(scope="module")
@@ -441,7 +441,7 @@ def test_cli_warnings_are_one_line_without_source(tmp_path):
     import subprocess
     import sys
 
-    folder = FIXTURES / "alpaca_eval" / "results"
+    folder = LOGS / "alpaca_eval" / "results"
     proc = subprocess.run(
         [sys.executable, "-m", "evalmix.cli", "report", str(folder), "--fast", "--quiet",
          "--reps", "99", "--seed", "1", "--out", str(tmp_path / "r")],
