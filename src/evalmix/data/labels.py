@@ -1,7 +1,7 @@
 """Id columns as their distinct labels and a code per row: the string work of a
 million-row column (text, NFC, stripping, case folding, levels, the table's text column)
 is that of its few distinct values (issue 32, Arena scale). Each step equals the pandas
-row-by-row operation it replaces (tests/test_read_distinct.py)."""
+row-by-row operation it replaces (tests/data/test_read_distinct.py)."""
 
 from __future__ import annotations
 

@@ -145,7 +145,7 @@ def dense_codes(labels: np.ndarray | Sequence[Any]) -> np.ndarray:
     The one implementation of dense cluster codes (``EvalTable.codes``, the sandwich and
     the bootstraps all use it). Non-negative integers with a small range are numbered
     with a presence table instead of hashing (same codes as ``pd.factorize(sort=True)``,
-    faster; tests/test_primitives.py checks the two agree). Text held by pandas (a
+    faster; tests/common/test_primitives.py checks the two agree). Text held by pandas (a
     ``str``/``string`` Series or array, the table's label columns) is factorized as it
     is, without a detour through Python objects (the same codes: both sort by code point).
 

@@ -1,5 +1,5 @@
 # lmer REML on gaussian_singular.csv (make_gaussian_singular.py, seeded): the reference of
-# tests/test_models_reml.py::test_default_score_model_steps_down_like_lmer (issue 28).
+# tests/models/test_models_reml.py::test_default_score_model_steps_down_like_lmer (issue 28).
 # The maximal model (1 + ct | scenario) + (1 + ct | persona) is singular in lmer (the
 # persona intercept-slope correlation at -1 or +1); evalmix's default steps down to the
 # independent terms (lme4's ||), which lmer fits here too. ct: the treatment indicator.

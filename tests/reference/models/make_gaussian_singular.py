@@ -5,7 +5,7 @@ Writes gaussian_singular.csv beside itself (200 rows): 20 scenarios (intercept S
 condition-slope SD 0.4, correlation 0.5) x 5 personas (intercept SD 0.4, *no* condition
 slope) x 2 conditions, one numeric score each (residual SD 1). lmer's fit of
 ``(1 + condition | scenario) + (1 + condition | persona)`` is singular there, so the
-default model of evalmix steps down (``evalmix.models._maximal.simplify``); R fits the
+default model of evalmix steps down (``evalmix.models.spec._maximal.simplify``); R fits the
 maximal model and the model the step-down ends at (fit_reml_singular.R). The CSV is
 frozen: tests read it, they do not regenerate it.
 """
