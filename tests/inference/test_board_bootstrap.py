@@ -169,7 +169,7 @@ COVERAGE_REPS = 200  # data sets; Monte Carlo SE of a coverage near 0.95: 0.015
 def _bootstrap_coverage(design: dict, reps: int = COVERAGE_REPS) -> dict[str, float]:
     """Per-model coverage of the percentile intervals of the true win rates, and the
     share of data sets where every model's rank range holds every rank its true win
-    rate allows (ties either way), as tests/test_leaderboard_coverage.py counts it."""
+    rate allows (ties either way), as tests/inference/test_leaderboard_coverage.py counts it."""
     hits = total = joint = 0
     width = 0.0
     for r in range(reps):

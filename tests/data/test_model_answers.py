@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import FIXTURES
 
 import evalmix
 from evalmix.data.readers import read_arena_hard, read_battles, read_log
@@ -21,7 +22,7 @@ from evalmix.data.readers.model_answers import model_answers
 from evalmix.errors import EvalmixError
 from evalmix.report.controlled import choose_controlled
 
-ARENA = Path(__file__).parent / "fixtures" / "upstream" / "arena_hard" / "model_judgment"
+ARENA = FIXTURES / "upstream" / "arena_hard" / "model_judgment"
 BASE = "claude-3-haiku-20240307"
 MODELS = ["claude-3-5-sonnet-20240620", "gpt-4o", "claude-3-opus-20240229"]
 
