@@ -13,7 +13,9 @@ above what the process already held (the DataFrame, the imports):
   outcome) rows) and ``BradleyTerry.compute_ratings_and_cis(ci_method="sandwich")`` (L-BFGS
   fit in JAX, then its sandwich over (pair, outcome) buckets: not clustered by prompt).
 * ``evalmix`` ``read``: :func:`evalmix.read` of the DataFrame (validation, canonical
-  table); ``fit_cr1`` / ``fit_cr2``: the clustered fit alone on the read table
+  table); ``read_parquet``: :func:`evalmix.read` of the same battles written to a Parquet
+  file (``load_parquet``: pandas' ``read_parquet`` of that file alone, the part of it
+  that is file reading); ``fit_cr1`` / ``fit_cr2``: the clustered fit alone on the read table
   (:mod:`evalmix.inference.bt_fit`: patterns, Newton fit, CR1 or CR2 covariance
   clustered by prompt); ``leaderboard``: :func:`evalmix.inference.leaderboard.leaderboard`
   with CR2 by prompt end to end (fit, covariance, all 19,900 pairwise differences with
@@ -100,10 +102,16 @@ from evalmix.data.table import cluster_codes
 from evalmix.inference.bt_fit import aggregate, fit_bt, vcov_bt
 from evalmix.inference.leaderboard import leaderboard
 
+import pandas as pd
+
+path = out + ".parquet"
+frame.to_parquet(path)
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     table, read_stats = step(lambda: evalmix.read(frame, **sim.read_kwargs))
-del frame
+    _, load_stats = step(lambda: pd.read_parquet(path))
+    _, parquet_stats = step(lambda: evalmix.read(path, **sim.read_kwargs))
+del frame, _
 d = table.data
 names = np.unique(np.concatenate([d["model_a"].unique(), d["model_b"].unique()]).astype(str))
 a = np.searchsorted(names, d["model_a"].astype(str).to_numpy())
@@ -126,7 +134,8 @@ board, lb = step(lambda: leaderboard(table, cluster="prompt", method="CR2", seed
 m = board.tidy().set_index("model").loc[names]
 assert np.allclose(m["estimate"], est, atol=1e-10) and np.allclose(m["se"], se2, rtol=1e-8)
 np.savez(out, models=names, est=est, se_cr1=se1, se_cr2=se2)
-print(json.dumps({"read": read_stats, "fit_cr1": cr1, "fit_cr2": cr2, "leaderboard": lb,
+print(json.dumps({"read": read_stats, "read_parquet": parquet_stats,
+                  "load_parquet": load_stats, "fit_cr1": cr1, "fit_cr2": cr2, "leaderboard": lb,
                   "patterns": int(q), "prompts": int(codes.max()) + 1}))
 """
 
@@ -172,7 +181,8 @@ def main(argv: list[str]) -> int:
                   f"{em['fit_cr2']['peak_above_start_mb']} MB, leaderboard "
                   f"{em['leaderboard']['wall_s']} s / "
                   f"{em['leaderboard']['peak_above_start_mb']} MB, read "
-                  f"{em['read']['wall_s']} s; max |diff| {row['max_abs_estimate_diff']:.2g}, "
+                  f"{em['read']['wall_s']} s (Parquet file {em['read_parquet']['wall_s']} s)"
+                  f"; max |diff| {row['max_abs_estimate_diff']:.2g}, "
                   f"SE ratio CR1 {row['median_se_ratio_cr1_vs_arena']:.3f}", flush=True)
     result = {"benchmark": "Arena-scale Bradley-Terry: evalmix vs arena-rank",
               "python": sys.version.split()[0], "machine": platform.machine(),

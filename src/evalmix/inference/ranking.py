@@ -62,10 +62,15 @@ __all__ = [
     "tie_groups",
 ]
 
-#: draws per block of the max-t and rank-set loops: a (K x block) slice of the null
-#: statistics stays in cache while its maxima are taken (a K x draws table does not, at
-#: K = 200 and 10,000 draws); blocking changes no number (a maximum is a maximum)
-DRAW_BLOCK = 1024
+#: entries (models x draws) per block of the max-t and rank-set loops: a block of the
+#: null statistics stays in cache while its maxima are taken (a K x draws table does not:
+#: 16 MB at K = 200 and 10,000 draws); blocking changes no number (a maximum is a maximum)
+BLOCK_ENTRIES = 2**18
+
+
+def _draw_block(k: int) -> int:
+    """Draws per block for ``k`` models (:data:`BLOCK_ENTRIES`, at least 64)."""
+    return max(64, BLOCK_ENTRIES // max(k, 1))
 
 #: Draws x models held in memory at once by :func:`maxt_critical`.
 CHUNK_ENTRIES = 4_000_000
@@ -179,8 +184,9 @@ def maxt_critical(
         Zt = R @ rng.standard_normal((k, b))  # (K, b): draws in columns
         if np.isfinite(df):
             Zt /= np.sqrt(rng.chisquare(df, b) / df)[None, :]
-        for c in range(0, b, DRAW_BLOCK):  # a cache-sized block of draws at a time
-            e = min(b, c + DRAW_BLOCK)
+        block = _draw_block(k)
+        for c in range(0, b, block):  # a cache-sized block of draws at a time
+            e = min(b, c + block)
             out = maxabs[a + c:a + e]
             Zb = Zt[:, c:e]
             for r in rows:  # one model against all later ones: no pairs x draws gather
@@ -354,8 +360,9 @@ def _simultaneous(t: np.ndarray, inv: np.ndarray, z: np.ndarray, level: float,
             cols = np.flatnonzero(active[a])
             if not cols.size:
                 rowmax[a] = -np.inf
-            for c in range(0, n if cols.size else 0, DRAW_BLOCK):
-                e = min(n, c + DRAW_BLOCK)
+            block = _draw_block(cols.size)
+            for c in range(0, n if cols.size else 0, block):
+                e = min(n, c + block)
                 s = z[a, c:e][None, :] - z[cols, c:e]
                 s *= inv[a, cols][:, None]
                 rowmax[a, c:e] = s.max(axis=0)
@@ -411,8 +418,9 @@ def _family_max(z: np.ndarray, j: int, inv_j: np.ndarray, up: np.ndarray, dn: np
     parts = [(rows, sign) for rows, sign in ((np.flatnonzero(up & dn), 0),
                                               (np.flatnonzero(up & ~dn), 1),
                                               (np.flatnonzero(dn & ~up), -1)) if rows.size]
-    for a in range(0, n, DRAW_BLOCK):
-        b = min(n, a + DRAW_BLOCK)
+    block = _draw_block(z.shape[0])
+    for a in range(0, n, block):
+        b = min(n, a + block)
         out = m[a:b]
         for rows, sign in parts:
             s = (z[j, a:b][None, :] - z[rows, a:b]) * inv_j[rows][:, None]
