@@ -188,8 +188,12 @@ def choose_parameterization(spec: ModelSpec, data: Collapsed, *, prior_sd: float
             out[j] = dataclasses.replace(out[j], centred=False, marginal=False)
     est = pilot_sds(spec, data) if pilot else None
     if est is not None:
+        # nested pairs keep their hierarchical centring (PandaLM's items in apps: the
+        # pilot cannot split an item's variance between its intercept and its slopes)
+        nested = {k for i, (j, _) in nested_parents(out, data).items() for k in (i, j)}
         for i, ratio in enumerate(est.ratio()):
-            if out[i].n_levels >= PILOT_MIN_LEVELS and ratio < PILOT_NONCENTRED_MAX:
+            if (out[i].n_levels >= PILOT_MIN_LEVELS and ratio < PILOT_NONCENTRED_MAX
+                    and i not in nested):
                 out[i] = dataclasses.replace(out[i], centred=False, marginal=False,
                                              pilot=out[i].centred or out[i].marginal)
     return out
