@@ -279,7 +279,7 @@ def test_components_from_model_fit_variance_frame():
 
 def test_parametric_multiway_variance_equals_inference_sandwich():
     from evalmix.inference import sandwich
-    from evalmix.plan.pilot import _multiway_var
+    from evalmix.plan.pilot_parametric import _multiway_var
 
     rng = np.random.default_rng(5)
     grid = np.indices((7, 4, 3)).reshape(3, -1)

@@ -254,5 +254,3 @@ def _check_method_options(method: str, **given: Any) -> None:
             f"method={readers[0]!r}")
     if given.get("reps") is not None:
         check_count("reps", given["reps"], minimum=MIN_REPS)
-
-

@@ -337,4 +337,3 @@ def cluster_bootstrap(
         draws=draws, reps=int(reps), seed=seed, ci_type=ci, n_clusters=g,
         level=level, family=family, nested=nested is not None, n_failed=n_failed,
         se_cr1=se_cr1, t_draws=t_draws, details=details)
-

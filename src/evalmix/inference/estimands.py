@@ -325,5 +325,3 @@ def build_problem(table: EvalTable, estimand: IntervalEstimand,
         _check_pairing_unit(problem, paired)
         return problem
     return _coef(table, term, family, conditions)
-
-
