@@ -33,14 +33,16 @@ Cameron, A. C., Gelbach, J. B. & Miller, D. L. (2011). Robust inference with mul
 clustering. JBES 29, 238-249. doi:10.1198/jbes.2010.07136
 Field, C. A. & Welsh, A. H. (2007). Bootstrapping clustered data. JRSS B 69, 369-390.
 doi:10.1111/j.1467-9868.2007.00593.x
+
+How a statistic is evaluated on the resamples is in :mod:`evalmix.inference.custom_engines`,
+the result in :mod:`evalmix.inference.custom_result` (re-exported here); the entry point and
+the multiway combination here.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from types import MappingProxyType
+from collections.abc import Callable, Sequence
 from typing import Any, get_args
 
 import numpy as np
@@ -62,103 +64,25 @@ from evalmix.inference.boot_intervals import (
     percentile_interval,
     studentized_interval,
 )
-from evalmix.inference.boot_weights import _counts, _gather_sums, index_chunks
 from evalmix.inference.bootstrap import CI_TYPES, MIN_REPS
+from evalmix.inference.custom_engines import _draw, _engine
+from evalmix.inference.custom_result import StatisticBootstrap
 from evalmix.inference.resampling import (
     COPY_COLUMN,
     Design,
-    call_statistic,
     check_few_clusters,
     one_factor,
-    resample,
     resampling_design,
     statistic_name,
 )
-from evalmix.inference.sandwich import cluster_sums
 from evalmix.inference.sums import Sums, expression
 from evalmix.seeding import SeedLike, seeded_rng
-from evalmix.tidy import PicklableProxies, tidy_rows
 from evalmix.vocabulary import CIType, Crossed
 
 __all__ = ["bootstrap", "StatisticBootstrap", "COPY_COLUMN", "Statistic"]
 
 Statistic = Callable[[pd.DataFrame], Any] | Sums | str
 CROSSED: tuple[str, ...] = get_args(Crossed)
-
-
-# ----------------------------------------------------------------------------- result
-@dataclass(frozen=True)
-class StatisticBootstrap(PicklableProxies):
-    """A cluster bootstrap of a custom statistic (one or several named components).
-
-    Attributes
-    ----------
-    statistic : str
-        Its name.
-    names : tuple of str
-        The components (one for a scalar statistic).
-    estimate, se, lo, hi : numpy.ndarray
-        Per component: the full-sample value, the SD of the finite draws, the bounds.
-    draws : numpy.ndarray
-        ``(reps, k)`` replicates (NaN where the statistic was undefined).
-    reps, seed, ci_type, level : as requested (``seed`` the int that reproduces it)
-    cluster : str
-        The resampled factor(s): a role, ``"a:b"`` (an interaction cell), ``"a+b"`` (two
-        crossed factors), or ``""`` for rows / matched pairs (see ``details["unit"]``).
-    n_clusters : int
-        Clusters resampled (the smaller count for two crossed factors).
-    n_failed : numpy.ndarray
-        Replicates without a finite value, per component.
-    details : Mapping
-        ``unit``, ``resampling`` (``"pairs"``, ``"pigeonhole"`` or ``"multiway"``),
-        ``strata``,
-        ``n_clusters_by_factor``, ``fast_path``, ``bias``; for BCa ``z0`` and
-        ``acceleration``; ``notes`` per component where no interval could be formed.
-    """
-
-    statistic: str
-    names: tuple[str, ...]
-    estimate: np.ndarray
-    se: np.ndarray
-    lo: np.ndarray
-    hi: np.ndarray
-    draws: np.ndarray = field(repr=False)
-    reps: int
-    seed: int | None
-    ci_type: str
-    level: float
-    cluster: str
-    n_clusters: int
-    n_failed: np.ndarray = field(repr=False)
-    details: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
-
-    def tidy(self) -> pd.DataFrame:
-        """One row per component (:data:`evalmix.tidy.RESULT_COLUMNS`):
-        ``estimand`` the statistic's name, ``contrast`` the component, ``method``
-        ``"bootstrap"``; then ``ci_type, resampling, n_failed, bias``."""
-        notes = self.details.get("notes", {})
-        bias = self.details.get("bias", [np.nan] * len(self.names))
-        rows = [{"contrast": n, "estimate": self.estimate[j], "se": self.se[j],
-                 "lo": self.lo[j], "hi": self.hi[j], "note": notes.get(n, ""),
-                 "n_failed": int(self.n_failed[j]), "bias": bias[j]}
-                for j, n in enumerate(self.names)]
-        return tidy_rows(rows, estimand=self.statistic, method="bootstrap",
-                         cluster=self.cluster, scale="identity", level=self.level,
-                         df=float("nan"), n_clusters=self.n_clusters, reps=self.reps,
-                         seed=self.seed, ci_type=self.ci_type,
-                         resampling=self.details.get("resampling", "pairs"))
-
-    def __str__(self) -> str:
-        unit = self.cluster or self.details.get("unit", "row")
-        head = (f"cluster bootstrap of {self.statistic} ({self.ci_type}, {self.reps} reps, "
-                f"{self.n_clusters} {unit} clusters, {self.level:.0%} CI)")
-        lines = [head] + [f"  {n}: {self.estimate[j]:.4g} [{self.lo[j]:.4g}, "
-                          f"{self.hi[j]:.4g}] se={self.se[j]:.3g}"
-                          for j, n in enumerate(self.names)]
-        return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------- entry point
@@ -347,28 +271,6 @@ def bootstrap(
         details=details)
 
 
-def _engine(design: Design, statistic: Any, label: str) -> _CallEngine | _SumsEngine:
-    return _SumsEngine(design, statistic) if isinstance(statistic, Sums) else \
-        _CallEngine(design, statistic, label)
-
-
-def _draw(design: Design, engine: _CallEngine | _SumsEngine, reps: int,
-          rng: np.random.Generator, studentized: bool, bar: Progress, task: Any
-          ) -> tuple[np.ndarray, np.ndarray | None]:
-    """``(reps, k)`` replicates (and their delta-method variances when studentized)."""
-    k = len(engine.names)
-    draws = np.empty((reps, k))
-    var = np.empty((reps, k)) if studentized else None
-    width = max(sum(int(c.max()) + 1 for c in design.factors), engine.width)
-    chunks = [index_chunks(g, reps, rng, width) for g in design.groups]
-    for parts in zip(*chunks, strict=True):
-        a, b = parts[0][0], parts[0][1]
-        draws[a:b], v = engine.draws([p[2] for p in parts], studentized, bar, task)
-        if var is not None:
-            var[a:b] = v
-    return draws, var
-
-
 def _multiway(design: Design, statistic: Any, label: str, reps: int, level: float,
               rng: np.random.Generator, recorded: int, progress: bool
               ) -> StatisticBootstrap:
@@ -409,112 +311,3 @@ def _multiway(design: Design, statistic: Any, label: str, reps: int, level: floa
             "variance_by_factor": {p.unit: v for p, v in zip(parts, variances, strict=True)},
             "draws_by_factor": draws_by, "fallback_to_one_way": fixed,
             "design_notes": design.notes, "notes": {}})
-
-
-# ------------------------------------------------------------------------------ engines
-class _CallEngine:
-    """A Python function of the resampled frame: one call per replicate."""
-
-    width = 0
-
-    def __init__(self, design: Design, fn: Callable[[pd.DataFrame], Any], label: str):
-        self.design, self.fn, self.label = design, fn, label
-        self.names: tuple[str, ...] = ()
-
-    def full(self) -> np.ndarray:
-        frame = self.design.frame.copy()
-        frame[COPY_COLUMN] = self.design.factors[0]
-        value, self.names = call_statistic(self.fn, frame, None, f"statistic {self.label!r}")
-        return value
-
-    def draws(self, idx: list[np.ndarray], studentized: bool, bar: Progress, task: Any
-              ) -> tuple[np.ndarray, None]:
-        out = np.empty((idx[0].shape[0], len(self.names)))
-        for r in range(out.shape[0]):
-            frame = resample(self.design, [i[r] for i in idx])
-            out[r] = call_statistic(self.fn, frame, self.names,
-                           f"statistic {self.label!r} on a bootstrap resample")[0]
-            bar.advance(task)
-        return out, None
-
-    def jackknife(self) -> np.ndarray:
-        codes = self.design.factors[0]
-        g = int(codes.max()) + 1
-        out = np.empty((g, len(self.names)))
-        for c in range(g):
-            keep = codes != c
-            frame = self.design.frame.loc[keep].reset_index(drop=True)
-            frame[COPY_COLUMN] = codes[keep]
-            out[c] = call_statistic(self.fn, frame, self.names,
-                           f"statistic {self.label!r} without cluster {c}")[0]
-        return out
-
-    def se(self, counts: np.ndarray) -> np.ndarray:  # pragma: no cover - refused earlier
-        raise InvalidOptionError("studentized intervals need a Sums statistic")
-
-
-class _SumsEngine:
-    """A function of column totals: replicates are counts times per-cluster sums."""
-
-    def __init__(self, design: Design, stat: Sums):
-        self.design, self.stat, self.names = design, stat, stat.names
-        values = stat.values(design.frame)
-        a = design.factors[0]
-        self.sums = cluster_sums(values, a, int(a.max()) + 1)  # (G, p)
-        self.width = 0
-        if len(design.factors) == 2:
-            b = design.factors[1]
-            cell = intersect_codes(a, b)
-            first = np.unique(cell, return_index=True)[1]
-            self.cell_a, self.cell_b = a[first], b[first]
-            self.cell_sums = cluster_sums(values, cell, first.size)
-            self.width = first.size
-
-    def full(self) -> np.ndarray:
-        return self.stat.apply(self.sums.sum(axis=0))
-
-    def totals(self, idx: list[np.ndarray]) -> np.ndarray:
-        if len(idx) == 1:
-            return _gather_sums(idx[0], self.sums)
-        ca = _counts(idx[0], idx[0].shape[1])
-        cb = _counts(idx[1], idx[1].shape[1])
-        return (ca[:, self.cell_a] * cb[:, self.cell_b]) @ self.cell_sums
-
-    def draws(self, idx: list[np.ndarray], studentized: bool, bar: Progress, task: Any
-              ) -> tuple[np.ndarray, np.ndarray | None]:
-        out = self.stat.apply(self.totals(idx))
-        var = self.se(_counts(idx[0], self.sums.shape[0])) ** 2 if studentized else None
-        bar.advance(task, idx[0].shape[0])
-        return out, var
-
-    def jackknife(self) -> np.ndarray:
-        return self.stat.apply(self.sums.sum(axis=0) - self.sums)
-
-    def se(self, counts: np.ndarray) -> np.ndarray:
-        """Delta-method SE per replicate: ``sqrt(sum_h G_h/(G_h-1) sum_g w_g (a_g -
-        abar_h)^2)`` with ``a_g = grad f(T) . s_g`` (the ultimate-cluster variance of
-        the totals, within strata), ``(reps, k)``.
-
-        Without strata and with unit weights this is
-        :func:`evalmix.inference.totals.totals_delta` (clustered); it is repeated here
-        because it runs for every replicate at once, within strata, and differentiates
-        by central differences, which need no complex-safe ``combine`` (a user's ``Sums``
-        may use ``np.abs`` or ``np.maximum``); a test checks the two agree."""
-        T = counts @ self.sums  # (r, p)
-        p = T.shape[1]
-        step = 1e-6 * np.maximum(np.abs(T), 1.0)
-        grad = np.empty((T.shape[0], len(self.names), p))
-        for j in range(p):
-            e = np.zeros(p)
-            e[j] = 1.0
-            h = step[:, j:j + 1]
-            grad[:, :, j] = (self.stat.apply(T + h * e) - self.stat.apply(T - h * e)) / h / 2
-        a = np.einsum("rkp,gp->rkg", grad, self.sums)  # (r, k, G)
-        s = self.design.stratum
-        member = np.eye(int(s.max()) + 1)[s]  # (G, H)
-        g_h = member.sum(axis=0)
-        abar = ((counts[:, None, :] * a) @ member) / g_h  # (r, k, H)
-        dev = a - abar[..., s]
-        factor = np.where(g_h > 1, g_h / np.maximum(g_h - 1, 1), 0.0)
-        var = ((counts[:, None, :] * dev**2) @ member) @ factor
-        return np.sqrt(np.maximum(var, 0.0))
