@@ -60,6 +60,7 @@ def test_objects_are_frozen_and_exported_at_the_top():
     (lambda: Bayes(sensitivity_method="is"), "sensitivity_method='is'"),
     (lambda: REML(df="kr"), "df='kr' is not allowed"),
     (lambda: Laplace(draws=10), "draws must be at least 100"),
+    (lambda: Laplace(sd_penalty=-1.0), "sd_penalty must be >= 0"),
     (lambda: VB(vc_prior_sd=0), "vc_prior_sd must be > 0"),
     (lambda: MAP(fe_prior_sd=float("nan")), "fe_prior_sd must be"),
 ])

@@ -220,3 +220,56 @@ def test_bayesian_maximal_fit_has_independent_slopes_and_samples(slopes_table):
     gap = abs(b.loc["condition[treatment]", "estimate"] - m.loc["condition[treatment]",
                                                                   "estimate"])
     assert gap < b.loc["condition[treatment]", "se"]
+
+
+def test_penalised_laplace_equals_glmmtmb_objective(slopes_table):
+    """``sd_penalty=2`` (the report's model rows; Chung et al. 2013/2015, blme's bglmer):
+    glmmTMB's own Laplace objective of the maximal model plus ``-sum log|Sigma|`` over
+    the terms, minimised by nlminb in R (fit_penalized.R: blme's construction by hand, as
+    neither blme nor glmmTMB's priors are installed): fixed effects and the
+    log-likelihood at the penalised optimum to 1e-4, SDs and correlations to 1e-3 (all
+    agree to about 1e-5); the penalty costs 1.31 of deviance against glmer's ML fit."""
+    r = pd.read_csv(REF / "reference_penalized.csv").set_index("name")["value"]
+    fit = _quiet(fit_statsmodels, slopes_table, method="laplace", sd_penalty=2.0, seed=1)
+    assert fit.formula == CORRELATED and fit.provenance["sd_penalty"] == 2.0
+    assert "Penalised" in fit.provenance["note"]
+    fe = _fe(fit)
+    np.testing.assert_allclose(fe["estimate"], r[["fixed_intercept", "fixed_treatment"]],
+                               atol=1e-4)
+    assert fit.results.llf == pytest.approx(-r["deviance"] / 2, abs=1e-4)
+    for name, key in (("scenario", "sd_scenario"),
+                      ("conditiontreatment|scenario", "sd_treatment_scenario"),
+                      ("persona", "sd_persona"),
+                      ("conditiontreatment|persona", "sd_treatment_persona"),
+                      ("judge", "sd_judge")):
+        assert _sd(fit, name) == pytest.approx(r[key], abs=1e-3), name
+    cors = {c["factor"]: c["correlation"] for c in fit.provenance["correlations"]}
+    assert cors["scenario"] == pytest.approx(r["cor_scenario"], abs=1e-3)
+    assert cors["persona"] == pytest.approx(r["cor_persona"], abs=1e-3)
+    assert -2 * fit.results.llf - r["ml_deviance"] == pytest.approx(1.31, abs=0.01)
+
+
+def test_penalty_keeps_a_singular_slope_off_zero():
+    """Where maximum likelihood puts a slope SD at 0 and the default steps down (5
+    personas, docs/coverage.md's crossed 40 x 5 design), the penalised fit keeps the
+    maximal model with every SD positive; the penalty is for the Laplace fit only."""
+    from evalmix.errors import InvalidOptionError
+
+    sim = crossed_scores([Factor("scenario", 40, 0.8, 0.3), Factor("persona", 5, 0.5, 0.3)],
+                         judges={"j1": 0.0, "j2": 0.3, "j3": -0.3}, intercept=0.5,
+                         condition_effect=0.3, seed=3)
+    t = _quiet(sim.table)
+    ml = _quiet(fit_statsmodels, t, method="laplace", seed=1)
+    pen = _quiet(fit_statsmodels, t, method="laplace", sd_penalty=2.0, seed=1)
+    assert ml.provenance["simplified"]  # ML: a singular maximal fit, stepped down
+    assert pen.provenance["simplified"] == [] and pen.formula == CORRELATED
+    assert (pen.variance["sd"] > 0.05).all()
+    with pytest.raises(InvalidOptionError, match="sd_penalty"):
+        fit_statsmodels(t, method="vb", sd_penalty=2.0)
+    # the report's model rows fit it so (compare.model_rows.REPORT_FIT_OPTIONS)
+    from evalmix.compare.model_rows import report_backend
+    from evalmix.models.backends import Laplace
+
+    assert report_backend("glmm_laplace") == Laplace(sd_penalty=2.0)
+    via = _quiet(evalmix.fit, t, backend=report_backend("glmm_laplace"), seed=1)
+    assert via.provenance["sd_penalty"] == 2.0 and via.formula == CORRELATED

@@ -141,6 +141,11 @@ class Laplace:
     draws : int
         Draws from the estimates' approximate sampling distribution behind the
         probability-scale rows (>= 100).
+    sd_penalty : float
+        0 (default): maximum likelihood, ``glmer``'s fit. 2: Chung et al.'s (2013, 2015)
+        boundary-avoiding penalised likelihood (blme's ``bglmer``; a Wishart(d + 2)
+        prior with infinite scale on each term's covariance), whose SDs are never 0 and
+        correlations never +-1; the report's model rows use 2 (``docs/models.md``).
 
     Examples
     --------
@@ -150,6 +155,7 @@ class Laplace:
 
     df: DfMethod = "containment"
     draws: int = 4000
+    sd_penalty: float = 0.0
 
     name: ClassVar[str] = "glmm_laplace"
     _method: ClassVar[str] = "laplace"
@@ -157,6 +163,7 @@ class Laplace:
     def __post_init__(self) -> None:
         check_option("df", self.df, get_args(DfMethod))
         _set(self, "draws", check_count("draws", self.draws, minimum=100))
+        _set(self, "sd_penalty", check_number("sd_penalty", self.sd_penalty, low=0))
 
 
 @dataclass(frozen=True)
@@ -261,7 +268,7 @@ def backend_from_name(name: str, options: dict[str, Any] | None = None) -> Model
     Examples
     --------
     >>> backend_from_name("glmm_laplace", {"tune": 100, "n_draws": 500})
-    Laplace(df='containment', draws=500)
+    Laplace(df='containment', draws=500, sd_penalty=0.0)
     """
     check_option("backend", name, tuple(_BY_NAME))
     cls = _BY_NAME[name]

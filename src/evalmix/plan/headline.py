@@ -304,12 +304,12 @@ class _Row:
 def _glmm_rows(design: str, table: Any, truth: Mapping[tuple[str, str], float],
                level: float) -> list[dict[str, Any]]:
     """The Laplace GLMM's population-averaged rows (the report's model rows)."""
-    from evalmix.compare.model_rows import _rows_from_fit
+    from evalmix.compare.model_rows import _rows_from_fit, report_backend
     from evalmix.compare.recommend import contrasts
     from evalmix.models.api import fit as fit_model
 
     try:
-        fit = fit_model(table, backend="glmm_laplace", level=level,
+        fit = fit_model(table, backend=report_backend("glmm_laplace"), level=level,
                         progress=False)
     except EvalmixError:
         return []

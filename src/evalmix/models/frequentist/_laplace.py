@@ -120,6 +120,9 @@ class _LaplaceDeviance:
     matrix is formed.
     """
 
+    #: weight of the boundary-avoiding SD penalty (:meth:`penalty_terms`; 0: glmer's fit)
+    sd_penalty = 0.0
+
     def __init__(self, y: np.ndarray, trials: np.ndarray, X: np.ndarray,
                  terms: Sequence[RandomTerm], deadline: float | None = None):
         from scipy.special import gammaln
@@ -232,11 +235,38 @@ class _LaplaceDeviance:
         return self._value()
 
     def profiled(self, theta: np.ndarray, beta: np.ndarray) -> tuple[float, np.ndarray]:
-        """lme4's nAGQ = 0 deviance: ``beta`` and ``u`` jointly by PIRLS at ``theta``."""
+        """lme4's nAGQ = 0 deviance: ``beta`` and ``u`` jointly by PIRLS at ``theta``
+        (plus the SD penalty, :meth:`penalty_terms`)."""
         _, b = self.pirls(np.asarray(theta, dtype=float), beta, joint=True, tol=1e-8)
-        return self._value(), b
+        return self._value() + self.penalty_terms(theta)[0], b
+
+    def penalty_terms(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
+        """``(value, gradient in theta)`` of the boundary-avoiding penalty
+        ``-sd_penalty * sum log theta_ii`` (0 when ``sd_penalty`` is 0): with 2, minus
+        twice the log density of Chung et al.'s Wishart(d + 2, infinite scale) prior on
+        each block's covariance (gamma(2, 0) on a lone SD), blme's device against
+        variance estimates at 0."""
+        g = np.zeros(self.tmap.n_theta)
+        if not self.sd_penalty:
+            return 0.0, g
+        d = self.tmap.is_diag_entry
+        th = np.maximum(np.asarray(theta, dtype=float)[d], 1e-150)
+        g[d] = -self.sd_penalty / th
+        return float(-self.sd_penalty * np.sum(np.log(th))), g
 
     def gradient(self, theta: np.ndarray, beta: np.ndarray) -> tuple[float, np.ndarray]:
+        """The penalised deviance (:meth:`penalty_terms`) and its exact gradient in
+        (theta, beta) (:meth:`deviance_gradient`)."""
+        f, g = self.deviance_gradient(theta, beta)
+        if self.sd_penalty:
+            pv, pg = self.penalty_terms(theta)
+            f += pv
+            g = g.copy()
+            g[:pg.size] += pg
+        return f, g
+
+    def deviance_gradient(self, theta: np.ndarray, beta: np.ndarray
+                          ) -> tuple[float, np.ndarray]:
         """Deviance and its exact gradient in (theta, beta).
 
         With ``r = m (y - mu)``, ``w = m mu (1 - mu)``, ``w' = w (1 - 2 mu)``, leverages
@@ -294,7 +324,7 @@ class _LaplaceDeviance:
 def fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
                        terms: Sequence[RandomTerm], *, trials: np.ndarray | None = None,
                        level: float = 0.95, maxiter: int = 500,
-                       binomial_constant: bool = True,
+                       binomial_constant: bool = True, sd_penalty: float = 0.0,
                        deadline: float | None = None) -> CrossedFit:
     """Maximum likelihood logit GLMM by the Laplace approximation (``glmer``'s default).
 
@@ -325,6 +355,14 @@ def fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     binomial_constant : bool
         Include ``log C(trials, successes)`` in the log-likelihood (as glmer does for
         counts); False gives the log-likelihood of the underlying 0/1 rows.
+    sd_penalty : float
+        0 (default): maximum likelihood, glmer's fit. 2: the penalised likelihood of
+        Chung et al. (2013, 2015) -- minus twice the log density of a Wishart(d + 2,
+        infinite scale) prior on each term's covariance (a gamma(2, 0) prior on a lone
+        SD) is added to the deviance, ``-2 sum log theta_ii`` -- whose mode is never on
+        the boundary (an SD at 0, a correlation at +-1); blme's ``bglmer`` device. The
+        standard errors and intervals come from the Hessian of the penalised objective;
+        the reported log-likelihood is the unpenalised one at its optimum.
     deadline : float, optional
         A :func:`time.monotonic` instant; past it the fit raises
         :class:`~evalmix.models._deadline.StoppedAtLimit` (checked at every PIRLS step).
@@ -349,17 +387,24 @@ def fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     ----------
     Bates, D. et al. (2015). Fitting linear mixed-effects models using lme4. Journal of
     Statistical Software 67(1), section 5 (GLMMs). doi:10.18637/jss.v067.i01
+    Chung, Y., Rabe-Hesketh, S., Dorie, V., Gelman, A., Liu, J. (2013). A nondegenerate
+    penalized likelihood estimator for variance parameters in multilevel models.
+    Psychometrika 78(4), 685-709. doi:10.1007/s11336-013-9328-2
+    Chung, Y., Gelman, A., Rabe-Hesketh, S., Liu, J., Dorie, V. (2015). Weakly
+    informative prior for point estimation of covariance matrices in hierarchical
+    models. Journal of Educational and Behavioral Statistics 40(2), 136-157.
+    doi:10.3102/1076998615570945
     """
     with one_blas_thread():
         return _fit_laplace_arrays(y, X, fe_names, terms, trials=trials, level=level,
                                    maxiter=maxiter, binomial_constant=binomial_constant,
-                                   deadline=deadline)
+                                   sd_penalty=sd_penalty, deadline=deadline)
 
 
 def _fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
                        terms: Sequence[RandomTerm], *, trials: np.ndarray | None = None,
                        level: float = 0.95, maxiter: int = 500,
-                       binomial_constant: bool = True,
+                       binomial_constant: bool = True, sd_penalty: float = 0.0,
                        deadline: float | None = None) -> CrossedFit:
     y, X = _check_arrays(y, X, fe_names, terms)
     if np.any((y < 0) | (y > 1)):
@@ -372,6 +417,7 @@ def _fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     k, p = len(terms), X.shape[1]
     z = _z(level)
     dev = _LaplaceDeviance(y, m, X, terms, deadline)
+    dev.sd_penalty = float(sd_penalty)
     if not binomial_constant:
         dev.const = 0.0
     if not dev.tmap.diagonal:

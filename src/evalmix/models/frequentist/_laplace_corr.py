@@ -95,7 +95,7 @@ def fit_correlated(dev: Any, fe_names: Sequence[str], terms: Sequence[RandomTerm
         # through beta-hat only; this stage is a start, so it need not be exact
         val, b = dev.profiled(theta, state["beta"])
         state["beta"] = b
-        return val, dev._gradient_blocks()[:k]
+        return val, dev._gradient_blocks()[:k] + dev.penalty_terms(theta)[1]
 
     dev.u = np.zeros(dev.q)
     out0 = optimize.minimize(f0, tm.start(1.0), jac=True, method="L-BFGS-B",

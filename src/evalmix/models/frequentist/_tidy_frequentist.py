@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from scipy import stats
+from scipy.special import expit
 
 from evalmix.models.frequentist._crossed import CrossedFit, _z
 from evalmix.models.result import (
@@ -222,9 +223,9 @@ def _probability_rows(fit: CrossedFit, spec: ModelSpec, terms: Sequence[RandomTe
                             * covariates.get(terms[j].term, 0.0))
                 var = np.clip(var, 0.0, None)
                 eta_q = eta[:, None] + np.sqrt(var)[:, None] * gx[None, :]
-                out += (1 / (1 + np.exp(-eta_q))) @ gw / len(xpos)
+                out += expit(eta_q) @ gw / len(xpos)
             else:
-                out += 1 / (1 + np.exp(-eta)) / len(xpos)
+                out += expit(eta) / len(xpos)
         return out
 
     rows = []
