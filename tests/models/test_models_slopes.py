@@ -273,3 +273,22 @@ def test_penalty_keeps_a_singular_slope_off_zero():
     assert report_backend("glmm_laplace") == Laplace(sd_penalty=2.0)
     via = _quiet(evalmix.fit, t, backend=report_backend("glmm_laplace"), seed=1)
     assert via.provenance["sd_penalty"] == 2.0 and via.formula == CORRELATED
+
+
+@pytest.mark.parametrize("rep", [11, 12])
+def test_penalised_fit_refuses_separated_data_quickly(rep):
+    """Near-degenerate accuracies (docs/coverage.md's p~0.99 design): the penalty rewards
+    large SDs a little, so on separated data the penalised fit used to chase them until
+    the sparse factor broke down (a raw LinAlgError after 20-30 s); its SDs now stop at
+    20 and the separation check refuses the fit with an EvalmixError, in about a second."""
+    import time
+
+    from evalmix.plan.headline import DESIGNS
+
+    names = [n for n in DESIGNS if not n.startswith("one-way grid")]
+    ss = np.random.SeedSequence(20261202, spawn_key=(names.index("degenerate p~0.99"), rep))
+    table, _ = DESIGNS["degenerate p~0.99"].simulate(np.random.default_rng(ss))
+    t0 = time.perf_counter()
+    with pytest.raises(EvalmixError, match="separated"):
+        _quiet(fit_statsmodels, table, method="laplace", sd_penalty=2.0, seed=1)
+    assert time.perf_counter() - t0 < 15

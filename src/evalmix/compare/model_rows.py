@@ -366,11 +366,11 @@ def model_rows(table: EvalTable, plan: Sequence[Contrast], *, backend: str | Non
                 sensitivity)
     runs: list[tuple[str, dict[str, Any], dict[str, int]]] = []
     legacy = {k for names in LEGACY_OPTIONS.values() for k in names}
-    own = {k for opts in REPORT_FIT_OPTIONS.values() for k in opts}
-    model_options = {k: v for k, v in options.items() if k not in legacy | own}
+    preset = {k for opts in REPORT_FIT_OPTIONS.values() for k in opts}
+    model_options = {k: v for k, v in options.items() if k not in legacy | preset}
     for b in backends:
         # fit_options serve every back end: each gets the ones it takes
-        given = {k: v for k, v in options.items() if k in legacy | own}
+        given = {k: v for k, v in options.items() if k in legacy | preset}
         few: dict[str, int] = {}
         kwargs: dict[str, Any] = {"seed": seed, "level": level, **model_options}
         if b == "bayes":

@@ -73,6 +73,9 @@ _SEPARATION_SE = 50.0
 _REL_GRAD_TOL = 2e-3
 #: X is kept sparse when less than this share of its entries are nonzero.
 _SPARSE_X = 0.25
+#: Largest SD (log-odds scale) of a penalised fit: a level's effect of 20 SDs is an odds
+#: ratio beyond e^40, i.e. separation, which the separation check then reports.
+_PENALISED_MAX_SD = 20.0
 #: Up to this many fixed effects the whole Hessian is taken by differences of the exact
 #: gradient (2 (K + p) gradient evaluations); beyond, see the comment in the fit.
 _FULL_HESSIAN_MAX_FIXED = 20
@@ -254,6 +257,16 @@ class _LaplaceDeviance:
         g[d] = -self.sd_penalty / th
         return float(-self.sd_penalty * np.sum(np.log(th))), g
 
+    def theta_bounds(self) -> list[tuple[float | None, float | None]]:
+        """lme4's bounds on theta; with the SD penalty the diagonal entries also stay below
+        :data:`_PENALISED_MAX_SD`: the penalty rewards large SDs a little, so on separated
+        data (an item always right) they would otherwise run off until the factor breaks
+        down, instead of stopping for the separation check."""
+        if not self.sd_penalty:
+            return list(self.tmap.bounds)
+        return [(0.0, _PENALISED_MAX_SD) if d else (None, None)
+                for d in self.tmap.is_diag_entry]
+
     def gradient(self, theta: np.ndarray, beta: np.ndarray) -> tuple[float, np.ndarray]:
         """The penalised deviance (:meth:`penalty_terms`) and its exact gradient in
         (theta, beta) (:meth:`deviance_gradient`)."""
@@ -396,9 +409,16 @@ def fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
     doi:10.3102/1076998615570945
     """
     with one_blas_thread():
-        return _fit_laplace_arrays(y, X, fe_names, terms, trials=trials, level=level,
-                                   maxiter=maxiter, binomial_constant=binomial_constant,
-                                   sd_penalty=sd_penalty, deadline=deadline)
+        try:
+            return _fit_laplace_arrays(y, X, fe_names, terms, trials=trials, level=level,
+                                       maxiter=maxiter, binomial_constant=binomial_constant,
+                                       sd_penalty=sd_penalty, deadline=deadline)
+        except np.linalg.LinAlgError as e:  # the factor broke down: effects at infinity
+            raise EvalmixError(
+                f"the Laplace fit broke down numerically ({e}): the outcome is "
+                "(quasi-)separated (e.g. a level or condition always right), so the "
+                "likelihood has no finite maximum. Report a design-based interval "
+                "(evalmix.interval) or use the Bayesian back end") from e
 
 
 def _fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
@@ -437,7 +457,7 @@ def _fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
         return val
 
     dev.u = np.zeros(dev.q)
-    out0 = optimize.minimize(f0, np.ones(k), method="L-BFGS-B", bounds=[(0.0, None)] * k,
+    out0 = optimize.minimize(f0, np.ones(k), method="L-BFGS-B", bounds=dev.theta_bounds(),
                              options={"ftol": 1e-4, "maxiter": maxiter})
     f0(out0.x)
 
@@ -446,7 +466,7 @@ def _fit_laplace_arrays(y: np.ndarray, X: np.ndarray, fe_names: Sequence[str],
         return dev.gradient(x[:k], x[k:])
 
     x = np.concatenate([np.maximum(out0.x, 1e-3), state["beta"]])
-    bounds = [(0.0, None)] * k + [(None, None)] * p
+    bounds = dev.theta_bounds() + [(None, None)] * p
     x, out = polish(fg, x, bounds, maxiter)
     _, g = fg(x)
     g[:k] = np.where((x[:k] <= 0) & (g[:k] > 0), 0.0, g[:k])

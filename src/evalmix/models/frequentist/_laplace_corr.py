@@ -99,7 +99,8 @@ def fit_correlated(dev: Any, fe_names: Sequence[str], terms: Sequence[RandomTerm
 
     dev.u = np.zeros(dev.q)
     out0 = optimize.minimize(f0, tm.start(1.0), jac=True, method="L-BFGS-B",
-                             bounds=tm.bounds, options={"ftol": 1e-4, "maxiter": maxiter})
+                             bounds=dev.theta_bounds(),
+                             options={"ftol": 1e-4, "maxiter": maxiter})
     f0(out0.x)
 
     def fg(x: np.ndarray) -> tuple[float, np.ndarray]:
@@ -107,7 +108,7 @@ def fit_correlated(dev: Any, fe_names: Sequence[str], terms: Sequence[RandomTerm
 
     th0 = np.where(tm.is_diag_entry, np.maximum(out0.x, 1e-3), out0.x)
     x = np.concatenate([th0, state["beta"]])
-    bounds = tm.bounds + [(None, None)] * p
+    bounds = dev.theta_bounds() + [(None, None)] * p
     x, out = polish(fg, x, bounds, maxiter)
     _, g = fg(x)
     at_bound = tm.is_diag_entry & (x[:k] <= SINGULAR_TOL * np.sqrt(LOGIT_RESIDUAL_VAR))
