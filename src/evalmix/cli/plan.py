@@ -257,7 +257,7 @@ def run_coverage(args: argparse.Namespace) -> int:
     show = ["n_clusters", "cluster_size", "icc", "method", "coverage", "mcse", "mean_width"]
     print(res.table[show].to_string(index=False, float_format="{:.4g}".format))
     print(f"evalmix coverage: {len(res.table)} rows in {res.seconds:.1f} s "
-          f"({res.n_resumed} cells resumed, seed {res.seed}); wrote "
+          f"({res.n_resumed} cells resumed), seed {res.seed}; wrote "
           f"{Path(args.out) / 'coverage.csv'} and "
           f"{Path(args.out) / 'coverage.png'}")
     return 0
