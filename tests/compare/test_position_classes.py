@@ -20,11 +20,11 @@ import evalmix
 from evalmix.compare.position import (
     CLASS_COLUMNS,
     CLASS_QUANTITIES,
-    _cells,
     classes_wide,
     position_bias,
     position_classes,
 )
+from evalmix.compare.position_classes import _cells
 from evalmix.datasets import load_table
 
 #: (verdict when model_a 'base' is shown first, verdict when 'new' is shown first)
