@@ -61,6 +61,31 @@ def test_pilot_recovers_the_simulated_sds_and_flags_the_absent_slopes():
     assert bayes.tree_depth(spec, list(old.values()), data, ndim=831) == 3
 
 
+def test_pilot_on_gaussian_scores_recovers_the_item_sd():
+    """Gaussian scores, 300 items x 20 rows, item SD 0.6, residual SD 1, no condition
+    slopes: the item SD within 0.1, the slope's ratio below 1."""
+    import pandas as pd
+
+    from evalmix import read
+
+    rng = np.random.default_rng(3)
+    g, n = 300, 20
+    item = np.repeat(np.arange(g), n)
+    cond = np.tile([0, 1], g * n // 2)
+    y = 0.5 * cond + rng.normal(0, 0.6, g)[item] + rng.normal(0, 1.0, g * n)
+    df = pd.DataFrame({"item": item.astype(str), "condition": np.where(cond, "b", "a"),
+                       "y": y})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        spec = build_spec(read(df, outcome="y", condition="condition",
+                               clusters={"item": "item"}))
+    assert spec.family == "gaussian"
+    p = pilot_sds(spec, collapse(spec))
+    assert p is not None
+    assert p.sd[0] == pytest.approx(0.6, abs=0.1)
+    assert p.ratio()[1] < 1.0 < p.ratio()[0]
+
+
 def test_pilot_is_none_without_random_terms_or_for_the_cumulative_family():
     spec, data = _spec(2_000, 20, seed=1)
     assert pilot_sds(spec.replace(random=()), data) is None

@@ -49,8 +49,8 @@ PILOT_NEWTON = 4
 @dataclass(frozen=True)
 class Pilot:
     """Per random term (the spec's order): ``sd`` the moment estimate of its SD,
-    ``info`` the mean Fisher information per level on its covariate (link scale,
-    at the pilot's fitted values)."""
+    ``info`` the mean Fisher information per level on its covariate (link scale, at the
+    pilot's fitted values; gaussian: rows over ``var(y)``, as the prior-based rule)."""
 
     sd: np.ndarray
     info: np.ndarray
