@@ -42,6 +42,12 @@ CONTEXT: dict[str, str] = {
     # small ones built from the test fixtures (tests/docs_data_controlled.py)
     "docs/controlled.md": (f"import sys\nsys.path.insert(0, {str(ROOT / 'tests')!r})\n"
                            "import docs_data_controlled\ndocs_data_controlled.write('.')\n"),
+    # leaderboard.md's bootstrap block reads Arena battles from a Parquet file: small ones
+    # from the simulator, in FastChat's column names
+    "docs/leaderboard.md": ("from evalmix.sim.boards import arena_battles as _arena\n"
+                            "_arena(8, 400, seed=1).data.rename(columns={'prompt': "
+                            "'question_id', 'outcome': 'winner'})"
+                            ".to_parquet('battles.parquet')\n"),
     # humans.md reads ../shared/data/humans/ as a reader at the repository root would
     "docs/humans.md": ("import os, pytest\n"
                        f"os.chdir({str(ROOT)!r})\n"
@@ -72,6 +78,13 @@ SMALLER: list[tuple[str, str, str, str]] = [
     ("docs/custom-statistics.md", 'cluster="scenario", reps=2000, seed=1)',
      'cluster="scenario", reps=199, seed=1, progress=False)',
      "a Python statistic: 199 bootstrap replicates instead of 2,000"),
+    ("docs/leaderboard.md", 'cluster="prompt", reps=1000, seed=1)',
+     'cluster="prompt", reps=20, seed=1, progress=False)',
+     "Arena bootstrap: 20 replicates instead of 1,000"),
+    ("docs/leaderboard.md", "reps=1000, seed=1,\n", "reps=20, seed=1, progress=False,\n",
+     "the same 20 replicates on the cluster"),
+    ("docs/leaderboard.md", "LocalCluster(n_workers=8)", "LocalCluster(n_workers=1)",
+     "one worker process instead of eight"),
     ("docs/report.md", "report = evalmix.analyze(table, fast=False, reps=2000, seed=1)",
      "report = evalmix.analyze(table, fast=False, reps=199, seed=1, draws=200, "
      "progress=False)",
