@@ -9,8 +9,8 @@ about half a second. Cases (both ``y ~ model + (1|item) + (1|item:model) + (1|ju
 * ``interaction_6k``: seeded, 1,000 items x 3 models x 2 judges (6,000 rows, 3,000
   item:model levels).
 
-Each fit runs in a fresh subprocess (imports excluded), Python and R one after the other
-on the same CSV, timed as wall and CPU seconds (the shared machine's load inflates wall
+Each fit runs in a fresh subprocess (imports and a small warm-up fit excluded on both
+sides), Python and R one after the other on the same CSV, timed as wall and CPU seconds (the shared machine's load inflates wall
 times; CPU seconds of one process are the fairer comparison: both sides use one BLAS
 thread). R is needed to run this script, not to run the tests.
 
@@ -85,6 +85,12 @@ def child(path: str) -> dict:
     from evalmix.models.frequentist import fit_mixedlm_arrays, intercept_term
     from evalmix.models.frequentist._pls import CrossedDesign
 
+    # warm-up on a small fit (first-call costs of scipy's optimiser and sparse code), as
+    # the R side warms up on sleepstudy
+    rng = np.random.default_rng(1)
+    a, b = np.repeat(np.arange(10), 20), np.tile(np.arange(20), 10)
+    fit_mixedlm_arrays(rng.normal(0, 1, 200), np.ones((200, 1)), ["(Intercept)"],
+                       [intercept_term("a", a), intercept_term("b", b)])
     d = pd.read_csv(path)
     models = sorted(d.model.unique())
     X = np.column_stack([np.ones(len(d))] + [(d.model == m).to_numpy(float)

@@ -56,16 +56,22 @@ def _nested(seed: int = 0):
     return y, X, terms
 
 
-def test_arrow_factor_equals_dense_algebra(monkeypatch):
+@pytest.mark.parametrize("plan", [True, False])
+def test_arrow_factor_equals_dense_algebra(monkeypatch, plan):
+    """With the design's index plan (S filled on its fixed pattern by bincounts) and
+    without it (S from sparse products, the fallback when B has too many pairs)."""
     monkeypatch.setattr(_pls, "SPARSE_MIN", 0)
+    if not plan:
+        monkeypatch.setattr(CrossedDesign, "arrow_plan", property(lambda self: None))
     y, X, terms = _nested()
     des = CrossedDesign(terms, y.size)
+    assert (des.arrow_plan is not None) == plan
     assert des.s_lead is not None and des.s_lead[0].size == 30  # the items are the lead
     rng = np.random.default_rng(1)
     lam = np.array([0.8, 1.1, 0.5, 0.3])[des.comp]
     w = rng.uniform(0.5, 1.5, y.size)
     F = des.factor(lam, w)
-    assert F._arrow is not None
+    assert F._arrow is not None and (F._plan is not None) == plan
     Z = des.Z.toarray()
     A = lam[:, None] * (Z.T @ (w[:, None] * Z)) * lam[None, :] + np.eye(lam.size)
     Ainv = np.linalg.inv(A)
@@ -281,3 +287,32 @@ def test_default_score_model_steps_down_like_lmer():
     cors = {c["factor"]: c["correlation"] for c in full.provenance["correlations"]}
     assert abs(cors["persona"]) == pytest.approx(1.0, abs=VC_RTOL)
     assert full.provenance["reml_criterion"] <= mx[("criterion", "REMLcrit")] + 1e-4
+
+
+def test_correlation_at_one_warns_like_lmer():
+    """lme4 says "boundary (singular) fit: see help('isSingular')" when a correlation is
+    at +-1; the structure asked for by formula (not simplified) says so too, on REML
+    (the reml_boundary.csv fit above) and on Laplace, and not with independent terms."""
+    import warnings
+
+    from evalmix.errors import SingularFitWarning
+    from evalmix.models.frequentist import fit_statsmodels
+    from evalmix.sim import pairwise_judges
+
+    t = pairwise_judges(12, 3, 2, 2, tie_threshold=0, seed=3).table()
+    formula = "y ~ 1 + condition + (1 + condition|scenario) + (1|persona) + (1|author)"
+    for method in ("mixedlm", "laplace"):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fit = fit_statsmodels(t, method=method, formula=formula, seed=1)
+        (cor,) = fit.provenance["correlations"]
+        assert abs(cor["correlation"]) > 0.999
+        said = [str(w.message) for w in caught if issubclass(w.category, SingularFitWarning)
+                and "isSingular" in str(w.message)]
+        assert len(said) == 1 and "cor(1, condition[treatment])|scenario" in said[0], said
+        assert said[0] in fit.warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit_statsmodels(t, method="mixedlm", formula=formula.replace("|scenario", "||scenario"),
+                        seed=1)
+    assert not [w for w in caught if "isSingular" in str(w.message)]

@@ -547,6 +547,13 @@ def fit_statsmodels(table: Any, spec: ModelSpec | None = None,
                     "in the note: try method='vb' or the Bayesian back end")
         messages.append(msg)
         warnings.warn(msg, SingularFitWarning, stacklevel=2)
+    edge = fit.details.get("singular_correlations", ())
+    if edge:
+        msg = (f"correlation(s) {', '.join(edge)} estimated at -1 or +1 by {backend}: a "
+               "boundary (singular) fit, lme4's isSingular; the data do not identify the "
+               "correlation. Consider independent terms, (1 + x||g), or dropping the slope")
+        messages.append(msg)
+        warnings.warn(msg, SingularFitWarning, stacklevel=2)
     if not fit.converged:
         msg = (f"{backend}: the optimiser did not reach a stationary point (largest gradient "
                f"{fit.grad_norm:.2g}; {fit.details.get('optimizer_message', '')}). Treat the "

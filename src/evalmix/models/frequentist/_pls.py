@@ -39,6 +39,7 @@ from scipy.linalg import cho_solve, cholesky
 from scipy.sparse.linalg import splu
 
 from evalmix.models._deadline import check_deadline
+from evalmix.models.frequentist._arrow import ArrowFactor, ArrowPlan
 from evalmix.models.spec import RandomTerm
 
 __all__ = ["DENSE_MAX", "BlockFactor", "CrossedDesign"]
@@ -152,7 +153,7 @@ class CrossedDesign:
         :data:`SPARSE_MIN` columns, or if that term's columns times the rest's exceed 4
         million): a term nested in the largest one (WildBench's items beside item:model)
         shares no big level with another of its levels, so ``S`` is an "arrow",
-        eliminated like ``A`` itself (:class:`_ArrowFactor`)."""
+        eliminated like ``A`` itself (:class:`ArrowFactor`)."""
         if getattr(self, "_s_lead", False) is False:
             self._s_lead = None
             pat = self._s_pattern() if self.q2 >= SPARSE_MIN else None
@@ -173,16 +174,24 @@ class CrossedDesign:
         pair, computed once), or None when there are more than ``nnz(B) q2 / 10`` (then a
         dense product with ``S^-1`` is cheaper than gathering over pairs)."""
         if getattr(self, "_b_pairs", False) is False:
+            n_pairs = float((np.bincount(self.b_rows, minlength=self.q1) ** 2).sum())
+            self._b_pairs = (None if n_pairs * 10 > float(self.b_rows.size) * self.q2
+                             else self._row_pairs())
+        return self._b_pairs
+
+    def _row_pairs(self, limit: float = np.inf) -> tuple[np.ndarray, np.ndarray] | None:
+        """Every ordered pair ``(e, f)`` of entries of ``B``'s pattern in the same row
+        (computed once), or None when there are more than ``limit``."""
+        if getattr(self, "_pairs", None) is None:
             counts = np.bincount(self.b_rows, minlength=self.q1)
             rep = counts[self.b_rows]
-            if float(rep.sum()) * 10 > float(self.b_rows.size) * self.q2:
-                self._b_pairs = None
-            else:
-                starts = np.concatenate([[0], np.cumsum(counts)])
-                e = np.repeat(np.arange(self.b_rows.size), rep)
-                pos = np.arange(e.size) - np.repeat(np.cumsum(rep) - rep, rep)
-                self._b_pairs = (e, starts[self.b_rows[e]] + pos)
-        return self._b_pairs
+            if float(rep.sum()) > limit:
+                return None
+            starts = np.concatenate([[0], np.cumsum(counts)])
+            e = np.repeat(np.arange(self.b_rows.size), rep)
+            pos = np.arange(e.size) - np.repeat(np.cumsum(rep) - rep, rep)
+            self._pairs = (e, starts[self.b_rows[e]] + pos)
+        return self._pairs
 
     def _set_z(self, xs: Sequence[np.ndarray]) -> None:
         """``Z`` (and ``Z'``) with row covariates ``xs``: one entry per row and term, on
@@ -255,103 +264,72 @@ class CrossedDesign:
         d = l1**2 * d0 + 1.0
         if not self.q2:
             return BlockFactor(d, None, None, self)
-        B = self._csr(self.b_rows, self.b_cols, bv * l1[self.b_rows] * l2[self.b_cols],
-                      self.q1, self.q2)
-        U = self._csr(self.c_rows, self.c_cols, cv * l2[self.c_rows] * l2[self.c_cols],
-                      self.q2, self.q2)
-        return BlockFactor(d, B, U, self)
+        return BlockFactor(d, bv * l1[self.b_rows] * l2[self.b_cols],
+                           cv * l2[self.c_rows] * l2[self.c_cols], self)
 
+    def b_matrix(self, values: np.ndarray) -> sparse.csr_array:
+        """``B`` (q1 x q2) with ``values`` on its pattern (the row pointers computed once)."""
+        if getattr(self, "_b_indptr", None) is None:
+            self._b_indptr = np.searchsorted(self.b_rows, np.arange(self.q1 + 1))
+        return sparse.csr_array((values, self.b_cols, self._b_indptr),
+                                shape=(self.q1, self.q2))
 
-class _ArrowFactor:
-    """Factor of a symmetric ``S`` whose block on ``lead`` is diagonal: eliminate it,
-    factor the dense Schur complement ``T = S_rr - E' D^-1 E`` of the ``rest`` (``D^-1 E``
-    is kept dense: at most 4 million entries). Exact, like the Cholesky factor with that
-    ordering."""
+    def u_matrix(self, values: np.ndarray) -> sparse.csr_array:
+        """Upper triangle of ``C`` (q2 x q2) with ``values`` on its pattern."""
+        if getattr(self, "_c_indptr", None) is None:
+            self._c_indptr = np.searchsorted(self.c_rows, np.arange(self.q2 + 1))
+        return sparse.csr_array((values, self.c_cols, self._c_indptr),
+                                shape=(self.q2, self.q2))
 
-    def __init__(self, S: sparse.csr_array, lead: np.ndarray, rest: np.ndarray):
-        self.lead, self.rest = lead, rest
-        self.d = S.diagonal()[lead]
-        self.E = sparse.csr_array(S[lead][:, rest])
-        self.V = self.E.multiply(1.0 / self.d[:, None]).toarray()
-        T = S[rest][:, rest].toarray() - np.asarray(self.E.T @ self.V)
-        self.L = cholesky(T, lower=True, check_finite=False) if rest.size else T
-        self.logdet = float(np.log(self.d).sum()) + 2 * float(np.log(np.diag(self.L)).sum())
-        self._cache: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-
-    def solve(self, R: np.ndarray) -> np.ndarray:
-        dinv = (1.0 / self.d).reshape(-1, *([1] * (R.ndim - 1)))
-        R1, R2 = R[self.lead], R[self.rest]
-        out = np.empty_like(R)
-        Y2 = (cho_solve((self.L, True), R2 - self.V.T @ R1, check_finite=False)
-              if self.rest.size else R2)
-        out[self.rest] = Y2
-        out[self.lead] = dinv * R1 - self.V @ Y2
-        return out
-
-    def _wt(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``W = [V; -I]`` by ``S``'s columns, ``T^-1`` and the lead position of every
-        column (-1 on the rest), computed once."""
-        if self._cache is None:
-            n = self.lead.size + self.rest.size
-            pos = np.full(n, -1)
-            pos[self.lead] = np.arange(self.lead.size)
-            Tinv = (cho_solve((self.L, True), np.eye(self.rest.size), check_finite=False)
-                    if self.rest.size else np.zeros((0, 0)))
-            W = np.zeros((n, self.rest.size))
-            W[self.lead] = self.V
-            W[self.rest] = -np.eye(self.rest.size)
-            self._cache = (W, Tinv, pos)
-        return self._cache
-
-    def entries(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-        """Entries ``(S^-1)[rows, cols]`` without forming ``S^-1``: ``W T^-1 W'`` with
-        ``W = [V; -I]`` (``V = D^-1 E``), plus ``D^-1`` on the lead's diagonal."""
-        W, Tinv, pos = self._wt()
-        out = np.einsum("ij,ij->i", W[rows] @ Tinv, W[cols])
-        same = (rows == cols) & (pos[rows] >= 0)
-        out[same] += 1.0 / self.d[pos[rows[same]]]
-        return out
-
-    def inverse(self) -> np.ndarray:
-        """``S^-1`` as a dense array (``S`` has at most :data:`DENSE_MAX` rows)."""
-        n = self.lead.size + self.rest.size
-        out = np.empty((n, n))
-        Tinv = (cho_solve((self.L, True), np.eye(self.rest.size), check_finite=False)
-                if self.rest.size else np.zeros((0, 0)))
-        VT = self.V @ Tinv
-        out[np.ix_(self.lead, self.lead)] = VT @ self.V.T
-        out[self.lead, self.lead] += 1.0 / self.d
-        out[np.ix_(self.lead, self.rest)] = -VT
-        out[np.ix_(self.rest, self.lead)] = -VT.T
-        out[np.ix_(self.rest, self.rest)] = Tinv
-        return out
+    @property
+    def arrow_plan(self) -> ArrowPlan | None:
+        """Index maps that fill an "arrow" ``S`` (:attr:`s_lead`) from the values of
+        ``B`` and ``C`` without a sparse product (built once; None when there is no
+        lead or ``B`` has more than :data:`_CHUNK_ENTRIES` pairs of entries in a row)."""
+        if getattr(self, "_arrow_plan", False) is False:
+            lead_rest = self.s_lead
+            pairs = None if lead_rest is None else self._row_pairs(_CHUNK_ENTRIES)
+            self._arrow_plan = (None if lead_rest is None or pairs is None
+                                else ArrowPlan(self.b_rows, self.b_cols, self.c_rows,
+                                            self.c_cols, self.q2, *lead_rest, pairs))
+        return self._arrow_plan
 
 
 class BlockFactor:
     """Factor of ``A = [[diag(d), B], [B', C]]`` (internal order) by eliminating the
     diagonal block: ``S = C - B' D^-1 B`` is factored densely or by SuperLU."""
 
-    def __init__(self, d: np.ndarray, B: sparse.csr_array | None,
-                 U: sparse.csr_array | None, design: CrossedDesign):
-        """``U`` is the upper triangle (diagonal included) of ``C - I``."""
-        self.d, self.B, self.design = d, B, design
+    def __init__(self, d: np.ndarray, bv: np.ndarray | None, uv: np.ndarray | None,
+                 design: CrossedDesign):
+        """``bv`` are the values of ``B`` and ``uv`` of the upper triangle (diagonal
+        included) of ``C - I`` on the design's patterns."""
+        self.d, self.design = d, design
         self.q1, self.q2 = d.size, design.q2
         logdet = float(np.log(d).sum())
         self._L: np.ndarray | None = None
         self._lu = None
-        self._arrow: _ArrowFactor | None = None
+        self._arrow: ArrowFactor | None = None
+        self._plan: ArrowPlan | None = None
         self._sinv: np.ndarray | None = None
+        self._sinv_pat: np.ndarray | None = None
+        self.B: sparse.csr_array | None = None
         if self.q2:
-            assert B is not None and U is not None
-            self.DB = sparse.csr_array((B.data / d[design.b_rows], B.indices, B.indptr),
-                                       shape=B.shape)
-            if design.s_lead is not None:
+            assert bv is not None and uv is not None
+            self.DB = design.b_matrix(bv / d[design.b_rows])
+            self._plan = design.arrow_plan if design.s_lead is not None else None
+            if self._plan is not None:
+                self._arrow = self._plan.factor(d, bv, uv)
+                logdet += self._arrow.logdet
+            elif design.s_lead is not None:
+                U = design.u_matrix(uv)
                 S = sparse.csr_array(U + U.T - sparse.diags_array(U.diagonal())
-                                     + sparse.eye_array(self.q2) - B.T @ self.DB)
-                self._arrow = _ArrowFactor(S, *design.s_lead)
+                                     + sparse.eye_array(self.q2)
+                                     - design.b_matrix(bv).T @ self.DB)
+                self._arrow = ArrowFactor.from_sparse(S, *design.s_lead)
                 logdet += self._arrow.logdet
             elif not design.s_sparse:
-                S = U.toarray()
+                self.B = B = design.b_matrix(bv)
+                S = design.u_matrix(uv).toarray()
                 S = S + S.T
                 S[np.diag_indices_from(S)] = S.diagonal() / 2 + 1.0
                 if B.nnz < self.q1 * self.q2 / 4:  # few other levels per big level
@@ -361,8 +339,10 @@ class BlockFactor:
                 self._L = cholesky(S, lower=True, overwrite_a=True, check_finite=False)
                 logdet += 2 * float(np.log(np.diag(self._L)).sum())
             else:
+                U = design.u_matrix(uv)
                 S = sparse.csc_array(U + U.T - sparse.diags_array(U.diagonal())
-                                     + sparse.eye_array(self.q2) - B.T @ self.DB)
+                                     + sparse.eye_array(self.q2)
+                                     - design.b_matrix(bv).T @ self.DB)
                 self._lu = splu(S, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
                                 options={"SymmetricMode": True})
                 logdet += float(np.log(np.abs(self._lu.U.diagonal())).sum())
@@ -432,10 +412,17 @@ class BlockFactor:
                 self._sinv = self.s_solve(eye)
         return self._sinv
 
-    def _sinv_entries(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-        """Entries ``(S^-1)[rows, cols]``."""
+    def _sinv_entries(self, rows: np.ndarray, cols: np.ndarray,
+                      at: str | None = None) -> np.ndarray:
+        """Entries ``(S^-1)[rows, cols]``; ``at`` names the set when it is one the
+        design's :class:`ArrowPlan` knows (``"pairs"``, ``"c"``, ``"diag"``): gathered
+        from ``S^-1`` on ``S``'s pattern, computed once per factor."""
         if self._arrow is not None:
-            return self._arrow.entries(rows, cols)
+            if at is None or self._plan is None:
+                return self._arrow.entries(rows, cols)
+            if self._sinv_pat is None:
+                self._sinv_pat = self._arrow.entries(self._plan.rows, self._plan.cols)
+            return self._sinv_pat[getattr(self._plan, "at_" + at)]
         if self.q2 <= DENSE_MAX:
             return self._dense_sinv()[rows, cols]
         out = np.empty(rows.size)
@@ -461,7 +448,8 @@ class BlockFactor:
         if pairs is not None:
             e, f = pairs
             p_at_b = np.bincount(e, weights=data[f] * self._sinv_entries(des.b_cols[f],
-                                                                          des.b_cols[e]),
+                                                                          des.b_cols[e],
+                                                                          "pairs"),
                                  minlength=des.b_rows.size)
         else:
             p_at_b = np.empty(des.b_rows.size)
@@ -489,8 +477,8 @@ class BlockFactor:
                     alpha[a0:a1] = np.asarray((DBc.T.toarray() * P).sum(axis=0)).ravel()
                     s0, s1 = starts[a0], starts[a1]
                     p_at_b[s0:s1] = P[des.b_cols[s0:s1], des.b_rows[s0:s1] - a0]
-            s_at_c = self._sinv_entries(des.c_rows, des.c_cols)
-            diag_s = self._sinv_entries(np.arange(self.q2), np.arange(self.q2))
+            s_at_c = self._sinv_entries(des.c_rows, des.c_cols, "c")
+            diag_s = self._sinv_entries(np.arange(self.q2), np.arange(self.q2), "diag")
         else:
             s_at_c, diag_s = np.zeros(0), np.zeros(0)
         diag_int = np.concatenate([1.0 / self.d + alpha, diag_s])
