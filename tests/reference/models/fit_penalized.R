@@ -1,6 +1,6 @@
 # The boundary-avoiding penalised Laplace fit (sd_penalty = 2; Chung et al. 2013, 2015;
 # blme's bglmer) on crossed_slopes.csv: the reference of
-# tests/test_models_slopes.py::test_penalised_laplace_equals_glmmtmb_objective. Neither
+# tests/models/test_models_slopes.py::test_penalised_laplace_equals_glmmtmb_objective. Neither
 # blme nor glmmTMB's priors (>= 1.1.7) are installed here, so the construction is done by
 # hand on glmmTMB's own Laplace objective of the maximal model (obj$fn, the negative
 # log-likelihood as a function of beta and glmmTMB's theta = log SDs and correlation
