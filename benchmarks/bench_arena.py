@@ -109,9 +109,7 @@ frame.to_parquet(path)
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     table, read_stats = step(lambda: evalmix.read(frame, **sim.read_kwargs))
-    _, load_stats = step(lambda: pd.read_parquet(path))
-    _, parquet_stats = step(lambda: evalmix.read(path, **sim.read_kwargs))
-del frame, _
+del frame
 d = table.data
 names = np.unique(np.concatenate([d["model_a"].unique(), d["model_b"].unique()]).astype(str))
 a = np.searchsorted(names, d["model_a"].astype(str).to_numpy())
@@ -132,6 +130,12 @@ def core(method):
 del a, b
 board, lb = step(lambda: leaderboard(table, cluster="prompt", method="CR2", seed=1))
 m = board.tidy().set_index("model").loc[names]
+del board
+# last, so that the memory these free is not what the steps above reuse
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    _, load_stats = step(lambda: pd.read_parquet(path))
+    _, parquet_stats = step(lambda: evalmix.read(path, **sim.read_kwargs))
 assert np.allclose(m["estimate"], est, atol=1e-10) and np.allclose(m["se"], se2, rtol=1e-8)
 np.savez(out, models=names, est=est, se_cr1=se1, se_cr2=se2)
 print(json.dumps({"read": read_stats, "read_parquet": parquet_stats,
