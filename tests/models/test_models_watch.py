@@ -40,9 +40,9 @@ def test_sampling_progress_shows_warm_up_then_projected_draws_and_the_worst_valu
         bar.snapshot(400, 120)
         bar.checked(200, 800, np.array([1.004]), np.array([100.0]), np.array([250.0]), 400)
     text = buf.getvalue()
-    assert "MCMC warm-up (2 chains)" in text and "400/400" in text
-    line = next(ln for ln in text.splitlines() if "draws per chain" in ln)
-    assert "min ESS 100/400" in line and "max R-hat 1.004" in line and "200/800" in line
+    assert "MCMC warm-up, 2 chains" in text and "400/400" in text
+    line = next(ln for ln in text.splitlines() if "MCMC draws" in ln)
+    assert "ESS 100/400" in line and "R-hat 1.004" in line and "200/800" in line
 
 
 @pytest.mark.mcmc
@@ -52,4 +52,4 @@ def test_a_to_target_fit_with_progress_draws_its_own_lines(capsys):
         warnings.simplefilter("ignore")
         evalmix.fit(table, seed=1, progress=True)
     err = capsys.readouterr().err
-    assert "MCMC warm-up" in err and "MCMC draws per chain" in err
+    assert "MCMC warm-up" in err and "MCMC draws (ESS " in err

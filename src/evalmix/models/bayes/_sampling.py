@@ -313,6 +313,8 @@ def _sample_watched(run: Run, spec, terms, *, chains: int, seed: int, prior_scal
                     last = full
                     if not fail.any():
                         checked = full
+                        r_hat, ess_bulk, ess_tail = full
+                        bar.checked(n, n, r_hat, ess_bulk, ess_tail, ESS_MIN)
                         break
                     watch = np.flatnonzero(fail)
                     t_check = t_sub if t_sub is not None else time.thread_time() - t_check

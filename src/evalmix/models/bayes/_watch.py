@@ -59,7 +59,7 @@ class SamplingProgress:
 
     def __enter__(self) -> SamplingProgress:
         self._bar.__enter__()
-        self._warm = self._bar.task(f"MCMC warm-up ({self._chains} chains)", self._tune)
+        self._warm = self._bar.task(f"MCMC warm-up, {self._chains} chains", self._tune)
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -69,7 +69,7 @@ class SamplingProgress:
         """``tuned`` warm-up draws done in the slowest chain, ``n`` draws after it."""
         self._bar.update(self._warm, done=self._tune if n > 0 else tuned)
         if n > 0 and self._draws is None:
-            self._draws = self._bar.task("MCMC draws per chain", self._first)
+            self._draws = self._bar.task("MCMC draws", self._first)
         self._bar.update(self._draws, done=n)
 
     def checked(self, n: int, projected: int, r_hat: np.ndarray, ess_bulk: np.ndarray,
@@ -78,6 +78,6 @@ class SamplingProgress:
         r = float(np.nanmax(r_hat, initial=1.0))
         ess = np.concatenate([np.asarray(ess_bulk, float), np.asarray(ess_tail, float)])
         ess = ess[np.isfinite(ess)]
-        worst = f"min ESS {ess.min():.0f}/{ess_min:.0f}, " if ess.size else ""
+        worst = f"ESS {ess.min():.0f}/{ess_min:.0f}, " if ess.size else ""
         self._bar.update(self._draws, done=n, total=projected,
-                         description=f"MCMC draws per chain ({worst}max R-hat {r:.3f})")
+                         description=f"MCMC draws ({worst}R-hat {r:.3f})")
