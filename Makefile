@@ -53,11 +53,11 @@ REF_PY := bootstrap/make_data.py bootstrap/make_compare_data.py design/make_data
 	gtheory/make_brennan.py humans/ppi_cr2.py letters/make_boards.py models/make_crossed_binary.py \
 	models/make_ordinal_scores.py models/make_sparse_design.py sandwich/make_data.py \
 	upstream/upstream_reference.py models/make_crossed_slopes.py models/make_mtbench_slopes.py \
-	bootstrap/make_custom_data.py models/make_gaussian_slopes.py
+	bootstrap/make_custom_data.py models/make_gaussian_slopes.py models/make_gaussian_singular.py
 REF_R := bootstrap/boot_reference.R bootstrap/compare_reference.R design/icc_reference.R \
 	humans/ppi_cr2.R letters/letters.R models/fit_reference.R models/fit_sparse.R \
 	plan/cr2_intercept.R sandwich/reference.R models/fit_slopes.R models/fit_mtbench_slopes.R models/fit_reml_boundary.R \
-	bootstrap/custom_reference.R
+	bootstrap/custom_reference.R models/fit_reml_singular.R models/fit_penalized.R
 REF_SHARED_R := gtheory/reml_jtj.R models/fit_mtbench.R models/fit_pandalm.R models/fit_reml_slopes.R
 references: $(VENV)/.installed-dev
 	@command -v Rscript >/dev/null || { echo "make references needs R (Rscript)"; exit 1; }
