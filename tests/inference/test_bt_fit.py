@@ -99,6 +99,25 @@ def test_multiway_equals_row_level(type):
     assert close(vcov_bt_multiway(bt, fit_bt(bt), type=type), padded(V_ref))
 
 
+def test_near_separation_warns_with_bradley_terry_advice():
+    """A model that wins almost every comparison: the Newton steps stop short (100 of
+    101 wins for model 0), and the warning names the ability, not a covariate or a
+    `family=` option that a Bradley-Terry board does not have."""
+    a = np.zeros(101, dtype=int)
+    b = np.r_[np.ones(50, dtype=int), np.full(51, 2)]
+    y = np.r_[np.ones(100), 0.0]
+    a = np.r_[a, 1, 2]
+    b = np.r_[b, 2, 1]
+    y = np.r_[y, 1.0, 0.0]
+    bt = aggregate(a, b, y, [np.zeros(a.size, dtype=int)], 3)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(bt_fit, "LOGIT_MAXIT", 1)
+        with pytest.warns(Warning, match="Bradley-Terry fit did not converge") as rec:
+            fit_bt(bt)
+    text = " ".join(str(w.message) for w in rec)
+    assert "family=" not in text and "Drop that model" in text
+
+
 def test_cr2_refuses_a_cluster_with_too_many_patterns(monkeypatch):
     a, b, y, _, judge = battles()
     bt = aggregate(a, b, y, [cluster_codes(judge)[0]], 6)

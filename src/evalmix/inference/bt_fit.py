@@ -218,9 +218,9 @@ def fit_bt(bt: Battles) -> BTFit:
     w = mu * (1 - mu)
     if not converged or np.min(w) < 1e-12:
         warnings.warn(
-            f"logistic fit did not converge in {it} iterations (largest |coef| "
-            f"{np.max(np.abs(theta)):.3g}); the outcome may be separated by a covariate. "
-            "Use family='gaussian' (linear probability) instead",
+            f"the Bradley-Terry fit did not converge in {it} iterations (largest "
+            f"|ability| {np.max(np.abs(theta)):.3g}): a model may win (or lose) nearly "
+            "every comparison. Drop that model or compare it with stronger (weaker) ones",
             ConvergenceWarning, stacklevel=3,
         )
         w = np.maximum(w, 1e-300)
